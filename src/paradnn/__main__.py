@@ -1,0 +1,3 @@
+from paradnn.cli import main
+
+main()

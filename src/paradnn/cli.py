@@ -1,0 +1,289 @@
+"""`paradnn`: a thin command line over `paradnn.api`; every command calls one library function."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from paradnn import __version__, api, tables
+from paradnn.errors import ParadnnError
+from paradnn.store import DEFAULT_DB
+
+app = typer.Typer(
+    name="paradnn",
+    help=(
+        "Benchmark deep-learning training on this machine the way the ParaDnn paper did: "
+        "generated FC, CNN and RNN models, timed training steps, counted FLOPs, and a SQLite "
+        "result store.\n\nStart with `paradnn run` (the quick preset), then `paradnn results`."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+# Piped output (CI logs, `| less`) gets a wide table instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+
+DbOpt = Annotated[str, typer.Option("--db", help="Result database (SQLite file).")]
+DeviceOpt = Annotated[
+    str, typer.Option("--device", help="auto (first GPU, else CPU), cpu, cuda or cuda:N.")
+]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads", help="CPU threads for torch (default: every core this process may use)."
+    ),
+]
+OptimizerOpt = Annotated[
+    str, typer.Option("--optimizer", help="rmsprop (ParaDnn's default), sgd or momentum.")
+]
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"paradnn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+def _timing(min_time: float | None, max_time: float | None, base: Any = None) -> Any:
+    import dataclasses
+
+    from paradnn.measure.timer import TimingPolicy
+
+    policy = base or TimingPolicy()
+    changes = {
+        k: v for k, v in (("min_time_s", min_time), ("max_time_s", max_time)) if v is not None
+    }
+    if "min_time_s" in changes and "max_time_s" not in changes:
+        changes["max_time_s"] = max(policy.max_time_s, changes["min_time_s"])
+    return dataclasses.replace(policy, **changes) if changes else policy
+
+
+MinTimeOpt = Annotated[
+    float | None,
+    typer.Option("--min-time", help="Seconds of timed steps before stopping is allowed."),
+]
+MaxTimeOpt = Annotated[
+    float | None, typer.Option("--max-time", help="Cap on the timed phase per config, in seconds.")
+]
+
+
+@app.command()
+def run(
+    preset: Annotated[str, typer.Option("--preset", help="Which preset to run.")] = "quick",
+    precision: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--precision",
+            "-p",
+            help="Override the preset's precisions (repeatable): fp32, tf32, bf16, fp16.",
+        ),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    optimizer: OptimizerOpt = "rmsprop",
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress, only the summary.")
+    ] = False,
+) -> None:
+    """Run a preset of configurations (default: quick) and store every result."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from paradnn import presets
+
+    p = presets.get(preset)
+    timing = _timing(min_time, max_time, p.timing)
+    counts: dict[str, int] = {}
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=err,
+        disable=quiet,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"{preset}", total=None, status="")
+
+        def progress(done: int, total: int, spec: Any, rec: Any) -> None:
+            if rec is not None:
+                counts[rec.status] = counts.get(rec.status, 0) + 1
+            now = (
+                ""
+                if rec is not None
+                else f"{spec.family} {spec.precision} " + tables.compact_config(dict(spec.config))
+            )
+            summary = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+            bar.update(task, total=total, completed=done, status=f"{summary}  {now}")
+
+        try:
+            records = api.run(
+                preset,
+                precisions=precision,
+                optimizer=optimizer,
+                device=device,
+                threads=threads,
+                timing=timing,
+                db=db,
+                progress=progress,
+            )
+        except KeyboardInterrupt:
+            err.print(
+                f"[yellow]interrupted[/]: every finished run is stored in {db}; "
+                "run the same command again to measure the rest."
+            )
+            raise typer.Exit(130) from None
+    rows = [r.as_dict() for r in records]
+    out.print(tables.rich_table(rows, title=f"paradnn {preset}: {len(rows)} runs"))
+    out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
+
+
+@app.command()
+def bench(
+    family: Annotated[
+        str, typer.Argument(help="Model family: fc, cnn or rnn (see `paradnn families`).")
+    ],
+    assignments: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Config values as key=value, e.g. layers=8 nodes=1024 batch=256.",
+            show_default=False,
+        ),
+    ] = None,
+    precision: Annotated[
+        str, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16.")
+    ] = "fp32",
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    optimizer: OptimizerOpt = "rmsprop",
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole record as JSON.")
+    ] = False,
+) -> None:
+    """Measure one configuration; unspecified fields take the family's defaults."""
+    from paradnn.validate import parse_assignments
+
+    values = parse_assignments(assignments or [], what=f"{family} config")
+    rec = api.bench(
+        family,
+        values,
+        precision=precision,
+        optimizer=optimizer,
+        device=device,
+        threads=threads,
+        timing=_timing(min_time, max_time),
+        db=db,
+    )
+    row = rec.as_dict()
+    if as_json:
+        sys.stdout.write(tables.to_json([row]) + "\n")
+    else:
+        out.print(tables.rich_table([row]))
+        if rec.error:
+            out.print(f"[bold]{rec.status}[/]: {rec.error}")
+        elif rec.status == "ok":
+            out.print(
+                f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
+                f"(95% CI {rec.step_time_ci_low_s * 1e3:.4g}–"
+                f"{rec.step_time_ci_high_s * 1e3:.4g} ms, "
+                f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
+                f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads"
+            )
+    out.print(f"Stored in [bold]{db}[/].")
+
+
+@app.command()
+def results(
+    db: DbOpt = DEFAULT_DB,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="table, csv or json.")
+    ] = Format.table,
+    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only this status (ok, oom, …).")
+    ] = None,
+    sweep: Annotated[
+        str | None, typer.Option("--sweep", help="Only runs of this preset/sweep.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
+) -> None:
+    """Show stored results."""
+    from paradnn.records import STATUSES
+    from paradnn.validate import int_at_least, one_of
+
+    if status is not None:
+        one_of("--status", status, STATUSES)
+    if limit is not None:
+        int_at_least("--limit", limit, 1)
+    rows = api.results(db, family=family, status=status, sweep=sweep, limit=limit)
+    if fmt is Format.csv:
+        sys.stdout.write(tables.to_csv(rows))
+    elif fmt is Format.json:
+        sys.stdout.write(tables.to_json(rows) + "\n")
+    else:
+        out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs"))
+
+
+@app.command("families")
+def families_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List the model families, their config fields (with defaults) and the paper's space."""
+    from rich.table import Table
+
+    info = api.family_info()
+    if as_json:
+        out.print_json(data=info)
+        return
+    for fam in info:
+        t = Table(
+            title=f"{fam['name']}: {fam['title']}  ({fam['paper_configs']:,} paper configs)",
+            title_justify="left",
+            header_style="bold",
+        )
+        t.add_column("field")
+        t.add_column("default", justify="right")
+        t.add_column("paper space (Table 2)")
+        for name, default in fam["fields"].items():
+            space = fam["paper_space"].get(name, [])
+            t.add_row(name, str(default), ", ".join(map(str, space)))
+        out.print(t)
+
+
+def main() -> None:
+    try:
+        app()
+    except ParadnnError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,120 @@
+"""ParaDnn convolutional models: ResNet v1 with residual or bottleneck blocks.
+
+Stem 7×7/2 conv + BN + ReLU + 3×3/2 max-pool; four groups (filters ×1, ×2, ×4, ×8; strides 1, 2,
+2, 2) of `blocks` blocks, a projection shortcut on each group's first block; global average
+pooling (ParaDnn's fixed 7×7 pool only works for 193–224 px inputs, reference/suites.md a.3);
+Linear(output). As in the TensorFlow original, the last BN of each block starts with γ = 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from paradnn.families.base import Built, Family, input_dtype
+from paradnn.families.shapes import Conv2d, Gemm, Shape
+from paradnn.space import arithmetic, geometric
+from paradnn.validate import int_at_least, one_of
+
+BlockType = Literal["residual", "bottleneck"]
+GROUP_WIDTH = (1, 2, 4, 8)
+GROUP_STRIDE = (1, 2, 2, 2)
+
+
+@dataclass(frozen=True)
+class CNNConfig:
+    blocks: int = 1
+    filters: int = 16
+    image: int = 224
+    output: int = 1000
+    batch: int = 64
+    block: BlockType = "residual"
+
+    def __post_init__(self) -> None:
+        int_at_least("cnn.blocks", self.blocks, 1)
+        int_at_least("cnn.filters", self.filters, 1)
+        int_at_least("cnn.image", self.image, 1)
+        int_at_least("cnn.output", self.output, 2)
+        int_at_least("cnn.batch", self.batch, 1)
+        one_of("cnn.block", self.block, ("residual", "bottleneck"))
+
+    @property
+    def expansion(self) -> int:
+        return 4 if self.block == "bottleneck" else 1
+
+    @property
+    def features(self) -> int:
+        """Channels entering the classifier."""
+        return self.filters * GROUP_WIDTH[-1] * self.expansion
+
+
+def _pool_out(size: int) -> int:
+    return (size + 2 * 1 - 3) // 2 + 1  # 3×3/2 max-pool, padding 1
+
+
+class CNN(Family):
+    name = "cnn"
+    title = "Residual/bottleneck CNN (ParaDnn, ResNet v1)"
+    config_cls = CNNConfig
+    paper_space = {
+        "blocks": arithmetic(1, 8, 1),
+        "filters": (16, 32, 64),
+        "image": arithmetic(200, 300, 50),
+        "output": arithmetic(500, 1500, 500),
+        "batch": geometric(64, 1024, 2),
+        "block": ("residual", "bottleneck"),
+    }
+    paper_fixed = {"blocks": 6, "image": 300, "output": 1000}
+
+    def _convs(self, cfg: CNNConfig) -> list[Conv2d]:
+        b = cfg.batch
+        stem = Conv2d("stem", b, 3, cfg.filters, cfg.image, cfg.image, 7, 2, 3, input_grad=False)
+        convs = [stem]
+        size = _pool_out(stem.out_h)
+        channels = cfg.filters
+        for g, (mult, stride) in enumerate(zip(GROUP_WIDTH, GROUP_STRIDE, strict=True), 1):
+            width = cfg.filters * mult
+            out_ch = width * cfg.expansion
+            for i in range(cfg.blocks):
+                s = stride if i == 0 else 1
+                p = f"g{g}b{i + 1}"
+                if cfg.block == "residual":
+                    c1 = Conv2d(f"{p}.conv1", b, channels, width, size, size, 3, s, 1)
+                    main = [c1, Conv2d(f"{p}.conv2", b, width, width, c1.out_h, c1.out_w, 3, 1, 1)]
+                else:
+                    c1 = Conv2d(f"{p}.conv1", b, channels, width, size, size, 1, 1, 0)
+                    c2 = Conv2d(f"{p}.conv2", b, width, width, size, size, 3, s, 1)
+                    c3 = Conv2d(f"{p}.conv3", b, width, out_ch, c2.out_h, c2.out_w, 1, 1, 0)
+                    main = [c1, c2, c3]
+                convs += main
+                if i == 0:
+                    convs.append(Conv2d(f"{p}.proj", b, channels, out_ch, size, size, 1, s, 0))
+                size = main[-1].out_h
+                channels = out_ch
+        return convs
+
+    def params(self, cfg: CNNConfig) -> int:
+        convs = sum(c.weights + 2 * c.out_ch for c in self._convs(cfg))  # each conv has a BN
+        return convs + cfg.features * cfg.output + cfg.output
+
+    def shapes(self, cfg: CNNConfig) -> list[Shape]:
+        head = Gemm("head", cfg.batch, cfg.output, cfg.features)
+        return [*self._convs(cfg), head]
+
+    def build(self, cfg: CNNConfig, device: Any, precision: str = "fp32") -> Built:
+        import torch
+
+        from paradnn.families._cnn_torch import ResNetV1
+
+        module = ResNetV1(cfg).to(device)
+        dtype = input_dtype(precision)
+
+        def make_batch() -> tuple[torch.Tensor, torch.Tensor]:
+            x = torch.rand(cfg.batch, 3, cfg.image, cfg.image, device=device, dtype=dtype)
+            y = torch.randint(0, cfg.output, (cfg.batch,), device=device)
+            return x, y
+
+        return Built(module, make_batch, torch.nn.functional.cross_entropy)
+
+
+FAMILY = CNN()

@@ -1,0 +1,75 @@
+"""ParaDnn fully connected models: input → layers × (Linear(nodes) + ReLU) → Linear(output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from paradnn.families.base import Built, Family, input_dtype
+from paradnn.families.shapes import Gemm, Shape
+from paradnn.space import arithmetic, geometric
+from paradnn.validate import int_at_least
+
+
+@dataclass(frozen=True)
+class FCConfig:
+    layers: int = 4
+    nodes: int = 1024
+    input: int = 2000
+    output: int = 1000
+    batch: int = 128
+
+    def __post_init__(self) -> None:
+        int_at_least("fc.layers", self.layers, 1)
+        int_at_least("fc.nodes", self.nodes, 1)
+        int_at_least("fc.input", self.input, 1)
+        int_at_least("fc.output", self.output, 2)
+        int_at_least("fc.batch", self.batch, 1)
+
+
+class FC(Family):
+    name = "fc"
+    title = "Fully connected (ParaDnn)"
+    config_cls = FCConfig
+    paper_space = {
+        "layers": geometric(4, 128, 2),
+        "nodes": geometric(32, 8192, 2),
+        "input": arithmetic(2000, 8000, 2000),
+        "output": arithmetic(200, 1000, 200),
+        "batch": geometric(64, 16384, 2),
+    }
+    paper_fixed = {"layers": 32, "input": 2000, "output": 1000}
+
+    def params(self, cfg: FCConfig) -> int:
+        hidden = (cfg.layers - 1) * (cfg.nodes * cfg.nodes + cfg.nodes)
+        return cfg.input * cfg.nodes + cfg.nodes + hidden + cfg.nodes * cfg.output + cfg.output
+
+    def shapes(self, cfg: FCConfig) -> list[Shape]:
+        b = cfg.batch
+        out: list[Shape] = [Gemm("fc1", b, cfg.nodes, cfg.input, input_grad=False)]
+        out += [Gemm(f"fc{i + 2}", b, cfg.nodes, cfg.nodes) for i in range(cfg.layers - 1)]
+        out.append(Gemm("head", b, cfg.output, cfg.nodes))
+        return out
+
+    def build(self, cfg: FCConfig, device: Any, precision: str = "fp32") -> Built:
+        import torch
+        from torch import nn
+
+        mods: list[nn.Module] = []
+        width = cfg.input
+        for _ in range(cfg.layers):
+            mods += [nn.Linear(width, cfg.nodes), nn.ReLU()]
+            width = cfg.nodes
+        mods.append(nn.Linear(width, cfg.output))
+        module = nn.Sequential(*mods).to(device)
+        dtype = input_dtype(precision)
+
+        def make_batch() -> tuple[torch.Tensor, torch.Tensor]:
+            x = torch.empty(cfg.batch, cfg.input, device=device, dtype=dtype).uniform_(-0.5, 0.5)
+            y = torch.randint(0, cfg.output, (cfg.batch,), device=device)
+            return x, y
+
+        return Built(module, make_batch, nn.functional.cross_entropy)
+
+
+FAMILY = FC()

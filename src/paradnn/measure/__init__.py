@@ -1,0 +1,1 @@
+"""Measurement: timing, FLOP counting, precision contexts, memory and the environment."""

@@ -1,0 +1,64 @@
+"""Device resolution, synchronisation and the right clock for a device."""
+
+from __future__ import annotations
+
+import torch
+
+from paradnn.errors import ConfigError
+from paradnn.measure.timer import BlockClock, HostClock
+
+
+def resolve(spec: str) -> torch.device:
+    """`auto` → the first CUDA device when there is one, else the CPU."""
+    if spec == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(spec)
+    except (RuntimeError, ValueError):
+        raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError("device", spec, "no CUDA device is visible; use cpu or auto")
+        index = dev.index or 0
+        if index >= torch.cuda.device_count():
+            raise ConfigError(
+                "device", spec, f"only {torch.cuda.device_count()} CUDA device(s) are visible"
+            )
+        dev = torch.device("cuda", index)
+    return dev
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class CudaEventClock:
+    """CUDA events around each block: device time without a host sync inside the block.
+    Events also capture host-bound gaps between kernels, which is what a training loop sees."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def now(self) -> float:
+        import time
+
+        return time.perf_counter()
+
+    def sync(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+    def mark(self) -> torch.cuda.Event:
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def elapsed(self, pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]]) -> list[float]:
+        pairs[-1][1].synchronize()
+        return [a.elapsed_time(b) / 1e3 for a, b in pairs]
+
+
+def clock_for(device: torch.device) -> BlockClock:
+    return CudaEventClock(device) if device.type == "cuda" else HostClock()

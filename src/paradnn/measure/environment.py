@@ -1,0 +1,120 @@
+"""What the numbers were measured on: software versions, CPU, GPU, threads and flags.
+
+The fingerprint hashes the fields that change performance (device model, software versions,
+thread count) and leaves out volatile ones (hostname, clocks), so results from identical
+platforms share run keys and a different driver or torch version does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+from functools import cache
+from typing import Any
+
+import torch
+
+import paradnn
+
+FINGERPRINT_FIELDS = (
+    "python",
+    "torch",
+    "cuda",
+    "cudnn",
+    "driver",
+    "cpu_model",
+    "threads",
+    "device_type",
+    "gpu_name",
+    "paradnn",
+)
+
+
+@cache
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def nvidia_driver() -> tuple[str | None, str | None]:
+    """(driver version, reason when unknown) via NVML."""
+    try:
+        import pynvml
+    except ImportError:
+        return None, "nvidia-ml-py not installed"
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        return None, f"NVML unavailable: {e}"
+    try:
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return (v.decode() if isinstance(v, bytes) else v), None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def collect(device: torch.device, threads: int) -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "paradnn": paradnn.__version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": _version("numpy"),
+        "cuda": torch.version.cuda,
+        "cudnn": None,
+        "driver": None,
+        "os": f"{platform.system()} {platform.release()}",
+        "hostname": platform.node(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "interop_threads": torch.get_num_interop_threads(),
+        "device_type": device.type,
+        "gpu_name": None,
+        "gpu_memory_bytes": None,
+        "gpu_sm_count": None,
+        "gpu_capability": None,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "executable": sys.executable,
+    }
+    nulls: dict[str, str] = {}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        env.update(
+            gpu_name=props.name,
+            gpu_memory_bytes=props.total_memory,
+            gpu_sm_count=props.multi_processor_count,
+            gpu_capability=f"{props.major}.{props.minor}",
+            cudnn=str(torch.backends.cudnn.version())
+            if torch.backends.cudnn.is_available()
+            else None,
+        )
+        env["driver"], reason = nvidia_driver()
+        if reason:
+            nulls["driver"] = reason
+    else:
+        for k in ("gpu_name", "driver", "cudnn", "gpu_memory_bytes", "gpu_sm_count"):
+            nulls[k] = "cpu run"
+    env["nulls"] = nulls
+    env["fingerprint"] = fingerprint(env)
+    return env
+
+
+def fingerprint(env: dict[str, Any]) -> str:
+    stable = {k: env.get(k) for k in FINGERPRINT_FIELDS}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except Exception:
+        return None

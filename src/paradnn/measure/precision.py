@@ -1,0 +1,98 @@
+"""Precision as a run axis: fp32 (TF32 off), tf32, bf16 and fp16 autocast (with loss scaling).
+
+TF32 is never a silent default: every run sets the matmul and cuDNN TF32 flags explicitly and the
+record stores them. Weights stay fp32 in every mode (mixed precision, as ParaDnn's custom getter
+did), so the optimizer and the parameter count do not change with precision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from functools import cache
+
+import torch
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+
+@cache
+def _cpu_flags() -> frozenset[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def unsupported_reason(precision: str, device: torch.device) -> str | None:
+    """Why `precision` cannot run on `device`, or None when it can."""
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        if precision == "tf32" and major < 8:
+            return f"tf32 needs compute capability ≥ 8.0; this GPU is {major}.{minor}"
+        if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
+            return (
+                f"bf16 needs native support (compute capability ≥ 8.0); this GPU is {major}.{minor}"
+            )
+        if precision == "fp16" and (major, minor) < (5, 3):
+            return f"fp16 needs compute capability ≥ 5.3; this GPU is {major}.{minor}"
+        return None
+    if precision == "tf32":
+        return "tf32 is a tensor-core mode of NVIDIA GPUs; CPUs have none"
+    if precision == "fp16" and not _cpu_flags() & {"avx512_fp16", "amx_fp16"}:
+        return (
+            "this CPU has no native fp16 arithmetic (no avx512_fp16/amx_fp16); "
+            "autocast would emulate it"
+        )
+    return None
+
+
+def flags(precision: str) -> dict[str, object]:
+    """The framework flags a run of this precision sets, for the record."""
+    tf32 = precision == "tf32"
+    return {
+        "matmul_allow_tf32": tf32,
+        "cudnn_allow_tf32": tf32,
+        "float32_matmul_precision": "high" if tf32 else "highest",
+        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(precision),
+        "loss_scaling": precision == "fp16",
+    }
+
+
+def _autocast_dtype(precision: str) -> torch.dtype | None:
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+
+@contextlib.contextmanager
+def tf32_flags(precision: str) -> Iterator[None]:
+    """Set TF32 flags for the run and restore the previous values after it."""
+    saved = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+        torch.get_float32_matmul_precision(),
+    )
+    f = flags(precision)
+    torch.backends.cuda.matmul.allow_tf32 = bool(f["matmul_allow_tf32"])
+    torch.backends.cudnn.allow_tf32 = bool(f["cudnn_allow_tf32"])
+    torch.set_float32_matmul_precision(str(f["float32_matmul_precision"]))
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved[0]
+        torch.backends.cudnn.allow_tf32 = saved[1]
+        torch.set_float32_matmul_precision(saved[2])
+
+
+def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    dtype = _autocast_dtype(precision)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
+    return torch.amp.GradScaler(device.type) if precision == "fp16" else None

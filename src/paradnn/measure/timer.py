@@ -1,0 +1,180 @@
+"""Adaptive timing of a training step (reference/timing.md §3.2).
+
+Phases: the first step timed on its own (it carries allocation, autotuning, compilation); warm-up
+until the step time is stable; then samples, each a block of k back-to-back steps bounded by the
+clock's marks with no synchronisation inside a block; stop once the 95% CI of the median is within
+±2% (after a minimum count and time), or at a time cap. The clock is injected, so the whole policy
+is unit-tested with a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from paradnn.measure.stats import Summary, summarize
+from paradnn.validate import int_at_least, number_at_least
+
+
+class BlockClock(Protocol):
+    """Where time comes from. `mark()` is cheap and never waits for the device; `elapsed` turns
+    pairs of marks into seconds and may synchronise (once, for a whole chunk of blocks)."""
+
+    def now(self) -> float: ...  # host monotonic seconds, for budgets
+    def sync(self) -> None: ...  # wait until the device has finished queued work
+    def mark(self) -> Any: ...
+    def elapsed(self, pairs: list[tuple[Any, Any]]) -> list[float]: ...
+
+
+class HostClock:
+    """CPU devices: a monotonic clock; torch CPU ops run synchronously, so no sync is needed."""
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sync(self) -> None:
+        return None
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def elapsed(self, pairs: list[tuple[float, float]]) -> list[float]:
+        return [b - a for a, b in pairs]
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    min_samples: int = 10
+    max_samples: int = 1000
+    target_ci_rel: float = 0.02
+    confidence: float = 0.95
+    min_time_s: float = 1.0
+    max_time_s: float = 10.0
+    warmup_min_steps: int = 5
+    warmup_min_time_s: float = 0.3
+    warmup_max_steps: int = 200
+    warmup_max_time_s: float = 30.0
+    warmup_tolerance: float = 0.05
+    min_block_s: float = 0.001
+    max_chunk: int = 50
+
+    def __post_init__(self) -> None:
+        int_at_least("timing.min_samples", self.min_samples, 2)
+        int_at_least("timing.max_samples", self.max_samples, self.min_samples)
+        number_at_least("timing.target_ci_rel", self.target_ci_rel, 0.0, strict=True)
+        if not 0.5 <= self.confidence < 1.0:
+            from paradnn.errors import ConfigError
+
+            raise ConfigError("timing.confidence", self.confidence, "must be in [0.5, 1)")
+        number_at_least("timing.min_time_s", self.min_time_s, 0.0)
+        number_at_least("timing.max_time_s", self.max_time_s, self.min_time_s)
+        int_at_least("timing.warmup_min_steps", self.warmup_min_steps, 1)
+        int_at_least("timing.warmup_max_steps", self.warmup_max_steps, self.warmup_min_steps)
+        number_at_least("timing.warmup_min_time_s", self.warmup_min_time_s, 0.0)
+        number_at_least("timing.warmup_max_time_s", self.warmup_max_time_s, 0.0)
+        number_at_least("timing.warmup_tolerance", self.warmup_tolerance, 0.0, strict=True)
+        number_at_least("timing.min_block_s", self.min_block_s, 0.0)
+        int_at_least("timing.max_chunk", self.max_chunk, 1)
+
+
+# A short policy for smoke runs and the `quick` preset: same rules, smaller budgets.
+QUICK_POLICY = TimingPolicy(
+    min_time_s=0.3, max_time_s=3.0, warmup_min_time_s=0.2, warmup_max_time_s=5.0
+)
+
+
+@dataclass
+class Timing:
+    first_step_s: float
+    warmup_steps: int
+    warmup_s: float
+    warmup_converged: bool
+    steps_per_sample: int
+    samples: list[float]  # seconds per step, one entry per timed block
+    summary: Summary
+    converged: bool  # the CI target was met before a cap
+    stop_reason: str
+    measure_wall_s: float  # host wall clock of the whole measurement phase
+    host_step_s: float  # measure_wall_s / steps: the host's view, includes sync gaps
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def measure(step: Callable[[], Any], clock: BlockClock, policy: TimingPolicy) -> Timing:
+    # P1: the cold step, synchronised on both sides.
+    clock.sync()
+    t0 = clock.now()
+    step()
+    clock.sync()
+    first = clock.now() - t0
+
+    # P2: warm-up, one synchronised step at a time, until two windows of 5 agree.
+    warm: list[float] = []
+    w0 = clock.now()
+    converged_warmup = False
+    while True:
+        t = clock.now()
+        step()
+        clock.sync()
+        warm.append(clock.now() - t)
+        spent = clock.now() - w0
+        n = len(warm)
+        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
+            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
+            if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
+                converged_warmup = True
+                break
+        if n >= policy.warmup_max_steps or spent >= policy.warmup_max_time_s:
+            break
+    warmup_s = clock.now() - w0
+    est = max(statistics.median(warm[-5:]), 1e-9)
+
+    # P4: blocks of k steps, resolved a chunk at a time.
+    k = max(1, math.ceil(policy.min_block_s / est))
+    block_s = k * est
+    # At least min_samples samples even when one step outlasts the cap (timing.md: T_max ≥ 10×est).
+    cap = max(policy.max_time_s, policy.min_samples * block_s)
+    chunk = max(1, min(policy.max_chunk, int(0.1 * cap / block_s)))
+    samples: list[float] = []
+    m0 = clock.now()
+    steps = 0
+    stop_reason = "max_time"
+    converged = False
+    while True:
+        pairs = []
+        for _ in range(chunk):
+            a = clock.mark()
+            for _ in range(k):
+                step()
+            pairs.append((a, clock.mark()))
+        steps += chunk * k
+        samples += [d / k for d in clock.elapsed(pairs)]
+        spent = clock.now() - m0
+        n = len(samples)
+        ready = n >= policy.min_samples and spent >= policy.min_time_s
+        if ready and summarize(samples, policy.confidence).ci_rel <= policy.target_ci_rel:
+            converged, stop_reason = True, "ci_target"
+            break
+        if n >= policy.max_samples:
+            stop_reason = "max_samples"
+            break
+        if spent >= cap and n >= policy.min_samples:
+            break
+    clock.sync()
+    wall = clock.now() - m0
+    return Timing(
+        first_step_s=first,
+        warmup_steps=len(warm),
+        warmup_s=warmup_s,
+        warmup_converged=converged_warmup,
+        steps_per_sample=k,
+        samples=samples,
+        summary=summarize(samples, policy.confidence),
+        converged=converged,
+        stop_reason=stop_reason,
+        measure_wall_s=wall,
+        host_step_s=wall / steps,
+    )

@@ -1,0 +1,86 @@
+"""The run record: one row per attempted configuration, failures included. Torch-free."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("ok", "oom", "predicted_oom", "timeout", "crashed", "nan", "invalid", "unsupported")
+
+
+def run_key(family: str, config: dict[str, Any], options: dict[str, Any], fingerprint: str) -> str:
+    """Identity of a measurement: resolved config + run options + environment fingerprint."""
+    blob = json.dumps(
+        {"family": family, "config": config, "options": options, "env": fingerprint},
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+@dataclass
+class RunRecord:
+    run_key: str
+    family: str
+    config: dict[str, Any]
+    precision: str
+    optimizer: str
+    device: str
+    status: str
+    mode: str = "eager"
+    sweep: str | None = None
+    device_name: str | None = None
+    error: str | None = None
+    params: int | None = None
+    params_analytic: int | None = None
+    flops_per_step: int | None = None  # counted (FlopCounterMode + corrections)
+    flops_analytic: int | None = None
+    flops_count_device: str | None = None
+    examples_per_step: int | None = None
+    step_time_s: float | None = None  # median
+    step_time_mean_s: float | None = None
+    step_time_min_s: float | None = None
+    step_time_iqr_s: float | None = None
+    step_time_ci_low_s: float | None = None
+    step_time_ci_high_s: float | None = None
+    ci_rel: float | None = None
+    n_samples: int | None = None
+    steps_per_sample: int | None = None
+    converged: bool | None = None
+    stop_reason: str | None = None
+    first_step_s: float | None = None
+    warmup_steps: int | None = None
+    warmup_s: float | None = None
+    host_step_s: float | None = None
+    samples: list[float] | None = None
+    examples_per_s: float | None = None
+    achieved_flops: float | None = None
+    utilization_datasheet: float | None = None
+    utilization_measured: float | None = None
+    peak_mem_bytes: int | None = None
+    final_loss: float | None = None
+    threads: int | None = None
+    fingerprint: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+    nulls: dict[str, str] = field(default_factory=dict)  # field -> why it is null
+    started_at: str | None = None
+    finished_at: str | None = None
+    paradnn_version: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status = {self.status!r}: must be one of {', '.join(STATUSES)}")
+
+    def null(self, name: str, reason: str) -> None:
+        """Leave `name` null and say why (the store keeps the reason next to the row)."""
+        setattr(self, name, None)
+        self.nulls[name] = reason
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord))

@@ -1,0 +1,1 @@
+"""Executing configurations: one config in this process (`execute`), many in order (`local`)."""

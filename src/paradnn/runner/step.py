@@ -1,0 +1,39 @@
+"""One training step, exactly what is timed: zero_grad → forward → loss → backward → step.
+No host synchronisation inside (no .item()); the last loss is kept for a NaN check afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from paradnn import optim
+from paradnn.families.base import Built
+from paradnn.measure import precision as prec
+
+
+class TrainStep:
+    def __init__(self, built: Built, optimizer: str, precision: str, device: torch.device):
+        self.module = built.module.train()
+        self.loss_fn = built.loss
+        self.x, self.y = built.make_batch()  # synthetic, on the device, generated once
+        self.opt = optim.make(optimizer, self.module.parameters())
+        self.scaler = prec.grad_scaler(precision, device)
+        self.autocast: Callable = lambda: prec.autocast(precision, device)
+        self.last_loss: torch.Tensor | None = None
+
+    def __call__(self) -> None:
+        self.opt.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.loss_fn(self.module(self.x), self.y)
+        if self.scaler is None:
+            loss.backward()
+            self.opt.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        self.last_loss = loss
+
+    def final_loss(self) -> float | None:
+        return None if self.last_loss is None else float(self.last_loss.detach().float().item())

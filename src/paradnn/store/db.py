@@ -1,0 +1,150 @@
+"""Open, migrate, write and read the result database.
+
+One transaction per result and WAL journaling: a crash or kill -9 loses at most the run in
+flight, and readers (the report, `paradnn results`) never block a running sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from paradnn.errors import StoreError
+from paradnn.records import RECORD_FIELDS, RunRecord
+from paradnn.store.schema import LATEST, MIGRATIONS
+
+DEFAULT_DB = "paradnn.db"
+JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls")
+ENV_COLUMNS = {
+    "python_version": "python",
+    "torch_version": "torch",
+    "cuda_version": "cuda",
+    "cudnn_version": "cudnn",
+    "driver_version": "driver",
+    "cpu_model": "cpu_model",
+    "gpu_name": "gpu_name",
+    "hostname": "hostname",
+}
+
+
+class Store:
+    def __init__(self, conn: sqlite3.Connection, path: str):
+        self.conn = conn
+        self.path = path
+
+    # -- writing -------------------------------------------------------------------------
+    def insert(self, rec: RunRecord) -> int:
+        row = rec.as_dict()
+        for col in JSON_COLUMNS:
+            row[col] = None if row[col] is None else json.dumps(row[col])
+        if row["converged"] is not None:
+            row["converged"] = int(row["converged"])
+        for col, key in ENV_COLUMNS.items():
+            row[col] = rec.env.get(key)
+        cols = [*RECORD_FIELDS, *ENV_COLUMNS]
+        sql = f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        with self.conn:  # one transaction per result
+            cur = self.conn.execute(sql, [row[c] for c in cols])
+        return int(cur.lastrowid)
+
+    # -- reading -------------------------------------------------------------------------
+    def runs(
+        self,
+        *,
+        family: str | None = None,
+        status: str | Sequence[str] | None = None,
+        sweep: str | None = None,
+        run_key: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        where, args = [], []
+        for col, val in (("family", family), ("sweep", sweep), ("run_key", run_key)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        if status is not None:
+            statuses = [status] if isinstance(status, str) else list(status)
+            where.append(f"status IN ({', '.join('?' * len(statuses))})")
+            args += statuses
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [self._decode(r) for r in self.conn.execute(sql, args)]
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def frame(self, **filters: Any):
+        """Runs as a pandas DataFrame (the analysis layer's input)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.runs(**filters))
+
+    @staticmethod
+    def _decode(row: sqlite3.Row) -> dict[str, Any]:
+        d = dict(row)
+        for col in JSON_COLUMNS:
+            if d.get(col) is not None:
+                d[col] = json.loads(d[col])
+        if d.get("converged") is not None:
+            d["converged"] = bool(d["converged"])
+        return d
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> None:
+    version = schema_version(conn)
+    if version > LATEST:
+        raise StoreError(
+            f"{path}: schema version {version} was written by a newer paradnn "
+            f"(this one reads up to {LATEST}); upgrade paradnn or use another --db"
+        )
+    if version == 0 and _has_tables(conn):
+        raise StoreError(f"{path}: not a paradnn database (it has tables but no schema version)")
+    for v in range(version, LATEST):
+        try:
+            conn.executescript(
+                "BEGIN;\n" + MIGRATIONS[v] + f"\nPRAGMA user_version = {v + 1};\nCOMMIT;"
+            )
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                conn.rollback()
+            raise StoreError(f"{path}: migration to schema v{v + 1} failed: {e}") from e
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'").fetchone()[0] > 0
+
+
+def open_store(path: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Store:
+    path = str(path)
+    if readonly and path != ":memory:" and not Path(path).exists():
+        raise StoreError(f"{path}: no such database (run `paradnn run` first, or pass --db)")
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(path, timeout=30)
+        conn.row_factory = sqlite3.Row
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+        migrate(conn, path)
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{path}: cannot open as a SQLite database: {e}") from e
+    return Store(conn, path)

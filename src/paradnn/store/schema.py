@@ -1,0 +1,72 @@
+"""Schema versions of the result database. Append a migration; never edit a shipped one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # v1: runs, one row per attempted configuration.
+    """
+    CREATE TABLE runs (
+        id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_key             TEXT NOT NULL,
+        sweep               TEXT,
+        family              TEXT NOT NULL,
+        config              TEXT NOT NULL,          -- JSON
+        precision           TEXT NOT NULL,
+        optimizer           TEXT NOT NULL,
+        mode                TEXT NOT NULL,
+        device              TEXT NOT NULL,
+        device_name         TEXT,
+        status              TEXT NOT NULL CHECK (status IN
+            ('ok','oom','predicted_oom','timeout','crashed','nan','invalid','unsupported')),
+        error               TEXT,
+        params              INTEGER,
+        params_analytic     INTEGER,
+        flops_per_step      INTEGER,
+        flops_analytic      INTEGER,
+        flops_count_device  TEXT,
+        examples_per_step   INTEGER,
+        step_time_s         REAL,
+        step_time_mean_s    REAL,
+        step_time_min_s     REAL,
+        step_time_iqr_s     REAL,
+        step_time_ci_low_s  REAL,
+        step_time_ci_high_s REAL,
+        ci_rel              REAL,
+        n_samples           INTEGER,
+        steps_per_sample    INTEGER,
+        converged           INTEGER,
+        stop_reason         TEXT,
+        first_step_s        REAL,
+        warmup_steps        INTEGER,
+        warmup_s            REAL,
+        host_step_s         REAL,
+        samples             TEXT,                   -- JSON list of seconds per step
+        examples_per_s      REAL,
+        achieved_flops      REAL,
+        utilization_datasheet REAL,
+        utilization_measured  REAL,
+        peak_mem_bytes      INTEGER,
+        final_loss          REAL,
+        threads             INTEGER,
+        fingerprint         TEXT,
+        python_version      TEXT,
+        torch_version       TEXT,
+        cuda_version        TEXT,
+        cudnn_version       TEXT,
+        driver_version      TEXT,
+        cpu_model           TEXT,
+        gpu_name            TEXT,
+        hostname            TEXT,
+        env                 TEXT,                   -- JSON: the whole environment
+        flags               TEXT,                   -- JSON: framework flags set for the run
+        nulls               TEXT,                   -- JSON: field -> reason it is null
+        started_at          TEXT,
+        finished_at         TEXT,
+        paradnn_version     TEXT
+    );
+    CREATE INDEX runs_run_key ON runs(run_key);
+    CREATE INDEX runs_family_status ON runs(family, status);
+    """,
+]
+
+LATEST = len(MIGRATIONS)

@@ -1,0 +1,102 @@
+"""Rendering result rows for people (rich tables) and for scripts (CSV, JSON). Torch-free."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+STATUS_STYLE = {
+    "ok": "green",
+    "nan": "yellow",
+    "unsupported": "dim",
+    "invalid": "red",
+    "oom": "magenta",
+    "predicted_oom": "magenta",
+    "timeout": "red",
+    "crashed": "red",
+}
+SCALAR_SKIP = ("samples", "env")
+
+
+def compact_config(cfg: dict[str, Any]) -> str:
+    return (
+        " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + f" batch={cfg.get('batch')}"
+    )
+
+
+def _si(x: float | None, unit: str = "", digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
+    return f"{x:.{digits}g} {unit}".strip()
+
+
+def _ms(row: dict[str, Any]) -> str:
+    med = row.get("step_time_s")
+    if med is None:
+        return "—"
+    ci = row.get("ci_rel")
+    return f"{med * 1e3:.3g}" + (f" ±{ci * 100:.1f}%" if ci is not None else "")
+
+
+def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+    t = Table(title=title, header_style="bold", show_lines=False)
+    with_id = any(r.get("id") is not None for r in rows)
+    for col, just in ((("id", "right"),) if with_id else ()) + (
+        ("family", "left"),
+        ("config", "left"),
+        ("prec", "left"),
+        ("status", "left"),
+        ("params", "right"),
+        ("FLOP/step", "right"),
+        ("step ms (CI)", "right"),
+        ("examples/s", "right"),
+        ("FLOP/s", "right"),
+    ):
+        t.add_column(col, justify=just, overflow="fold")
+    for r in rows:
+        status = r["status"]
+        t.add_row(
+            *((str(r.get("id")),) if with_id else ()),
+            r["family"],
+            compact_config(r["config"]),
+            r["precision"],
+            f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]",
+            _si(r.get("params") or r.get("params_analytic")),
+            _si(r.get("flops_per_step")),
+            _ms(r),
+            _si(r.get("examples_per_s")),
+            _si(r.get("achieved_flops")),
+        )
+    return t
+
+
+def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """Scalar columns; JSON columns (config, flags, nulls) as JSON text; samples and env left out
+    (use --format json for those)."""
+    buf = io.StringIO()
+    if not rows:
+        return ""
+    cols = [c for c in rows[0] if c not in SCALAR_SKIP]
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(
+            {
+                c: json.dumps(v) if isinstance(v, (dict, list)) else v
+                for c, v in r.items()
+                if c in cols
+            }
+        )
+    return buf.getvalue()
+
+
+def to_json(rows: Sequence[dict[str, Any]]) -> str:
+    return json.dumps(list(rows), indent=1, default=str)
