@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
 from paradnn.config import RunOptions
 from paradnn.measure.timer import TimingPolicy
 from paradnn.records import RunRecord
-from paradnn.runner.local import Progress
 from paradnn.store import DEFAULT_DB, open_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.runner.local import Progress
 
 
 def bench(

@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 # Piped output (CI logs, `| less`) gets a wide table instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line
 
 DbOpt = Annotated[str, typer.Option("--db", help="Result database (SQLite file).")]
 DeviceOpt = Annotated[
@@ -204,18 +204,18 @@ def bench(
     row = rec.as_dict()
     if as_json:
         sys.stdout.write(tables.to_json([row]) + "\n")
-    else:
-        out.print(tables.rich_table([row]))
-        if rec.error:
-            out.print(f"[bold]{rec.status}[/]: {rec.error}")
-        elif rec.status == "ok":
-            out.print(
-                f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
-                f"(95% CI {rec.step_time_ci_low_s * 1e3:.4g}–"
-                f"{rec.step_time_ci_high_s * 1e3:.4g} ms, "
-                f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
-                f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads"
-            )
+        return
+    out.print(tables.rich_table([row]))
+    if rec.error:
+        out.print(f"[bold]{rec.status}[/]: {rec.error}")
+    elif rec.status == "ok":
+        out.print(
+            f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
+            f"(95% CI {rec.step_time_ci_low_s * 1e3:.4g}–"
+            f"{rec.step_time_ci_high_s * 1e3:.4g} ms, "
+            f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
+            f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads"
+        )
     out.print(f"Stored in [bold]{db}[/].")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from paradnn.errors import ConfigError
 from paradnn.families.base import Built, Family, input_dtype
 from paradnn.families.shapes import Conv2d, Gemm, Shape
 from paradnn.space import arithmetic, geometric
@@ -37,6 +38,22 @@ class CNNConfig:
         int_at_least("cnn.output", self.output, 2)
         int_at_least("cnn.batch", self.batch, 1)
         one_of("cnn.block", self.block, ("residual", "bottleneck"))
+        if self.batch * self.final_map**2 < 2:
+            raise ConfigError(
+                "cnn.batch",
+                self.batch,
+                f"with image={self.image} the last feature map is {self.final_map}×"
+                f"{self.final_map}, and training-mode BatchNorm needs more than one value per "
+                "channel: use batch ≥ 2 or image ≥ 33",
+            )
+
+    @property
+    def final_map(self) -> int:
+        """Side of the last feature map: the stem and pool halve it, groups 2–4 halve it."""
+        size = _pool_out((self.image + 2 * 3 - 7) // 2 + 1)
+        for _ in GROUP_STRIDE[1:]:
+            size = (size + 2 - 3) // 2 + 1
+        return size
 
     @property
     def expansion(self) -> int:

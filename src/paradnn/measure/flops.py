@@ -6,9 +6,10 @@ counter sees. Two corrections (reference/flops.md §2.3–2.4):
 - grouped-convolution backward is over-counted by `groups` in recent releases: we count one
   forward-sized convolution per requested gradient instead;
 - fused recurrent kernels (oneDNN on CPU, cuDNN on CUDA) have no formula and count 0: we add
-  2·T·B·(|W_ih| + |W_hh|) per layer forward, and one forward each for the data and weight
-  gradients. (The meta path skips the h0 data-gradient at t = 0, so a fused-kernel count
-  exceeds the meta count by 2·B·|W_hh| per layer.)
+  2·T·B·(|W_ih| + |W_hh|) per layer forward, one forward for the weight gradient and one for
+  the data gradient less its t = 0 hidden-state term. The initial state is a constant, so that
+  term is no model FLOP (the meta path skips it; fused kernels compute it anyway): leaving it
+  out makes the count the same on every device.
 """
 
 from __future__ import annotations
@@ -49,94 +50,40 @@ def _rnn_layer_flops(inp, w_ih, w_hh, batch_first: bool) -> int:
     return 2 * t * b * (prod(w_ih) + prod(w_hh))
 
 
-def _mkldnn_rnn(
-    inp,
-    w0,
-    w1,
-    _w2,
-    _w3,
-    _hx,
-    _cx,
-    _reverse,
-    _batch_sizes,
-    _mode,
-    _hidden,
-    _layers,
-    _has_biases,
-    _bidir,
-    batch_first,
-    _train,
-    out_shape=None,
-    **_: Any,
-) -> int:
-    return _rnn_layer_flops(inp, w0, w1, batch_first)
+def _h0_term(inp, w_hh, batch_first: bool) -> int:
+    """The data-gradient of the constant initial state, which model FLOPs leave out."""
+    return 2 * (inp[0] if batch_first else inp[1]) * prod(w_hh)
 
 
-def _mkldnn_rnn_backward(inp, w1, w2, *rest: Any, out_shape=None, **_: Any) -> int:
-    batch_first = rest[17]  # after w3, w4, hx, cx, output, hy, cy, grad_out, grad_hy, grad_cy, …
-    return 2 * _rnn_layer_flops(inp, w1, w2, batch_first)
+# Positional indices below follow the aten schemas (printed by `op._schema`), counted after the
+# leading arguments each function names.
+def _mkldnn_rnn(inp, w_ih, w_hh, *args: Any, out_shape=None, **_: Any) -> int:
+    return _rnn_layer_flops(inp, w_ih, w_hh, batch_first=args[11])
 
 
-def _cudnn_layers(inp, weights, stride0: int, batch_first: bool) -> int:
-    if len(inp) != 3:  # packed sequences: total tokens is inp[0]
-        return sum(
-            2 * inp[0] * (prod(weights[i]) + prod(weights[i + 1]))
-            for i in range(0, len(weights), stride0)
-        )
-    return sum(
-        _rnn_layer_flops(inp, weights[i], weights[i + 1], batch_first)
-        for i in range(0, len(weights), stride0)
-    )
+def _mkldnn_rnn_backward(inp, w_ih, w_hh, *args: Any, out_shape=None, **_: Any) -> int:
+    batch_first = args[18]
+    return 2 * _rnn_layer_flops(inp, w_ih, w_hh, batch_first) - _h0_term(inp, w_hh, batch_first)
 
 
-def _cudnn_rnn(
-    inp,
-    weight,
-    weight_stride0,
-    _buf,
-    _hx,
-    _cx,
-    _mode,
-    _hidden,
-    _proj,
-    _layers,
-    batch_first,
-    *_: Any,
-    out_shape=None,
-    **__: Any,
-) -> int:
-    return _cudnn_layers(inp, weight, weight_stride0, batch_first)
+def _cudnn_pairs(weights, stride0: int) -> list[tuple[Any, Any]]:
+    """(W_ih, W_hh) per layer and direction from cuDNN's flat weight list."""
+    return [(weights[i], weights[i + 1]) for i in range(0, len(weights), stride0)]
 
 
-def _cudnn_rnn_backward(
-    inp,
-    weight,
-    weight_stride0,
-    _buf,
-    _hx,
-    _cx,
-    _out,
-    _gout,
-    _ghy,
-    _gcy,
-    _mode,
-    _hidden,
-    _proj,
-    _layers,
-    batch_first,
-    _dropout,
-    _train,
-    _bidir,
-    _bsizes,
-    _dstate,
-    _reserve,
-    output_mask,
-    out_shape=None,
-    **_: Any,
-) -> int:
-    fwd = _cudnn_layers(inp, weight, weight_stride0, batch_first)
-    data = any(output_mask[:3]) or output_mask[3]  # weight grads need the data-gradient sweep
-    return fwd * (int(data) + int(output_mask[3]))
+def _cudnn_rnn(inp, weights, stride0, *args: Any, out_shape=None, **_: Any) -> int:
+    return sum(_rnn_layer_flops(inp, wi, wh, args[7]) for wi, wh in _cudnn_pairs(weights, stride0))
+
+
+def _cudnn_rnn_backward(inp, weights, stride0, *args: Any, out_shape=None, **_: Any) -> int:
+    batch_first, mask = args[11], args[18]
+    pairs = _cudnn_pairs(weights, stride0)
+    fwd = sum(_rnn_layer_flops(inp, wi, wh, batch_first) for wi, wh in pairs)
+    data = fwd - sum(_h0_term(inp, wh, batch_first) for _, wh in pairs)
+    if not mask[0]:  # no gradient for the sequence fed in: skip layer 1's x-gradient
+        t, b = (inp[1], inp[0]) if batch_first else (inp[0], inp[1])
+        data -= 2 * t * b * prod(pairs[0][0])
+    return data * int(any(mask)) + fwd * int(mask[3])
 
 
 CORRECTIONS: dict[Any, Any] = {

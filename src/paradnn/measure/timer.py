@@ -133,7 +133,7 @@ def measure(step: Callable[[], Any], clock: BlockClock, policy: TimingPolicy) ->
     est = max(statistics.median(warm[-5:]), 1e-9)
 
     # P4: blocks of k steps, resolved a chunk at a time.
-    k = max(1, math.ceil(policy.min_block_s / est))
+    k = max(1, math.ceil(policy.min_block_s / est - 1e-6))  # tolerate float noise in est
     block_s = k * est
     # At least min_samples samples even when one step outlasts the cap (timing.md: T_max ≥ 10×est).
     cap = max(policy.max_time_s, policy.min_samples * block_s)

@@ -1,0 +1,179 @@
+"""How much does the paradnn harness add on top of a minimal hand-written training loop?
+
+paradnn's step times are only worth reporting if they are what a user's own loop would see: the
+harness (TrainStep's indirections, the adaptive timer's blocks and marks) must not inflate them.
+This script times every config of the `quick` preset twice in one process — once through
+`paradnn.runner.execute.execute`, once with a deliberately plain loop — alternating the two so
+drift hits both equally, and checks that the median ratio paradnn/hand stays within the target.
+
+On CPUs, denormal floats are flushed to zero by default (`--denormals keep` to opt out): some quick
+configs (the small FCs under RMSProp, lr 0.1) pass through a phase of training, tens of steps
+long, where denormal arithmetic makes each step ~80× slower; which steps a timer happens to sample
+would then decide the ratio, and that is not harness overhead.
+
+    python benchmarks/harness_overhead.py [--device auto] [--precision fp32 bf16] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from paradnn import families, presets
+from paradnn.config import RunOptions
+from paradnn.measure.device import resolve
+from paradnn.measure.timer import TimingPolicy
+from paradnn.runner.execute import execute
+
+TARGET = 1.03
+OUT = Path(__file__).resolve().parent / "results" / "harness_overhead.json"
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def hand_step_time(
+    name: str, values: dict[str, Any], device: torch.device, precision: str, blocks: int = 15
+) -> float:
+    """Median seconds per step of the plainest loop: zero_grad, forward, loss, backward, step."""
+    family = families.get(name)
+    cfg = family.config(values)
+    torch.manual_seed(0)
+    tf32 = precision == "tf32"  # the same numerics the harness sets explicitly
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+    with torch.device(device):
+        built = family.build(cfg, device, precision)
+    model, loss_fn = built.module.train(), built.loss
+    x, y = built.make_batch()
+    opt = torch.optim.RMSprop(model.parameters(), lr=0.1, alpha=0.9, momentum=0.9, eps=1.0)
+    dtype = AUTOCAST.get(precision)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        if dtype is None:
+            loss = loss_fn(model(x), y)
+        else:
+            with torch.autocast(device.type, dtype=dtype):
+                loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(20):
+        step()
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        step()
+    _sync(device)
+    est = max((time.perf_counter() - t0) / 5, 1e-9)
+    k = max(1, math.ceil(0.02 / est))
+    per_step: list[float] = []
+    for _ in range(blocks):
+        _sync(device)
+        t = time.perf_counter()
+        for _ in range(k):
+            step()
+        _sync(device)
+        per_step.append((time.perf_counter() - t) / k)
+    return statistics.median(per_step)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    ap.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "tf32", "bf16"])
+    ap.add_argument("--rounds", type=int, default=3, help="paradnn/hand alternations per config")
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument(
+        "--timing",
+        choices=["quick", "default"],
+        default="quick",
+        help="paradnn timing policy: the quick preset's, or TimingPolicy()",
+    )
+    ap.add_argument("--denormals", choices=["flush", "keep"], default="flush", help="CPU only")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+
+    device = resolve(args.device)
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(args.denormals == "flush")  # global: execute() inherits it too
+    preset = presets.get("quick")
+    policy = preset.timing if args.timing == "quick" else TimingPolicy()
+    rows: list[dict[str, Any]] = []
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+    for precision in args.precision:
+        opts = RunOptions(
+            precision=precision, device=str(device), threads=args.threads, timing=policy
+        )
+        for name, values in preset.configs:
+            ours: list[float] = []
+            hand: list[float] = []
+            for _ in range(args.rounds):
+                rec = execute(name, dict(values), opts)
+                if rec.status != "ok" or rec.step_time_s is None:
+                    print(f"skip {precision} {name} {dict(values)}: {rec.status}: {rec.error}")
+                    break
+                device_name = rec.device_name
+                ours.append(rec.step_time_s)
+                torch.set_num_threads(args.threads)
+                hand.append(hand_step_time(name, dict(values), device, precision))
+            if not hand:
+                continue
+            ratio = statistics.median(ours) / statistics.median(hand)
+            rows.append(
+                {
+                    "family": name,
+                    "config": dict(values),
+                    "precision": precision,
+                    "paradnn_s": ours,
+                    "hand_s": hand,
+                    "ratio": ratio,
+                }
+            )
+            label = " ".join(f"{k}={v}" for k, v in values.items())
+            print(
+                f"{precision:5} {name:4} {label:58.58} paradnn {statistics.median(ours) * 1e3:8.3f}"
+                f" ms  hand {statistics.median(hand) * 1e3:8.3f} ms  ratio {ratio:6.3f}",
+                flush=True,
+            )
+
+    if not rows:
+        raise SystemExit("no config could be measured")
+    median_ratio = statistics.median(r["ratio"] for r in rows)
+    result = {
+        "device": str(device),
+        "device_name": device_name,
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "precision": args.precision,
+        "rounds": args.rounds,
+        "timing": args.timing,
+        "denormals": args.denormals,
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "configs": rows,
+        "median_ratio": median_ratio,
+        "target": TARGET,
+        "met": median_ratio <= TARGET,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    verdict = "met" if result["met"] else "NOT met"
+    print(f"median ratio {median_ratio:.3f} (target ≤ {TARGET}: {verdict}) → {args.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

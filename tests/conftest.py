@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from paradnn import families
+from paradnn.measure.timer import TimingPolicy
+from paradnn.store import open_store
+
+families.register("fault", "faults")
+
+# Budgets small enough for a 2-core CI machine; the rules are the production ones.
+TINY_POLICY = TimingPolicy(
+    min_samples=5,
+    min_time_s=0.0,
+    max_time_s=0.2,
+    warmup_min_steps=2,
+    warmup_min_time_s=0.0,
+    warmup_max_steps=12,
+    warmup_max_time_s=0.5,
+    target_ci_rel=0.5,
+)
+
+TINY = {
+    "fc": {"layers": 2, "nodes": 16, "input": 12, "output": 5, "batch": 4},
+    "cnn": {"blocks": 1, "filters": 4, "image": 16, "output": 3, "batch": 2},
+    "rnn": {"layers": 2, "embed": 8, "length": 5, "vocab": 7, "batch": 3, "cell": "lstm"},
+}
+
+
+@pytest.fixture
+def store():
+    s = open_store(":memory:")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def tiny_policy() -> TimingPolicy:
+    return TINY_POLICY
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

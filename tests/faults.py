@@ -1,0 +1,73 @@
+"""A test-only family whose training step misbehaves on request (OOM, NaN, crash, unsupported)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from paradnn.families.base import Built, Family
+from paradnn.families.shapes import Gemm, Shape
+from paradnn.validate import int_at_least, one_of
+
+FAULTS = ("none", "oom", "nan", "crash", "unsupported", "build_oom")
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    fault: str = "none"
+    width: int = 8
+    batch: int = 4
+
+    def __post_init__(self) -> None:
+        one_of("fault.fault", self.fault, FAULTS)
+        int_at_least("fault.width", self.width, 1)
+        int_at_least("fault.batch", self.batch, 1)
+
+
+class Faulty(Family):
+    name = "fault"
+    title = "Fault injection (tests only)"
+    config_cls = FaultConfig
+    paper_space = {"fault": FAULTS}
+
+    def params(self, cfg: FaultConfig) -> int:
+        return cfg.width * cfg.width + cfg.width
+
+    def shapes(self, cfg: FaultConfig) -> list[Shape]:
+        return [Gemm("lin", cfg.batch, cfg.width, cfg.width, input_grad=False)]
+
+    def build(self, cfg: FaultConfig, device: Any, precision: str = "fp32") -> Built:
+        import torch
+        from torch import nn
+
+        if cfg.fault == "build_oom" and str(device) != "meta":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+        class Broken(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = nn.Linear(cfg.width, cfg.width)
+                self.calls = 0
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                self.calls += 1
+                if x.device.type != "meta" and self.calls > 3:
+                    if cfg.fault == "oom":
+                        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8 GiB")
+                    if cfg.fault == "crash":
+                        raise RuntimeError("something broke inside the model")
+                    if cfg.fault == "unsupported":
+                        raise NotImplementedError("op not implemented for this dtype")
+                y = self.lin(x)
+                return y * float("nan") if cfg.fault == "nan" else y
+
+        module = Broken().to(device)
+
+        def make_batch() -> tuple[torch.Tensor, torch.Tensor]:
+            x = torch.randn(cfg.batch, cfg.width, device=device)
+            return x, torch.randint(0, cfg.width, (cfg.batch,), device=device)
+
+        return Built(module, make_batch, nn.functional.cross_entropy)
+
+
+FAMILY = Faulty()

@@ -1,0 +1,159 @@
+"""The command line, end to end in-process: output, stored rows, and one-line errors."""
+
+import json
+import sys
+
+import pytest
+
+from paradnn import cli, presets
+from paradnn.presets import Preset
+
+from conftest import TINY, TINY_POLICY
+
+
+def run_cli(capsys, *args):
+    old = sys.argv
+    sys.argv = ["paradnn", *args]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+FAST = ["--device", "cpu", "--threads", "1", "--min-time", "0", "--max-time", "0.2"]
+
+
+def test_help_explains_the_commands(capsys):
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0
+    for cmd in ("run", "bench", "results", "families"):
+        assert cmd in out
+
+
+def test_version(capsys):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out.startswith("paradnn ")
+
+
+def test_families_lists_fields_and_paper_space(capsys):
+    code, out, _ = run_cli(capsys, "families", "--json")
+    assert code == 0
+    info = {f["name"]: f for f in json.loads(out)}
+    assert {"fc", "cnn", "rnn"} <= set(info)
+    assert info["fc"]["paper_space"]["layers"] == [4, 8, 16, 32, 64, 128]
+    assert info["rnn"]["fields"]["cell"] == "lstm"
+    total = sum(info[f]["paper_configs"] for f in ("fc", "cnn", "rnn"))
+    assert 13_000 < total < 15_000  # "about 14,000 configs"
+    code, out, _ = run_cli(capsys, "families")
+    assert code == 0 and "bottleneck" in out
+
+
+def test_bench_stores_and_prints(capsys, tmp_path):
+    db = str(tmp_path / "r.db")
+    args = ["bench", "fc", *[f"{k}={v}" for k, v in TINY["fc"].items()], "--db", db, *FAST]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert "median" in out and "ms/step" in out and db in out
+    code, out, _ = run_cli(capsys, "results", "--db", db, "--format", "json")
+    (row,) = json.loads(out)
+    assert row["status"] == "ok" and row["config"]["nodes"] == 16
+    assert row["step_time_s"] > 0 and len(row["samples"]) == row["n_samples"]
+
+
+def test_bench_json_output(capsys, tmp_path):
+    db = str(tmp_path / "r.db")
+    code, out, _ = run_cli(capsys, "bench", "rnn", "embed=8", "vocab=5", "batch=2", "length=3",
+                           "--json", "--db", db, *FAST)  # fmt: skip
+    assert code == 0
+    assert json.loads(out)[0]["family"] == "rnn"
+
+
+def test_results_csv_and_filters(capsys, tmp_path):
+    db = str(tmp_path / "r.db")
+    run_cli(capsys, "bench", "fc", "layers=1", "nodes=4", "input=4", "output=2", "batch=2",
+            "--db", db, *FAST)  # fmt: skip
+    run_cli(capsys, "bench", "fc", "layers=1", "nodes=4", "input=4", "output=2", "batch=2",
+            "--precision", "tf32", "--db", db, *FAST)  # fmt: skip
+    code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "csv")
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == 3 and lines[0].startswith("id,run_key")
+    code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--status", "unsupported")
+    assert [r["precision"] for r in json.loads(out)] == ["tf32"]
+    code, out, _ = run_cli(capsys, "results", "--db", db)
+    assert code == 0 and "unsupported" in out and "ok" in out
+
+
+def test_run_a_preset(capsys, tmp_path, monkeypatch):
+    tiny = Preset("tiny", "test", [(f, TINY[f]) for f in ("fc", "cnn", "rnn")],
+                  ("fp32", "bf16"), TINY_POLICY)  # fmt: skip
+    monkeypatch.setitem(presets.PRESETS, "tiny", tiny)
+    db = str(tmp_path / "r.db")
+    code, out, err = run_cli(capsys, "run", "--preset", "tiny", "--db", db, "--device", "cpu",
+                             "--threads", "1", "--quiet")  # fmt: skip
+    assert code == 0, err
+    assert "tiny: 6 runs" in out
+    code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--sweep", "tiny")
+    rows = json.loads(out)
+    assert [(r["family"], r["precision"]) for r in rows] == [
+        ("fc", "fp32"), ("cnn", "fp32"), ("rnn", "fp32"),
+        ("fc", "bf16"), ("cnn", "bf16"), ("rnn", "bf16"),
+    ]  # fmt: skip
+    assert all(r["status"] == "ok" for r in rows)
+    # --precision overrides the preset's precisions
+    code, out, _ = run_cli(capsys, "run", "--preset", "tiny", "-p", "tf32", "--db", db,
+                           "--device", "cpu", "--quiet")  # fmt: skip
+    assert code == 0 and out.count("unsupported") == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["bench", "mlp"], "family = 'mlp': must be one of fc, cnn, rnn"),
+        (["bench", "fc", "layers=0"], "fc.layers = 0: must be an integer ≥ 1"),
+        (["bench", "fc", "nodez=3"], "fc.nodez = '3': unknown key; allowed:"),
+        (["bench", "fc", "layers"], "must be written key=value"),
+        (["bench", "fc", "--precision", "fp8"], "precision = 'fp8': must be one of"),
+        (["bench", "fc", "--device", "tpu"], "device = 'tpu': must be auto, cpu, cuda"),
+        (["bench", "fc", "--threads", "0"], "threads = 0: must be an integer ≥ 1"),
+        (["bench", "fc", "--max-time", "-1"], "timing.max_time_s = -1.0"),
+        (["run", "--preset", "nope"], "preset = 'nope': must be one of quick"),
+        (["run", "-p", "fp64"], "precision = 'fp64'"),
+        (["results", "--status", "fine"], "--status = 'fine': must be one of ok, oom"),
+    ],
+)
+def test_bad_input_is_one_clear_line_before_any_work(capsys, tmp_path, args, needle):
+    db = tmp_path / "r.db"
+    code, _, err = run_cli(capsys, *args, "--db", str(db))
+    assert code == 2
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1
+    assert not db.exists() or "results" in args  # nothing ran, nothing stored
+
+
+def test_cuda_device_without_gpu_is_a_clear_error(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    code, _, err = run_cli(capsys, "bench", "fc", "--device", "cuda", "--db", str(tmp_path / "x"))
+    assert code == 2 and "no CUDA device is visible" in err
+
+
+def test_results_on_missing_db(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "results", "--db", str(tmp_path / "none.db"))
+    assert code == 2 and "no such database" in err
+
+
+def test_quick_preset_spans_families_cells_and_precisions():
+    p = presets.get("quick")
+    specs = p.specs()
+    assert 12 <= len(specs) <= 40
+    assert {s.family for s in specs} == {"fc", "cnn", "rnn"}
+    assert {s.config.get("cell") for s in specs if s.family == "rnn"} == {"rnn", "lstm", "gru"}
+    assert {s.config.get("block") for s in specs if s.family == "cnn"} == {"residual", "bottleneck"}
+    assert len({s.precision for s in specs}) >= 2

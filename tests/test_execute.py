@@ -1,0 +1,104 @@
+"""Every outcome of a run becomes a record with the right status; numbers are consistent."""
+
+import pytest
+import torch
+
+from paradnn.config import RunOptions
+from paradnn.errors import ConfigError
+from paradnn.runner.execute import classify, execute
+
+from conftest import TINY, TINY_POLICY
+
+
+def _opts(**kw):
+    return RunOptions(device="cpu", threads=1, timing=TINY_POLICY, **kw)
+
+
+@pytest.mark.parametrize("family", ["fc", "cnn", "rnn"])
+def test_ok_record_is_complete_and_consistent(family):
+    rec = execute(family, TINY[family], _opts())
+    assert rec.status == "ok", rec.error
+    assert rec.params == rec.params_analytic > 0
+    assert rec.flops_per_step == rec.flops_analytic > 0
+    assert rec.flops_count_device == "meta"
+    assert rec.n_samples == len(rec.samples) >= TINY_POLICY.min_samples
+    assert rec.step_time_ci_low_s <= rec.step_time_s <= rec.step_time_ci_high_s
+    assert rec.examples_per_s == pytest.approx(TINY[family]["batch"] / rec.step_time_s)
+    assert rec.achieved_flops == pytest.approx(rec.flops_per_step / rec.step_time_s)
+    assert rec.threads == 1 and rec.env["threads"] == 1
+    assert rec.env["torch"] == torch.__version__
+    assert rec.flags["matmul_allow_tf32"] is False
+    # what cannot be measured is null with a reason, never zero
+    assert rec.peak_mem_bytes is None and "peak_mem_bytes" in rec.nulls
+    assert rec.utilization_datasheet is None and "utilization_datasheet" in rec.nulls
+    assert rec.started_at <= rec.finished_at
+
+
+def test_run_key_is_stable_and_sensitive():
+    a = execute("fc", TINY["fc"], _opts())
+    b = execute("fc", dict(TINY["fc"]), _opts())
+    c = execute("fc", {**TINY["fc"], "nodes": 17}, _opts())
+    d = execute("fc", TINY["fc"], _opts(precision="bf16"))
+    assert a.run_key == b.run_key
+    assert len({a.run_key, c.run_key, d.run_key}) == 3
+
+
+def test_defaults_fill_the_config_before_keying():
+    partial = {k: v for k, v in TINY["fc"].items() if k != "output"}
+    rec = execute("fc", partial, _opts())
+    assert rec.config["output"] == 1000
+
+
+def test_invalid_config_is_recorded_not_raised():
+    rec = execute("fc", {"layers": 0}, _opts())
+    assert rec.status == "invalid"
+    assert "fc.layers = 0" in rec.error
+
+
+def test_unsupported_precision_is_recorded():
+    rec = execute("fc", TINY["fc"], _opts(precision="tf32"))
+    assert rec.status == "unsupported"
+    assert "tf32" in rec.error
+    assert rec.step_time_s is None
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "needle"),
+    [
+        ("oom", "oom", "out of memory"),
+        ("build_oom", "oom", "out of memory"),
+        ("crash", "crashed", "something broke"),
+        ("unsupported", "unsupported", "not implemented"),
+    ],
+)
+def test_failures_become_statuses(fault, status, needle):
+    rec = execute("fault", {"fault": fault}, _opts())
+    assert rec.status == status
+    assert needle in rec.error
+    assert rec.step_time_s is None
+
+
+def test_nan_loss_is_timed_and_flagged():
+    rec = execute("fault", {"fault": "nan"}, _opts())
+    assert rec.status == "nan"
+    assert rec.step_time_s is not None and rec.step_time_s > 0
+    assert "non-finite" in rec.error
+
+
+def test_classify():
+    assert classify(torch.OutOfMemoryError("x")) == "oom"
+    assert classify(MemoryError()) == "oom"
+    assert classify(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried")) == "oom"
+    assert classify(RuntimeError("CUDA error: out of memory")) == "oom"
+    assert classify(NotImplementedError("x")) == "unsupported"
+    assert classify(RuntimeError("\"addmm\" not implemented for 'Half'")) == "unsupported"
+    assert classify(ValueError("boom")) == "crashed"
+
+
+def test_bad_options_fail_at_construction():
+    with pytest.raises(ConfigError, match="precision = 'fp8'"):
+        RunOptions(precision="fp8")
+    with pytest.raises(ConfigError, match="threads = 0"):
+        RunOptions(threads=0)
+    with pytest.raises(ConfigError, match="optimizer = 'adam'"):
+        RunOptions(optimizer="adam")
