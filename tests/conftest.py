@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from paradnn import families
 from paradnn.measure.timer import TimingPolicy
 from paradnn.store import open_store
 
 families.register("fault", "faults")
+# pytest-xdist runs one worker per core: more than one torch thread each would oversubscribe.
+torch.set_num_threads(1)
 
 # Budgets small enough for a 2-core CI machine; the rules are the production ones.
 TINY_POLICY = TimingPolicy(
