@@ -15,6 +15,7 @@ class RunSpec:
     family: str
     config: Mapping[str, Any]
     precision: str
+    optimizer: str = "rmsprop"
 
 
 @dataclass(frozen=True)

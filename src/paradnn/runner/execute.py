@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -39,7 +39,7 @@ OOM_PATTERNS = (
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def default_threads() -> int:

@@ -28,7 +28,7 @@ def run_specs(
     for i, spec in enumerate(specs):
         if progress:
             progress(i, len(specs), spec, None)
-        opts = dataclasses.replace(options, precision=spec.precision)
+        opts = dataclasses.replace(options, precision=spec.precision, optimizer=spec.optimizer)
         rec = execute(spec.family, dict(spec.config), opts, sweep=sweep)
         store.insert(rec)
         done.append(rec)
