@@ -81,3 +81,10 @@ def test_cnn_that_batchnorm_cannot_train_is_rejected_up_front():
         families.get("cnn").config(batch=1, image=32)
     assert families.get("cnn").config(batch=1, image=33).final_map == 2
     assert families.get("cnn").config(batch=2, image=8).final_map == 1
+
+
+def test_absurd_ranges_are_refused_before_enumeration():
+    with pytest.raises(ConfigError, match="has 100,000,000 values; an axis may have at most"):
+        parse_range("1..100000000")
+    with pytest.raises(ConfigError, match="at most 18 digits"):
+        parse_range("1.." + "9" * 5000)

@@ -1,13 +1,24 @@
-"""Named sets of runs. Torch-free, so `paradnn families`/`--dry-run` can list them cheaply."""
+"""Named sweeps shipped with paradnn (`paradnn/sweeps/<name>.toml`) and `RunSpec`, one run.
+
+Torch-free, so `paradnn families`/`--dry-run` can list and expand them cheaply. A preset is an
+ordinary sweep file (docs/sweeps.md): copy one to start your own and pass its path instead.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from paradnn.errors import ConfigError
-from paradnn.measure.timer import QUICK_POLICY, TimingPolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.sweep import Sweep
+
+DEFAULT = "quick"
 
 
 @dataclass(frozen=True)
@@ -18,60 +29,34 @@ class RunSpec:
     optimizer: str = "rmsprop"
 
 
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    description: str
-    configs: Sequence[tuple[str, Mapping[str, Any]]]
-    precisions: Sequence[str] = ("fp32",)
-    timing: TimingPolicy = field(default_factory=TimingPolicy)
-
-    def specs(self, precisions: Sequence[str] | None = None) -> list[RunSpec]:
-        """Every config at every precision, precision-major so a partial run covers all models."""
-        return [
-            RunSpec(fam, cfg, p)
-            for p in (precisions or self.precisions)
-            for fam, cfg in self.configs
-        ]
+@functools.cache
+def names() -> list[str]:
+    """The shipped presets, the default first."""
+    files = resources.files("paradnn") / "sweeps"
+    found = sorted(
+        f.name.removesuffix(".toml") for f in files.iterdir() if f.name.endswith(".toml")
+    )
+    return sorted(found, key=lambda n: n != DEFAULT)
 
 
-_QUICK_CONFIGS: list[tuple[str, dict[str, Any]]] = [
-    ("fc", {"layers": 4, "nodes": 256, "input": 2000, "output": 200, "batch": 64}),
-    ("fc", {"layers": 4, "nodes": 1024, "input": 2000, "output": 1000, "batch": 128}),
-    ("fc", {"layers": 8, "nodes": 512, "input": 2000, "output": 1000, "batch": 256}),
-    (
-        "cnn",
-        {"blocks": 1, "filters": 16, "image": 64, "output": 100, "batch": 16, "block": "residual"},
-    ),
-    (
-        "cnn",
-        {
-            "blocks": 1,
-            "filters": 16,
-            "image": 64,
-            "output": 100,
-            "batch": 16,
-            "block": "bottleneck",
-        },
-    ),
-    ("rnn", {"layers": 1, "embed": 100, "length": 10, "vocab": 32, "batch": 64, "cell": "rnn"}),
-    ("rnn", {"layers": 2, "embed": 100, "length": 10, "vocab": 32, "batch": 64, "cell": "lstm"}),
-    ("rnn", {"layers": 2, "embed": 100, "length": 10, "vocab": 32, "batch": 64, "cell": "gru"}),
-]
+def get(name: str) -> Sweep:
+    """A shipped preset by name, or a sweep file by path (a name ending in .toml, or any
+    existing file). Shipped names win over files of the same name in the working directory."""
+    from paradnn.sweep import load
 
-PRESETS: dict[str, Preset] = {
-    "quick": Preset(
-        "quick",
-        "8 small paper-shaped models (3 FC, residual + bottleneck CNN, RNN/LSTM/GRU) in fp32 "
-        "and bf16; about 1–3 minutes on a 2-core CPU",
-        _QUICK_CONFIGS,
-        ("fp32", "bf16"),
-        QUICK_POLICY,
-    ),
-}
+    if name in names():
+        return _preset(name)
+    if name.endswith(".toml") or os.path.isfile(name):
+        return load(name)
+    raise ConfigError(
+        "preset", name, f"must be one of {', '.join(names())} or a path to a .toml sweep file"
+    )
 
 
-def get(name: str) -> Preset:
-    if name not in PRESETS:
-        raise ConfigError("preset", name, "must be one of " + ", ".join(PRESETS))
-    return PRESETS[name]
+@functools.cache
+def _preset(name: str) -> Sweep:
+    """Parsed once per process: the CLI and the library both ask for the same preset."""
+    from paradnn.sweep import parse
+
+    text = (resources.files("paradnn") / "sweeps" / f"{name}.toml").read_text(encoding="utf-8")
+    return parse(text, label=f"{name}.toml", source="<preset>", name=name)

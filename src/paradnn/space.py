@@ -23,6 +23,11 @@ def arithmetic(low: int, high: int, step: int) -> tuple[int, ...]:
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?:([x*+])\s*(\d+))?\s*$")
 
 
+MAX_VALUES = (
+    10_000  # an axis longer than this is a typo (`1..100000000`), refused before enumerating
+)
+
+
 def parse_range(text: str, *, field: str = "range") -> tuple[int, ...]:
     """`4..128 x2` → (4, 8, …, 128); `2000..8000 +2000` → (2000, …, 8000); `1..8` → step 1."""
     m = _RANGE.match(text)
@@ -30,6 +35,8 @@ def parse_range(text: str, *, field: str = "range") -> tuple[int, ...]:
         raise ConfigError(
             field, text, "must look like 'LOW..HIGH', 'LOW..HIGH xF' or 'LOW..HIGH +S'"
         )
+    if any(len(g.lstrip("-")) > 18 for g in m.groups() if g):
+        raise ConfigError(field, text, "bounds and steps must have at most 18 digits")
     low, high = int(m[1]), int(m[2])
     op, by = m[3], int(m[4]) if m[4] else 1
     if high < low:
@@ -40,4 +47,9 @@ def parse_range(text: str, *, field: str = "range") -> tuple[int, ...]:
         return geometric(low, high, by)
     if by < 1:
         raise ConfigError(field, text, "the step must be ≥ 1")
+    count = (high - low) // by + 1
+    if count > MAX_VALUES:
+        raise ConfigError(
+            field, text, f"has {count:,} values; an axis may have at most {MAX_VALUES:,}"
+        )
     return arithmetic(low, high, by)

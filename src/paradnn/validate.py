@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
@@ -48,9 +49,14 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], *, prefix: str = "") -> 
         raise ConfigError(
             f"{prefix}{unknown[0]}", data[unknown[0]], "unknown key; allowed: " + ", ".join(fields)
         )
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs = {k: coerce(f"{prefix}{k}", v, hints[k]) for k, v in data.items()}
     return cls(**kwargs)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def coerce(field: str, value: Any, typ: Any) -> Any:

@@ -1,0 +1,10 @@
+"""Declarative sweeps: a TOML file names the families, axes, precisions and timing of a set of
+runs; `load` validates all of it up front and expands it into `RunSpec`s. Torch-free.
+
+The file format is documented in `paradnn.sweep.spec` and docs/sweeps.md.
+"""
+
+from paradnn.sweep.sampling import Sampling
+from paradnn.sweep.spec import Filters, Sweep, SweepError, load, parse
+
+__all__ = ["Filters", "Sampling", "Sweep", "SweepError", "load", "parse"]
