@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import Built, Family
@@ -12,6 +13,12 @@ _REGISTRY: dict[str, str] = {
     "cnn": "paradnn.families.cnn",
     "rnn": "paradnn.families.rnn",
 }
+# Families of your own: PARADNN_FAMILIES="name=package.module,other=mod" (each module defines
+# FAMILY). An environment variable, so sweep worker processes see them too.
+for _item in filter(None, os.environ.get("PARADNN_FAMILIES", "").split(",")):
+    _name, _, _module = _item.partition("=")
+    if _name.strip() and _module.strip():
+        _REGISTRY[_name.strip()] = _module.strip()
 
 
 def register(name: str, module: str) -> None:

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from paradnn.errors import ConfigError
-from paradnn.families.base import Built, Family, input_dtype
+from paradnn.families.base import (
+    AUTOCAST,
+    Built,
+    Family,
+    activation_itemsize,
+    cross_entropy_saved_bytes,
+    input_dtype,
+)
 from paradnn.families.shapes import Conv2d, Gemm, Shape
 from paradnn.space import arithmetic, geometric
 from paradnn.validate import int_at_least, one_of
@@ -117,6 +124,43 @@ class CNN(Family):
     def shapes(self, cfg: CNNConfig) -> list[Shape]:
         head = Gemm("head", cfg.batch, cfg.output, cfg.features)
         return [*self._convs(cfg), head]
+
+    def buffer_bytes(self, cfg: CNNConfig) -> int:
+        """Each conv's BatchNorm keeps fp32 running mean and variance and an int64 step count."""
+        return sum(2 * 4 * c.out_ch + 8 for c in self._convs(cfg))
+
+    def activation_bytes(self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda") -> int:
+        """Per conv: BatchNorm saves its input (the conv output) and fp32 mean and inverse std,
+        and the in-place ReLU after it saves its output, which the next conv saves as its input
+        (one tensor). A block's last BatchNorm and its projection's feed the residual add, which
+        saves nothing, and the block's ReLU saves the sum: two maps per conv, one per projection.
+        The stem conv saves the batch; max-pool saves its input (the stem ReLU's output) and
+        int64 indices; the first block's input is the pool output. Under autocast each conv and
+        the head also save their 16-bit weight copy. Same on CPU and CUDA."""
+        b, size = cfg.batch, activation_itemsize(precision)
+        convs = self._convs(cfg)
+        pool = _pool_out(convs[0].out_h) * _pool_out(convs[0].out_w)
+        saved = b * 3 * cfg.image**2 * size + b * cfg.filters * pool * (8 + size)
+        for c in convs:
+            maps = 1 if c.name.endswith(".proj") else 2
+            saved += maps * c.batch * c.out_ch * c.out_h * c.out_w * size + 2 * 4 * c.out_ch
+        saved += b * cfg.features * size  # the pooled features, the head's input
+        saved += b * 8 + cross_entropy_saved_bytes(b, cfg.output)  # int64 targets
+        if precision in AUTOCAST:
+            saved += 2 * (sum(c.weights for c in convs) + cfg.features * cfg.output)
+        return saved
+
+    def activation_floor_bytes(
+        self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda"
+    ) -> int:
+        """All of it: each tensor counted is one a derivative formula of these ops requires."""
+        return self.activation_bytes(cfg, precision, device_type=device_type)
+
+    def transient_cast_bytes(
+        self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda"
+    ) -> int:
+        """Only the head's bias: convs have none, and BatchNorm is not cast."""
+        return 2 * cfg.output if precision in AUTOCAST else 0
 
     def build(self, cfg: CNNConfig, device: Any, precision: str = "fp32") -> Built:
         import torch

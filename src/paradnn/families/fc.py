@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paradnn.families.base import Built, Family, input_dtype
+from paradnn.families.base import (
+    AUTOCAST,
+    Built,
+    Family,
+    activation_itemsize,
+    cross_entropy_saved_bytes,
+    input_dtype,
+)
 from paradnn.families.shapes import Gemm, Shape
 from paradnn.space import arithmetic, geometric
 from paradnn.validate import int_at_least
@@ -50,6 +57,31 @@ class FC(Family):
         out += [Gemm(f"fc{i + 2}", b, cfg.nodes, cfg.nodes) for i in range(cfg.layers - 1)]
         out.append(Gemm("head", b, cfg.output, cfg.nodes))
         return out
+
+    def activation_bytes(self, cfg: FCConfig, precision: str, *, device_type: str = "cuda") -> int:
+        """Each Linear saves its input and each ReLU its output, which is the next Linear's input
+        (one tensor); fc1's input is the batch. Under autocast a Linear also saves its 16-bit
+        weight copy when its input needs a gradient, i.e. all but fc1. Same on CPU and CUDA."""
+        b, size = cfg.batch, activation_itemsize(precision)
+        saved = b * cfg.input * size + cfg.layers * b * cfg.nodes * size
+        saved += b * 8 + cross_entropy_saved_bytes(b, cfg.output)  # int64 targets
+        if precision in AUTOCAST:
+            saved += 2 * ((cfg.layers - 1) * cfg.nodes**2 + cfg.output * cfg.nodes)
+        return saved
+
+    def activation_floor_bytes(
+        self, cfg: FCConfig, precision: str, *, device_type: str = "cuda"
+    ) -> int:
+        """All of it: each tensor counted is one a derivative formula of these ops requires."""
+        return self.activation_bytes(cfg, precision, device_type=device_type)
+
+    def transient_cast_bytes(
+        self, cfg: FCConfig, precision: str, *, device_type: str = "cuda"
+    ) -> int:
+        """fc1's weight copy (its input is data, so backward never needs it) and every bias."""
+        if precision not in AUTOCAST:
+            return 0
+        return 2 * (cfg.nodes * cfg.input + cfg.layers * cfg.nodes + cfg.output)
 
     def build(self, cfg: FCConfig, device: Any, precision: str = "fp32") -> Built:
         import torch

@@ -1,0 +1,194 @@
+"""Predict the memory of one training step from the configuration alone, without torch.
+
+The sweep supervisor asks before it runs a config and records `predicted_oom` instead of running
+when `fits` says no. That answer must never skip a config that would have fitted, so `fits` uses
+a lower bound, not the best estimate; the estimate is stored next to the measured peak so its
+error can be studied. docs/memory.md describes the model and its measured error.
+
+What is alive when, in the step of runner/step.py (zero_grad(set_to_none) → forward → backward →
+optimizer step): fp32 weights and the optimizer state stay resident; forward accumulates the
+tensors autograd saves; backward frees them while it allocates the fp32 gradients; the optimizer
+step runs with weights, gradients and state alive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from paradnn import families
+from paradnn.config import OPTIMIZERS, PRECISIONS
+from paradnn.families.base import activation_itemsize
+from paradnn.families.shapes import Conv2d, Gemm, Shape
+from paradnn.validate import one_of
+
+DEVICE_TYPES = ("cpu", "cuda")
+# Optimizer state in fp32 copies of the parameters: RMSProp with momentum keeps square_avg and
+# momentum_buffer, momentum SGD its buffer, plain SGD nothing.
+OPTIMIZER_STATE_COPIES = {"sgd": 0, "momentum": 1, "rmsprop": 2}
+# An allowance for the cuBLAS and cuBLASLt workspaces (PyTorch's defaults: a few MiB, 32 MiB on
+# Hopper) and cuDNN's, which the caching allocator counts; not validated on a GPU yet.
+CUDA_LIBRARY_BYTES = 64 * 2**20
+DEFAULT_HEADROOM = 0.1
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes of one training step by kind. Weights (with buffers), gradients and optimizer state
+    are fp32 in every precision, as mixed precision keeps fp32 master weights."""
+
+    weights: int
+    grads: int
+    optimizer_state: int
+    activations: int  # saved for backward, alive at the end of forward (incl. the log-softmax)
+    activations_floor: int  # the part of `activations` every implementation must keep
+    peak_phase: str  # when the step peaks: "forward", "backward" or "optimizer"
+    live_at_peak: int  # gradient plus saved-activation bytes alive then
+    workspace: int  # transients then: gradient buffers, casts, temporaries, library workspaces
+
+    @property
+    def resident(self) -> int:
+        """Weights, gradients, optimizer state and activations, counted as if all were alive at
+        once (they never are: backward frees activations as it allocates gradients)."""
+        return self.weights + self.grads + self.optimizer_state + self.activations
+
+    @property
+    def total(self) -> int:
+        """The best estimate of the peak."""
+        return self.weights + self.optimizer_state + self.live_at_peak + self.workspace
+
+    @property
+    def lower_bound(self) -> int:
+        """Bytes certainly alive at one moment of a run. At the end of a forward pass (from the
+        second step on) weights, optimizer state and the saved activations are; at the end of an
+        optimizer step weights, gradients and state are. Gradients and activations are not added:
+        with zero_grad(set_to_none) backward allocates the first while it frees the second."""
+        certain = max(self.grads, self.activations_floor)
+        return self.weights + self.optimizer_state + certain
+
+
+def predict(
+    family_name: str, cfg: Any, precision: str, optimizer: str, *, device_type: str = "cuda"
+) -> MemoryEstimate:
+    """Estimate one training step of `cfg` (a config of `family_name`) on a `device_type` device.
+
+    The device type matters only where kernel libraries differ: recurrent layers run one cuDNN
+    call on CUDA but oneDNN (LSTM) or ATen's per-step loop (RNN, GRU) on CPU, and only CUDA has
+    library workspaces in the allocator's count.
+    """
+    one_of("precision", precision, PRECISIONS)
+    one_of("optimizer", optimizer, OPTIMIZERS)
+    one_of("device_type", device_type, DEVICE_TYPES)
+    family = families.get(family_name)
+    params = family.params(cfg)
+    grads = 4 * params
+    activations = family.activation_bytes(cfg, precision, device_type=device_type)
+    shapes = family.shapes(cfg)
+    phases = {  # phase: (gradients + activations alive, transients alongside)
+        "forward": (
+            activations,
+            family.transient_cast_bytes(cfg, precision, device_type=device_type),
+        ),
+        "backward": _backward(shapes, activations, grads, precision, device_type),
+        "optimizer": (grads, _optimizer_temporaries(shapes, params, optimizer, device_type)),
+    }
+    phase = max(phases, key=lambda k: sum(phases[k]))
+    live, transient = phases[phase]
+    return MemoryEstimate(
+        weights=4 * params + family.buffer_bytes(cfg),
+        grads=grads,
+        optimizer_state=4 * params * OPTIMIZER_STATE_COPIES[optimizer],
+        activations=activations,
+        activations_floor=family.activation_floor_bytes(cfg, precision, device_type=device_type),
+        peak_phase=phase,
+        live_at_peak=live,
+        workspace=transient + (CUDA_LIBRARY_BYTES if device_type == "cuda" else 0),
+    )
+
+
+def fits(
+    estimate: MemoryEstimate, capacity_bytes: int, *, headroom: float = DEFAULT_HEADROOM
+) -> bool:
+    """False only when even `estimate.lower_bound` exceeds `capacity_bytes` by more than
+    `headroom` (a fraction of the capacity).
+
+    The lower bound counts only tensors that are certainly alive together, and the allocator
+    can only add to them (block rounding, fragmentation, the CUDA context outside its count), so
+    a config refused here would have run out of memory anyway; `headroom` absorbs errors of the
+    bound itself, such as a PyTorch version that saves less. The best estimate is deliberately
+    not used: its transient allowances are guesses, and a guess must not cost a measurement.
+    """
+    if headroom < 0:
+        raise ValueError(
+            f"headroom = {headroom!r}: must be ≥ 0, or a fitting config may be skipped"
+        )
+    return estimate.lower_bound <= capacity_bytes * (1 + headroom)
+
+
+def _backward(
+    shapes: list[Shape], activations: int, grads: int, precision: str, device_type: str
+) -> tuple[int, int]:
+    """The backward moment with the most gradients + activations + gradient buffers alive.
+
+    Backward runs the ops in reverse; each allocates its weight gradient and holds the gradients
+    of its output and input while it runs, and releases what it saved afterwards. It starts with
+    the loss: every family ends in a GEMM classifier under cross-entropy, whose backward holds
+    the fp32 gradients of the log-softmax and of the logits at once. Activations are apportioned
+    to the ops by the inputs they read (what most of them save) and gradients by their weights,
+    so only the totals are exact: the peak's position is an approximation.
+    """
+    itemsize = activation_itemsize(precision)
+    all_reads = sum(_reads(s) for s in shapes)
+    all_weights = sum(s.weights for s in shapes)
+    if not all_reads or not all_weights:
+        return activations + grads, 0
+    left, allocated, best = float(activations), 0.0, (0.0, 0.0)
+    for i, s in enumerate(reversed(shapes)):
+        allocated += grads * s.weights / all_weights
+        buffers = float(_gradient_buffers(s, itemsize, device_type))
+        if i == 0 and isinstance(s, Gemm):
+            buffers = max(buffers, 2 * s.m * s.n * 4.0)
+        if left + allocated + buffers > sum(best):
+            best = (left + allocated, buffers)
+        left -= activations * _reads(s) / all_reads
+    return round(best[0]), round(best[1])
+
+
+def _optimizer_temporaries(
+    shapes: list[Shape], params: int, optimizer: str, device_type: str
+) -> int:
+    """RMSProp's step allocates sqrt(square_avg): for all parameters at once with the foreach
+    implementation CUDA defaults to, one parameter at a time on CPU. SGD and momentum update in
+    place (momentum's first step clones the gradient into what becomes its state)."""
+    if optimizer != "rmsprop":
+        return 0
+    largest = max((s.weights for s in shapes), default=0)
+    return 4 * (params if device_type == "cuda" else largest)
+
+
+def _reads(s: Shape) -> int:
+    """Elements of an op's activation input (a recurrent layer also reads its gates)."""
+    if isinstance(s, Gemm):
+        return s.m * s.k
+    if isinstance(s, Conv2d):
+        return s.batch * s.in_ch * s.in_h * s.in_w
+    return s.seq * s.batch * (s.input + s.gates * s.hidden)
+
+
+def _gradient_buffers(s: Shape, itemsize: int, device_type: str) -> int:
+    """Bytes of the gradients an op's backward holds at once: its output's and, unless the input
+    is data, its input's; recurrent layers also stage their weight gradients: oneDNN's LSTM in
+    its own layout (two fp32 copies, measured), cuDNN in a flat buffer of the compute dtype that
+    becomes the gradients themselves in fp32."""
+    if isinstance(s, Gemm):
+        return s.m * (s.n + (s.k if s.input_grad else 0)) * itemsize
+    if isinstance(s, Conv2d):
+        out = s.out_ch * s.out_h * s.out_w
+        return s.batch * (out + (s.in_ch * s.in_h * s.in_w if s.input_grad else 0)) * itemsize
+    staged = 0
+    if device_type == "cpu" and s.cell == "lstm":
+        staged = 2 * 4 * s.weights
+    elif device_type == "cuda" and itemsize == 2:
+        staged = 2 * s.weights
+    gates = s.seq * s.batch * (s.gates * s.hidden + (s.input if s.input_grad else 0))
+    return gates * itemsize + staged

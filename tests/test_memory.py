@@ -1,0 +1,242 @@
+"""The memory model against what PyTorch really keeps: saved tensors measured with
+saved_tensors_hooks during a real training step on CPU, and the real peak of the profiler."""
+
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from paradnn import families, memory
+from paradnn.errors import ConfigError
+from paradnn.measure.memory import profiler_peak_bytes, saved_tensor_bytes
+from paradnn.runner.step import TrainStep
+
+CPU = torch.device("cpu")
+SMALL = {
+    "fc": {
+        "layers": range(1, 5),
+        "nodes": range(1, 64),
+        "input": range(1, 80),
+        "output": range(2, 40),
+        "batch": range(1, 24),
+    },
+    "cnn": {
+        "blocks": range(1, 3),
+        "filters": range(1, 9),
+        "image": range(8, 48),
+        "output": range(2, 12),
+        "batch": range(2, 5),
+    },
+    "rnn": {
+        "layers": range(1, 4),
+        "embed": range(1, 40),
+        "length": range(1, 12),
+        "vocab": range(2, 40),
+        "batch": range(1, 9),
+    },
+}
+VARIANTS = [
+    ("fc", {}),
+    ("cnn", {"block": "residual"}),
+    ("cnn", {"block": "bottleneck"}),
+    ("rnn", {"cell": "rnn"}),
+    ("rnn", {"cell": "lstm"}),
+    ("rnn", {"cell": "gru"}),
+]
+
+
+def _configs(name, extra, n, seed):
+    fam = families.get(name)
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        try:
+            out.append(fam.config({k: rng.choice(v) for k, v in SMALL[name].items()}, **extra))
+        except ConfigError:  # a 1×1 last map with batch 1 cannot train BatchNorm
+            continue
+    return out
+
+
+def _step(name, cfg, precision, optimizer):
+    torch.manual_seed(0)
+    return TrainStep(families.get(name).build(cfg, CPU, precision), optimizer, precision, CPU)
+
+
+@pytest.mark.parametrize(("name", "extra"), VARIANTS)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_estimate_matches_what_autograd_saves(name, extra, precision):
+    seed = 2 * VARIANTS.index((name, extra)) + (precision == "bf16")
+    if precision == "bf16" and extra.get("cell") == "lstm":
+        _require_onednn_bf16_lstm()
+    optimizers = random.Random(seed).choices(("sgd", "momentum", "rmsprop"), k=6)
+    for cfg, optimizer in zip(_configs(name, extra, 6, seed), optimizers, strict=True):
+        measured = saved_tensor_bytes(_step(name, cfg, precision, optimizer))
+        est = memory.predict(name, cfg, precision, optimizer, device_type="cpu")
+        where = (cfg, precision, optimizer, measured, est)
+        for part in ("weights", "grads", "optimizer_state"):
+            assert getattr(est, part) == measured[part], where
+        assert est.activations == pytest.approx(measured["activations"], rel=0.15), where
+        assert est.resident == pytest.approx(sum(measured.values()), rel=0.15), where
+        assert est.activations_floor <= measured["activations"], where
+        assert est.lower_bound <= sum(measured.values()), where
+
+
+def _require_onednn_bf16_lstm():
+    lstm = torch.nn.LSTM(4, 4)
+    kinds = []
+
+    def pack(t):
+        kinds.append(t.dtype)
+        return t
+
+    x = torch.zeros(2, 1, 4, requires_grad=True)
+    hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+    with hooks, torch.autocast("cpu", dtype=torch.bfloat16):
+        lstm(x)
+    if torch.uint8 not in kinds:  # no oneDNN workspace: ATen's per-step fallback ran
+        pytest.skip("this CPU runs bf16 LSTM without oneDNN; the model assumes oneDNN")
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "optimizer"),
+    [
+        ("fc", {"layers": 3, "nodes": 64, "input": 300, "output": 50, "batch": 64}, "momentum"),
+        ("cnn", {"blocks": 1, "filters": 8, "image": 32, "output": 10, "batch": 4}, "rmsprop"),
+        ("rnn", {"layers": 2, "embed": 48, "length": 8, "vocab": 30, "batch": 8}, "sgd"),
+    ],
+)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_lower_bound_stays_below_the_real_peak(name, values, optimizer, precision):
+    """The profiler's memory timeline gives the real peak of live tensor bytes on CPU."""
+    if precision == "bf16" and name == "rnn":  # an LSTM
+        _require_onednn_bf16_lstm()
+    cfg = families.get(name).config(values)
+    step = _step(name, cfg, precision, optimizer)
+    step()  # the optimizer state exists from the second step on
+    peak = profiler_peak_bytes(step)
+    if peak is None:
+        pytest.skip("this torch has no profiler memory timeline")
+    est = memory.predict(name, cfg, precision, optimizer, device_type="cpu")
+    assert est.lower_bound <= peak
+    assert est.total == pytest.approx(peak, rel=0.2)
+
+
+def _paper_configs(name, n, seed=0):
+    fam = families.get(name)
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        try:
+            out.append(fam.config({k: rng.choice(list(v)) for k, v in fam.paper_space.items()}))
+        except ConfigError:
+            continue
+    return out
+
+
+@pytest.mark.parametrize("name", ["fc", "cnn", "rnn"])
+def test_bounds_are_ordered_on_the_paper_space(name):
+    for cfg in _paper_configs(name, 40):
+        for precision in ("fp32", "bf16"):
+            for device_type in ("cpu", "cuda"):
+                est = memory.predict(name, cfg, precision, "rmsprop", device_type=device_type)
+                assert 0 < est.activations_floor <= est.activations, cfg
+                assert est.lower_bound <= est.total, cfg
+                assert est.live_at_peak <= est.grads + est.activations, cfg
+                assert est.peak_phase in ("forward", "backward", "optimizer")
+
+
+def test_optimizer_state_is_fp32_copies_of_the_parameters():
+    fam = families.get("fc")
+    cfg = fam.default_config()
+    p = fam.params(cfg)
+    state = {
+        o: memory.predict("fc", cfg, "fp32", o).optimizer_state
+        for o in ("sgd", "momentum", "rmsprop")
+    }
+    assert state == {"sgd": 0, "momentum": 4 * p, "rmsprop": 8 * p}
+
+
+def test_precision_changes_activations_only():
+    cfg = families.get("cnn").config(batch=32)
+    est = {p: memory.predict("cnn", cfg, p, "momentum") for p in ("fp32", "tf32", "bf16", "fp16")}
+    assert est["tf32"] == est["fp32"]
+    assert est["fp16"] == est["bf16"]
+    for part in ("weights", "grads", "optimizer_state"):  # fp32 master weights in every mode
+        assert getattr(est["bf16"], part) == getattr(est["fp32"], part)
+    # 16-bit maps, but the BN statistics, pool indices, log-softmax and weight copies are not
+    assert 0.5 < est["bf16"].activations / est["fp32"].activations < 0.6
+
+
+def test_autocast_weight_copies_are_counted():
+    fam = families.get("fc")
+    cfg = fam.config(layers=2, nodes=1000, input=10, output=10, batch=1)
+    fp32, bf16 = (fam.activation_bytes(cfg, p) for p in ("fp32", "bf16"))
+    assert bf16 - fp32 > 2 * 1000 * 1000  # fc2's 16-bit weight, saved for its input gradient
+    assert fam.transient_cast_bytes(cfg, "bf16") >= 2 * 1000 * 10  # fc1's: cached, not saved
+
+
+def test_only_the_recurrent_family_depends_on_the_device_type():
+    for name in ("fc", "cnn"):
+        cfg = families.get(name).default_config()
+        cpu, cuda = (
+            memory.predict(name, cfg, "bf16", "sgd", device_type=d) for d in memory.DEVICE_TYPES
+        )
+        assert cpu.activations == cuda.activations
+        assert cuda.workspace - cpu.workspace == memory.CUDA_LIBRARY_BYTES
+    cfg = families.get("rnn").default_config()
+    cpu, cuda = (
+        memory.predict("rnn", cfg, "fp32", "sgd", device_type=d) for d in memory.DEVICE_TYPES
+    )
+    assert cpu.activations != cuda.activations
+
+
+def test_fits_uses_the_lower_bound():
+    est = memory.MemoryEstimate(
+        weights=100,
+        grads=100,
+        optimizer_state=200,
+        activations=1000,
+        activations_floor=600,
+        peak_phase="backward",
+        live_at_peak=1050,
+        workspace=500,
+    )
+    assert est.lower_bound == 900 and est.total == 1850
+    assert memory.fits(est, 900, headroom=0)
+    assert memory.fits(est, 1000)  # the best estimate exceeds it, the bound does not
+    assert not memory.fits(est, 899, headroom=0)
+    assert memory.fits(est, 850, headroom=0.1) and not memory.fits(est, 800, headroom=0.1)
+    with pytest.raises(ValueError, match="headroom"):
+        memory.fits(est, 10**9, headroom=-0.1)
+
+
+def test_a_family_without_a_model_falls_back_to_its_shapes():
+    cfg = families.get("fault").config(width=64, batch=32)  # tests/faults.py: one Linear
+    est = memory.predict("fault", cfg, "bf16", "momentum")
+    assert est.activations == 2 * 32 * (64 + 64)  # the GEMM's input and output, 16-bit
+    assert est.activations_floor == 0  # so the lower bound claims only the parameter state
+    assert est.lower_bound == est.weights + est.optimizer_state + est.grads
+
+
+def test_predict_rejects_unknown_names():
+    cfg = families.get("fc").default_config()
+    with pytest.raises(ConfigError, match="optimizer"):
+        memory.predict("fc", cfg, "fp32", "adam")
+    with pytest.raises(ConfigError, match="device_type"):
+        memory.predict("fc", cfg, "fp32", "sgd", device_type="tpu")
+
+
+def test_the_model_never_imports_torch():
+    code = (
+        "import sys\n"
+        "from paradnn import families, memory\n"
+        "for n in ('fc', 'cnn', 'rnn'):\n"
+        "    f = families.get(n)\n"
+        "    for d in memory.DEVICE_TYPES:\n"
+        "        memory.predict(n, f.default_config(), 'bf16', 'rmsprop', device_type=d)\n"
+        "sys.exit(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
