@@ -1,7 +1,13 @@
-"""A test-only family whose training step misbehaves on request (OOM, NaN, crash, unsupported)."""
+"""A test-only family whose training step misbehaves on request: OOM, NaN, exceptions, and
+(in sweep workers) a segfault, a hang or a SIGKILL. Workers find it through
+PARADNN_FAMILIES=fault=faults with tests/ on the path."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +15,7 @@ from paradnn.families.base import Built, Family
 from paradnn.families.shapes import Gemm, Shape
 from paradnn.validate import int_at_least, one_of
 
-FAULTS = ("none", "oom", "nan", "crash", "unsupported", "build_oom")
+FAULTS = ("none", "oom", "nan", "crash", "unsupported", "build_oom", "segfault", "hang", "sigkill")
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,12 @@ class Faulty(Family):
                         raise RuntimeError("something broke inside the model")
                     if cfg.fault == "unsupported":
                         raise NotImplementedError("op not implemented for this dtype")
+                    if cfg.fault == "segfault":
+                        ctypes.string_at(0)  # a real SIGSEGV in this process
+                    if cfg.fault == "hang":
+                        time.sleep(3600)
+                    if cfg.fault == "sigkill":  # what the kernel's OOM killer does
+                        os.kill(os.getpid(), signal.SIGKILL)
                 y = self.lin(x)
                 return y * float("nan") if cfg.fault == "nan" else y
 

@@ -6,7 +6,6 @@ import sys
 import pytest
 
 from paradnn import cli, presets
-from paradnn.presets import Preset
 
 from conftest import TINY, TINY_POLICY
 
@@ -67,18 +66,53 @@ def test_bench_stores_and_prints(capsys, tmp_path):
 
 def test_bench_json_output(capsys, tmp_path):
     db = str(tmp_path / "r.db")
-    code, out, _ = run_cli(capsys, "bench", "rnn", "embed=8", "vocab=5", "batch=2", "length=3",
-                           "--json", "--db", db, *FAST)  # fmt: skip
+    code, out, _ = run_cli(
+        capsys,
+        "bench",
+        "rnn",
+        "embed=8",
+        "vocab=5",
+        "batch=2",
+        "length=3",
+        "--json",
+        "--db",
+        db,
+        *FAST,
+    )
     assert code == 0
     assert json.loads(out)[0]["family"] == "rnn"
 
 
 def test_results_csv_and_filters(capsys, tmp_path):
     db = str(tmp_path / "r.db")
-    run_cli(capsys, "bench", "fc", "layers=1", "nodes=4", "input=4", "output=2", "batch=2",
-            "--db", db, *FAST)  # fmt: skip
-    run_cli(capsys, "bench", "fc", "layers=1", "nodes=4", "input=4", "output=2", "batch=2",
-            "--precision", "tf32", "--db", db, *FAST)  # fmt: skip
+    run_cli(
+        capsys,
+        "bench",
+        "fc",
+        "layers=1",
+        "nodes=4",
+        "input=4",
+        "output=2",
+        "batch=2",
+        "--db",
+        db,
+        *FAST,
+    )
+    run_cli(
+        capsys,
+        "bench",
+        "fc",
+        "layers=1",
+        "nodes=4",
+        "input=4",
+        "output=2",
+        "batch=2",
+        "--precision",
+        "tf32",
+        "--db",
+        db,
+        *FAST,
+    )
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "csv")
     lines = out.strip().splitlines()
     assert code == 0 and len(lines) == 3 and lines[0].startswith("id,run_key")
@@ -88,15 +122,23 @@ def test_results_csv_and_filters(capsys, tmp_path):
     assert code == 0 and "unsupported" in out and "ok" in out
 
 
-def test_run_a_preset(capsys, tmp_path, monkeypatch):
-    tiny = Preset("tiny", "test", [(f, TINY[f]) for f in ("fc", "cnn", "rnn")],
-                  ("fp32", "bf16"), TINY_POLICY)  # fmt: skip
-    monkeypatch.setitem(presets.PRESETS, "tiny", tiny)
+def test_run_a_preset(capsys, tmp_path):
+    # a preset is a sweep file: write one with the tiny configs and pass its path
+    runs = "".join(
+        f'[[runs]]\nfamily = "{f}"\nconfig = {{ '
+        + ", ".join(f"{k} = {json.dumps(v)}" for k, v in TINY[f].items())
+        + " }\n"
+        for f in ("fc", "cnn", "rnn")
+    )
+    timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in vars(TINY_POLICY).items())
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text(f'precisions = ["fp32", "bf16"]\n{runs}[timing]\n{timing}')
     db = str(tmp_path / "r.db")
-    code, out, err = run_cli(capsys, "run", "--preset", "tiny", "--db", db, "--device", "cpu",
+    code, out, err = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",
                              "--threads", "1", "--quiet")  # fmt: skip
     assert code == 0, err
-    assert "tiny: 6 runs" in out
+    assert "6 runs" in out
+    # stored under the sweep's name, which defaults to the file stem
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--sweep", "tiny")
     rows = json.loads(out)
     assert [(r["family"], r["precision"]) for r in rows] == [
@@ -105,7 +147,7 @@ def test_run_a_preset(capsys, tmp_path, monkeypatch):
     ]  # fmt: skip
     assert all(r["status"] == "ok" for r in rows)
     # --precision overrides the preset's precisions
-    code, out, _ = run_cli(capsys, "run", "--preset", "tiny", "-p", "tf32", "--db", db,
+    code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "-p", "tf32", "--db", db,
                            "--device", "cpu", "--quiet")  # fmt: skip
     assert code == 0 and out.count("unsupported") == 3
 
@@ -157,3 +199,4 @@ def test_quick_preset_spans_families_cells_and_precisions():
     assert {s.config.get("cell") for s in specs if s.family == "rnn"} == {"rnn", "lstm", "gru"}
     assert {s.config.get("block") for s in specs if s.family == "cnn"} == {"residual", "bottleneck"}
     assert len({s.precision for s in specs}) >= 2
+    assert p.name == "quick" and p.timing.max_time_s <= 3.0  # short budgets: minutes, not hours

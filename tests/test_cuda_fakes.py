@@ -132,8 +132,27 @@ def _cudnn_args(T, B, layers, gates, H, n_in, mask=(True, True, True, True)):
             (gates * H,),
         ]
     tail_fwd = [None, (layers, B, H), (layers, B, H), 2, H, 0, layers, False]
-    tail_bwd = [None, (layers, B, H), (layers, B, H), (T, B, H), (T, B, H), None, None,
-                2, H, 0, layers, False, 0.0, True, False, [], None, (1,), list(mask)]  # fmt: skip
+    tail_bwd = [
+        None,
+        (layers, B, H),
+        (layers, B, H),
+        (T, B, H),
+        (T, B, H),
+        None,
+        None,
+        2,
+        H,
+        0,
+        layers,
+        False,
+        0.0,
+        True,
+        False,
+        [],
+        None,
+        (1,),
+        list(mask),
+    ]
     return (T, B, n_in), weights, 4, tail_fwd, tail_bwd
 
 

@@ -23,13 +23,30 @@ def _configs(name, n, seed=0, paper=None):
     fam = families.get(name)
     rng = random.Random(seed)
     small = {
-        "fc": {"layers": range(1, 6), "nodes": range(1, 40), "input": range(1, 50),
-               "output": range(2, 20), "batch": range(1, 9)},
-        "cnn": {"blocks": range(1, 3), "filters": range(1, 9), "image": range(1, 70),
-                "output": range(2, 9), "batch": range(1, 4), "block": ("residual", "bottleneck")},
-        "rnn": {"layers": range(1, 4), "embed": range(1, 24), "length": range(1, 12),
-                "vocab": range(2, 30), "batch": range(1, 6), "cell": ("rnn", "lstm", "gru")},
-    }[name]  # fmt: skip
+        "fc": {
+            "layers": range(1, 6),
+            "nodes": range(1, 40),
+            "input": range(1, 50),
+            "output": range(2, 20),
+            "batch": range(1, 9),
+        },
+        "cnn": {
+            "blocks": range(1, 3),
+            "filters": range(1, 9),
+            "image": range(1, 70),
+            "output": range(2, 9),
+            "batch": range(1, 4),
+            "block": ("residual", "bottleneck"),
+        },
+        "rnn": {
+            "layers": range(1, 4),
+            "embed": range(1, 24),
+            "length": range(1, 12),
+            "vocab": range(2, 30),
+            "batch": range(1, 6),
+            "cell": ("rnn", "lstm", "gru"),
+        },
+    }[name]
     out = [fam.config(_sample(fam.paper_space, rng)) for _ in range(n if paper is None else paper)]
     while len(out) < 2 * n:
         try:
@@ -83,8 +100,11 @@ def test_shapes_describe_the_model():
     assert convs[0].name == "stem" and not convs[0].input_grad
     assert convs[0].out_h == 112
     assert [c.name for c in convs if c.name.endswith("proj")] == [
-        "g1b1.proj", "g2b1.proj", "g3b1.proj", "g4b1.proj"
-    ]  # fmt: skip
+        "g1b1.proj",
+        "g2b1.proj",
+        "g3b1.proj",
+        "g4b1.proj",
+    ]
     # four groups of 2 bottleneck blocks (3 convs) + 4 projections + stem
     assert len(convs) == 1 + 4 * 2 * 3 + 4
     assert convs[-2].out_h == 7  # 224 / 32

@@ -11,11 +11,28 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "paradnn"
 TORCH_FREE_PACKAGES = ("analysis", "plots", "report", "sim")
 TORCH_FREE_MODULES = (
-    "paradnn.records", "paradnn.store", "paradnn.store.db", "paradnn.presets", "paradnn.tables",
-    "paradnn.space", "paradnn.config", "paradnn.api", "paradnn.cli", "paradnn.measure.stats",
-    "paradnn.measure.timer", "paradnn.families", "paradnn.families.shapes",
-    "paradnn.families.fc", "paradnn.families.cnn", "paradnn.families.rnn",
-)  # fmt: skip
+    "paradnn.records",
+    "paradnn.store",
+    "paradnn.store.db",
+    "paradnn.presets",
+    "paradnn.tables",
+    "paradnn.space",
+    "paradnn.config",
+    "paradnn.api",
+    "paradnn.cli",
+    "paradnn.measure.stats",
+    "paradnn.measure.timer",
+    "paradnn.families",
+    "paradnn.families.shapes",
+    "paradnn.families.fc",
+    "paradnn.families.cnn",
+    "paradnn.families.rnn",
+    "paradnn.memory",
+    "paradnn.sweep",
+    "paradnn.sweep.spec",
+    "paradnn.sweep.sampling",
+    "paradnn.runner.supervisor",
+)
 
 
 def _imports(path: Path) -> set[str]:

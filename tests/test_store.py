@@ -11,11 +11,19 @@ from paradnn.store.schema import LATEST
 
 def _record(**kw):
     base = dict(
-        run_key="k1", family="fc", config={"layers": 4, "batch": 8}, precision="fp32",
-        optimizer="rmsprop", device="cpu", status="ok", step_time_s=0.5,
-        samples=[0.5, 0.49, 0.51], env={"torch": "2.13.0", "cpu_model": "Test CPU"},
-        nulls={"peak_mem_bytes": "not measured"}, converged=True,
-    )  # fmt: skip
+        run_key="k1",
+        family="fc",
+        config={"layers": 4, "batch": 8},
+        precision="fp32",
+        optimizer="rmsprop",
+        device="cpu",
+        status="ok",
+        step_time_s=0.5,
+        samples=[0.5, 0.49, 0.51],
+        env={"torch": "2.13.0", "cpu_model": "Test CPU"},
+        nulls={"peak_mem_bytes": "not measured"},
+        converged=True,
+    )
     return RunRecord(**{**base, **kw})
 
 
@@ -125,3 +133,35 @@ def test_failed_migration_rolls_back(tmp_path, monkeypatch):
     with pytest.raises(StoreError, match=f"migration to schema v{LATEST + 1} failed"):
         db.migrate(conn, str(path))
     assert schema_version(conn) == LATEST
+
+
+def test_attempts_number_the_rows_of_a_run_key(store):
+    a, b, c = _record(status="oom"), _record(status="ok"), _record(run_key="other")
+    for rec in (a, b, c):
+        store.insert(rec)
+    assert (a.attempt, b.attempt, c.attempt) == (1, 2, 1)
+    assert store.latest_status() == {"k1": "ok", "other": "ok"}
+    with pytest.raises(sqlite3.IntegrityError):  # the database itself refuses duplicates
+        store.conn.execute(
+            "INSERT INTO runs (run_key, attempt, family, config, precision, optimizer, mode,"
+            " device, status) VALUES ('k1', 2, 'fc', '{}', 'fp32', 'sgd', 'eager', 'cpu', 'ok')"
+        )
+
+
+def test_v1_database_is_migrated_and_its_repeats_numbered(tmp_path):
+    from paradnn.store.schema import MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0] + "\nPRAGMA user_version = 1;")
+    for key in ("a", "b", "a"):
+        conn.execute(
+            "INSERT INTO runs (run_key, family, config, precision, optimizer, mode, device, status)"
+            f" VALUES ('{key}', 'fc', '{{}}', 'fp32', 'rmsprop', 'eager', 'cpu', 'ok')"
+        )
+    conn.commit()
+    conn.close()
+    with open_store(path) as s:
+        assert schema_version(s.conn) == LATEST
+        assert [(r["run_key"], r["attempt"]) for r in s.runs()] == [("a", 1), ("b", 1), ("a", 2)]
+        assert s.runs()[0]["predicted_mem_bytes"] is None

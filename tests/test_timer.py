@@ -111,8 +111,13 @@ def test_moderate_noise_converges_within_two_percent():
 
 def test_slow_steps_still_give_the_minimum_sample_count():
     clock = FakeClock(lambda i: 3.0)  # 3 s per step, 10 s cap
-    policy = TimingPolicy(min_time_s=1.0, max_time_s=10.0, warmup_min_steps=1,
-                          warmup_max_steps=12, warmup_max_time_s=30.0)  # fmt: skip
+    policy = TimingPolicy(
+        min_time_s=1.0,
+        max_time_s=10.0,
+        warmup_min_steps=1,
+        warmup_max_steps=12,
+        warmup_max_time_s=30.0,
+    )
     t = measure(clock.step, clock, policy)
     assert t.summary.n >= policy.min_samples
 

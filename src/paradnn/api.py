@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
 from paradnn.config import RunOptions
 from paradnn.measure.timer import TimingPolicy
 from paradnn.records import RunRecord
+from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from paradnn.runner.local import Progress
+    from paradnn.runner.supervisor import Event
 
 
 def bench(
@@ -49,29 +50,116 @@ def run(
     preset: str = "quick",
     *,
     precisions: Sequence[str] | None = None,
-    optimizer: str = "rmsprop",
+    optimizer: str | None = None,
     device: str = "auto",
     threads: int | None = None,
     timing: TimingPolicy | None = None,
     db: str = DEFAULT_DB,
-    progress: Progress | None = None,
+    settings: SweepSettings | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> list[RunRecord]:
-    """Run a named preset; every result is stored as soon as it is measured."""
-    from paradnn.measure.device import resolve
-    from paradnn.runner.local import run_specs
+    """Run a preset or sweep file in worker processes; each result is stored as it lands, and
+    a second call with the same arguments resumes where the first stopped."""
+    from paradnn.runner.supervisor import Supervisor
 
-    p = presets.get(preset)
-    options = RunOptions(
-        optimizer=optimizer, device=device, threads=threads, timing=timing or p.timing
-    )
-    for prec in precisions or ():
-        RunOptions(precision=prec)  # validate before any work
-    specs = p.specs(precisions)
-    for spec in specs:
-        families.get(spec.family).config(dict(spec.config))
-    resolve(device)
+    sweep, specs = _plan(preset, precisions, optimizer)
+    options = RunOptions(device=device, threads=threads, timing=timing or sweep.timing)
+    settings = settings or SweepSettings()
     with open_store(db) as store:
-        return run_specs(specs, options, store, sweep=preset, progress=progress)
+        sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event)
+        return sup.run(specs)
+
+
+def dry_run(
+    preset: str = "quick",
+    *,
+    precisions: Sequence[str] | None = None,
+    optimizer: str | None = None,
+    device: str = "auto",
+    timing: TimingPolicy | None = None,
+    db: str = DEFAULT_DB,
+) -> list[dict[str, Any]]:
+    """What `run` would do, without torch: each config with its parameters, FLOPs per step,
+    predicted memory (and whether it fits this machine's device) and a time estimate.
+
+    The estimate is the timing policy's minimum (warm-up + timed phase) plus 30 steps at the
+    median FLOP/s that earlier runs of the same family and precision reached in `db` on this
+    kind of device; with no such history it is only that minimum, marked `≥`."""
+    from paradnn import memory
+
+    sweep, specs = _plan(preset, precisions, optimizer)
+    options = RunOptions(device=device, timing=timing or sweep.timing)
+    capacity, device_type = device_capacity(device)
+    rates = _history_rates(db, device)
+    floor = options.timing.warmup_min_time_s + options.timing.min_time_s
+    rows = []
+    for spec in specs:
+        fam = families.get(spec.family)
+        cfg = fam.config(dict(spec.config))
+        est = memory.predict(
+            spec.family, cfg, spec.precision, spec.optimizer, device_type=device_type
+        )
+        flops = fam.train_flops(cfg)
+        rate = rates.get((spec.family, spec.precision))
+        rows.append(
+            {
+                "family": spec.family,
+                "config": dict(cfg.__dict__),
+                "precision": spec.precision,
+                "optimizer": spec.optimizer,
+                "params": fam.params(cfg),
+                "flops_per_step": flops,
+                "predicted_mem_bytes": est.total,
+                "predicted_mem_lower_bytes": est.lower_bound,
+                "fits": None if capacity is None else memory.fits(est, capacity),
+                "est_time_s": floor + (30 * flops / rate if rate else 0.0),
+                "est_time_is_floor": rate is None,
+            }
+        )
+    return rows
+
+
+def _plan(preset: str, precisions: Sequence[str] | None, optimizer: str | None):
+    """Load and validate everything a run needs, before any work starts."""
+    sweep = presets.get(preset)
+    return sweep, sweep.specs(precisions, [optimizer] if optimizer else None)
+
+
+def device_capacity(device: str) -> tuple[int | None, str]:
+    """(memory, device type) of the device a run would use, torch-free: NVML for GPUs, the
+    host otherwise. The memory is None for a GPU that NVML cannot see."""
+    from paradnn.runner.worker import host_memory_bytes
+
+    if device == "cpu":
+        return host_memory_bytes(), "cpu"
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            index = int(device.split(":")[1]) if ":" in device else 0
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return int(pynvml.nvmlDeviceGetMemoryInfo(handle).total), "cuda"
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVIDIA driver: `auto` means the CPU, `cuda` is unknown
+        return (host_memory_bytes(), "cpu") if device == "auto" else (None, "cuda")
+
+
+def _history_rates(db: str, device: str) -> dict[tuple[str, str], float]:
+    """Median achieved FLOP/s per (family, precision) of earlier ok runs on this device type."""
+    import statistics
+    from pathlib import Path
+
+    if not Path(db).exists():
+        return {}
+    kind = None if device == "auto" else device.split(":")[0]
+    by: dict[tuple[str, str], list[float]] = {}
+    with open_store(db, readonly=True) as store:
+        for r in store.runs(status="ok"):
+            if r["achieved_flops"] and (kind is None or r["device"].startswith(kind)):
+                by.setdefault((r["family"], r["precision"]), []).append(r["achieved_flops"])
+    return {k: statistics.median(v) for k, v in by.items()}
 
 
 def results(db: str = DEFAULT_DB, **filters: Any) -> list[dict[str, Any]]:

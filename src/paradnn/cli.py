@@ -88,59 +88,93 @@ MaxTimeOpt = Annotated[
 ]
 
 
+class ProgressMode(StrEnum):
+    bar = "bar"
+    jsonl = "jsonl"
+    quiet = "quiet"
+
+
 @app.command()
 def run(
-    preset: Annotated[str, typer.Option("--preset", help="Which preset to run.")] = "quick",
+    preset: Annotated[
+        str,
+        typer.Option(
+            "--preset",
+            help="A shipped preset (quick, cpu, paper-fc, paper-cnn, paper-rnn, paper) or a "
+            "sweep file (.toml). See docs/sweeps.md.",
+        ),
+    ] = "quick",
     precision: Annotated[
         list[str] | None,
         typer.Option(
             "--precision",
             "-p",
-            help="Override the preset's precisions (repeatable): fp32, tf32, bf16, fp16.",
+            help="Override the sweep's precisions (repeatable): fp32, tf32, bf16, fp16.",
         ),
     ] = None,
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
-    optimizer: OptimizerOpt = "rmsprop",
+    optimizer: Annotated[
+        str | None, typer.Option("--optimizer", help="Override the sweep's optimizers.")
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="Parallel worker processes (CPU only; cores are split)."),
+    ] = 1,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds one config may take before it is killed.")
+    ] = 900.0,
+    recycle_every: Annotated[
+        int, typer.Option("--recycle-every", help="Start a fresh worker after this many runs.")
+    ] = 50,
+    predict: Annotated[
+        bool,
+        typer.Option(
+            "--predict/--no-predict",
+            help="Skip configs the memory model says cannot fit (stored as predicted_oom).",
+        ),
+    ] = True,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Re-run oom, timeout and crashed runs.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the configs and estimates; run nothing.")
+    ] = False,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress, only the summary.")
-    ] = False,
+    progress_mode: Annotated[
+        ProgressMode,
+        typer.Option("--progress", help="bar (default), jsonl (one JSON event per line), quiet."),
+    ] = ProgressMode.bar,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")] = False,
 ) -> None:
-    """Run a preset of configurations (default: quick) and store every result."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """Run a sweep in isolated worker processes, storing each result as it lands.
 
+    Run the same command again to resume: finished configs are skipped.
+    """
     from paradnn import presets
+    from paradnn.runner.supervisor import SweepSettings
 
-    p = presets.get(preset)
-    timing = _timing(min_time, max_time, p.timing)
-    counts: dict[str, int] = {}
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"),
-        console=err,
-        disable=quiet,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"{preset}", total=None, status="")
-
-        def progress(done: int, total: int, spec: Any, rec: Any) -> None:
-            if rec is not None:
-                counts[rec.status] = counts.get(rec.status, 0) + 1
-            now = (
-                ""
-                if rec is not None
-                else f"{spec.family} {spec.precision} " + tables.compact_config(dict(spec.config))
-            )
-            summary = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
-            bar.update(task, total=total, completed=done, status=f"{summary}  {now}")
-
-        try:
+    sweep = presets.get(preset)
+    timing = _timing(min_time, max_time, sweep.timing)
+    if dry_run:
+        rows = api.dry_run(
+            preset, precisions=precision, optimizer=optimizer, device=device, timing=timing, db=db
+        )
+        out.print(tables.dry_run_table(rows, title=f"{sweep.name}: {len(rows)} runs (dry run)"))
+        return
+    settings = SweepSettings(
+        workers=workers,
+        timeout_s=timeout,
+        recycle_every=recycle_every,
+        predict=predict,
+        retry_failed=retry_failed,
+    )
+    mode = ProgressMode.quiet if quiet else progress_mode
+    reporter = _JsonlReporter() if mode is ProgressMode.jsonl else _BarReporter(mode)
+    try:
+        with reporter:
             records = api.run(
                 preset,
                 precisions=precision,
@@ -149,17 +183,111 @@ def run(
                 threads=threads,
                 timing=timing,
                 db=db,
-                progress=progress,
+                settings=settings,
+                on_event=reporter,
             )
-        except KeyboardInterrupt:
-            err.print(
-                f"[yellow]interrupted[/]: every finished run is stored in {db}; "
-                "run the same command again to measure the rest."
-            )
-            raise typer.Exit(130) from None
+    except KeyboardInterrupt:
+        err.print(
+            f"[yellow]interrupted[/]: every finished run is stored in {db}; run the same "
+            "command again to resume (finished configs are skipped)."
+        )
+        raise typer.Exit(130) from None
+    if mode is ProgressMode.jsonl:
+        return
     rows = [r.as_dict() for r in records]
-    out.print(tables.rich_table(rows, title=f"paradnn {preset}: {len(rows)} runs"))
+    skipped = reporter.skipped
+    title = f"paradnn {sweep.name}: {len(rows)} runs" + (
+        f", {skipped} already done" if skipped else ""
+    )
+    out.print(tables.rich_table(rows, title=title))
     out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
+
+
+class _BarReporter:
+    """Progress on stderr: counts by status, what is running, ETA from predicted costs."""
+
+    def __init__(self, mode: ProgressMode):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.skipped = 0
+        self.bar = Progress(
+            TextColumn("[bold]run"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.fields[status]}"),
+            console=err,
+            disable=mode is ProgressMode.quiet,
+            transient=True,
+        )
+        self.task = self.bar.add_task("run", total=None, status="", eta="")
+
+    def __enter__(self) -> _BarReporter:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+    def __call__(self, e: Any) -> None:
+        if e.kind == "start":
+            self.skipped = e.skipped
+        counts = " ".join(f"{k}:{v}" for k, v in sorted(e.counts.items()))
+        now = "; ".join(
+            f"{s.family} {s.precision} " + tables.compact_config(dict(s.config)) for s in e.running
+        )
+        eta = "" if e.eta_s is None else f"ETA {tables.duration(e.eta_s)}"
+        self.bar.update(
+            self.task, total=e.total, completed=e.done, status=f"{counts}  {now}", eta=eta
+        )
+
+
+class _JsonlReporter:
+    """One JSON object per event on stdout, for scripts."""
+
+    skipped = 0
+
+    def __enter__(self) -> _JsonlReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __call__(self, e: Any) -> None:
+        import json
+
+        if e.kind == "run":
+            return
+        event: dict[str, Any] = {
+            "event": e.kind,
+            "done": e.done,
+            "total": e.total,
+            "counts": e.counts,
+            "eta_s": e.eta_s,
+        }
+        if e.kind == "start":
+            event["skipped"] = e.skipped
+        if e.record is not None:
+            r = e.record
+            event.update(
+                run_key=r.run_key,
+                family=r.family,
+                config=r.config,
+                precision=r.precision,
+                status=r.status,
+                error=r.error,
+                step_time_s=r.step_time_s,
+                examples_per_s=r.examples_per_s,
+            )
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
 
 
 @app.command()

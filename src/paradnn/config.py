@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
 from paradnn.validate import int_at_least, one_of
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 OPTIMIZERS = ("rmsprop", "sgd", "momentum")
 MODES = ("eager",)
+
+
+def check_device(spec: str) -> None:
+    """Syntax only (torch-free): whether the device exists is the worker's to find out."""
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", spec):
+        raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N")
+
+
+def precision_flags(precision: str) -> dict[str, object]:
+    """The framework flags a run of this precision sets (stored with every record)."""
+    tf32 = precision == "tf32"
+    return {
+        "matmul_allow_tf32": tf32,
+        "cudnn_allow_tf32": tf32,
+        "float32_matmul_precision": "high" if tf32 else "highest",
+        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(precision),
+        "loss_scaling": precision == "fp16",
+    }
 
 
 @dataclass(frozen=True)
@@ -26,6 +46,7 @@ class RunOptions:
         one_of("precision", self.precision, PRECISIONS)
         one_of("optimizer", self.optimizer, OPTIMIZERS)
         one_of("mode", self.mode, MODES)
+        check_device(self.device)
         if self.threads is not None:
             int_at_least("threads", self.threads, 1)
         int_at_least("seed", self.seed, 0)

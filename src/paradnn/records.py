@@ -6,7 +6,11 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.config import RunOptions
 
 STATUSES = ("ok", "oom", "predicted_oom", "timeout", "crashed", "nan", "invalid", "unsupported")
 
@@ -61,6 +65,11 @@ class RunRecord:
     utilization_measured: float | None = None
     peak_mem_bytes: int | None = None
     final_loss: float | None = None
+    attempt: int | None = None  # assigned by the store: 1 + earlier rows of this run key
+    predicted_mem_bytes: int | None = None
+    predicted_mem_lower_bytes: int | None = None
+    worker_pid: int | None = None
+    worker_index: int | None = None  # how many runs this worker process did before this one
     threads: int | None = None
     fingerprint: str | None = None
     env: dict[str, Any] = field(default_factory=dict)
@@ -84,3 +93,64 @@ class RunRecord:
 
 
 RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord))
+
+
+NO_PEAK = "no platform peak known yet: utilization needs the platform database"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def start_record(
+    family_name: str,
+    values: dict[str, Any],
+    options: RunOptions,
+    env: dict[str, Any],
+    *,
+    sweep: str | None = None,
+) -> RunRecord:
+    """The record of a run before it is measured: identity, environment and analytic counts.
+
+    Torch-free, so the sweep supervisor can write rows for runs that never reach a worker
+    (`predicted_oom`) or whose worker died (`timeout`, `crashed`). A config that does not make
+    a model comes back `invalid`; otherwise the status is `ok` until something says otherwise.
+    """
+    from paradnn import families
+    from paradnn.config import precision_flags
+    from paradnn.errors import ConfigError
+
+    common = dict(
+        family=family_name,
+        precision=options.precision,
+        optimizer=options.optimizer,
+        mode=options.mode,
+        device=env["device"],
+        device_name=env.get("gpu_name") or env.get("cpu_model"),
+        sweep=sweep,
+        threads=env.get("threads"),
+        fingerprint=env["fingerprint"],
+        env=env,
+        flags=precision_flags(options.precision),
+        started_at=now(),
+        paradnn_version=env.get("paradnn"),
+    )
+    try:
+        fam = families.get(family_name)
+        cfg = fam.config(values)
+    except ConfigError as e:
+        key = run_key(family_name, dict(values), options.key_fields(), env["fingerprint"])
+        return RunRecord(run_key=key, config=dict(values), status="invalid", error=str(e), **common)
+    resolved = dict(cfg.__dict__)
+    rec = RunRecord(
+        run_key=run_key(family_name, resolved, options.key_fields(), env["fingerprint"]),
+        config=resolved,
+        status="ok",
+        params_analytic=fam.params(cfg),
+        flops_analytic=fam.train_flops(cfg),
+        examples_per_step=fam.examples_per_step(cfg),
+        **common,
+    )
+    for name in ("utilization_datasheet", "utilization_measured"):
+        rec.null(name, NO_PEAK)
+    return rec

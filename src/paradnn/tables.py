@@ -100,3 +100,57 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
 
 def to_json(rows: Sequence[dict[str, Any]]) -> str:
     return json.dumps(list(rows), indent=1, default=str)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{max(0.0, seconds):.1f}s"
+    seconds = round(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+def _bytes(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+    t = Table(title=title, header_style="bold")
+    for col, just in (
+        ("family", "left"),
+        ("config", "left"),
+        ("prec", "left"),
+        ("opt", "left"),
+        ("params", "right"),
+        ("FLOP/step", "right"),
+        ("memory (≥ lower)", "right"),
+        ("fits", "left"),
+        ("est. time", "right"),
+    ):
+        t.add_column(col, justify=just, overflow="fold")
+    total = 0.0
+    floors = False
+    for r in rows:
+        fits = {True: "[green]yes[/]", False: "[magenta]no[/]", None: "?"}[r["fits"]]
+        est = duration(r["est_time_s"])
+        total += r["est_time_s"]
+        floors |= r["est_time_is_floor"]
+        t.add_row(
+            r["family"],
+            compact_config(r["config"]),
+            r["precision"],
+            r["optimizer"],
+            _si(r["params"]),
+            _si(r["flops_per_step"]),
+            f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})",
+            fits,
+            ("≥ " if r["est_time_is_floor"] else "") + est,
+        )
+    t.caption = f"estimated total {'≥ ' if floors else ''}{duration(total)}"
+    return t

@@ -30,6 +30,8 @@ FINGERPRINT_FIELDS = (
     "device_type",
     "gpu_name",
     "paradnn",
+    "flush_denormal",
+    "malloc_env",
 )
 
 
@@ -77,12 +79,15 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "threads": threads,
         "interop_threads": torch.get_num_interop_threads(),
+        "device": str(device),
         "device_type": device.type,
         "gpu_name": None,
         "gpu_memory_bytes": None,
         "gpu_sm_count": None,
         "gpu_capability": None,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "flush_denormal": True,  # set by runner.execute.measure_into around every run
+        "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
         "executable": sys.executable,
     }
     nulls: dict[str, str] = {}

@@ -13,7 +13,9 @@ from functools import cache
 
 import torch
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+from paradnn.config import PRECISIONS, precision_flags
+
+__all__ = ["PRECISIONS", "autocast", "grad_scaler", "tf32_flags", "unsupported_reason"]
 
 
 @cache
@@ -51,18 +53,6 @@ def unsupported_reason(precision: str, device: torch.device) -> str | None:
     return None
 
 
-def flags(precision: str) -> dict[str, object]:
-    """The framework flags a run of this precision sets, for the record."""
-    tf32 = precision == "tf32"
-    return {
-        "matmul_allow_tf32": tf32,
-        "cudnn_allow_tf32": tf32,
-        "float32_matmul_precision": "high" if tf32 else "highest",
-        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(precision),
-        "loss_scaling": precision == "fp16",
-    }
-
-
 def _autocast_dtype(precision: str) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
 
@@ -75,7 +65,7 @@ def tf32_flags(precision: str) -> Iterator[None]:
         torch.backends.cudnn.allow_tf32,
         torch.get_float32_matmul_precision(),
     )
-    f = flags(precision)
+    f = precision_flags(precision)
     torch.backends.cuda.matmul.allow_tf32 = bool(f["matmul_allow_tf32"])
     torch.backends.cudnn.allow_tf32 = bool(f["cudnn_allow_tf32"])
     torch.set_float32_matmul_precision(str(f["float32_matmul_precision"]))

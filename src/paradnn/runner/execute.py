@@ -2,8 +2,8 @@
 
 Every outcome is a record: a bad config is `invalid`, a precision the device lacks is
 `unsupported`, an allocation failure is `oom`, a non-finite loss is `nan` (still timed), any other
-exception is `crashed` with its message. Process isolation (hangs, segfaults) is the sweep
-supervisor's job; this function is what its workers call.
+exception is `crashed` with its message. Hangs and segfaults are the sweep supervisor's business
+(runner/supervisor.py); its worker processes call this function.
 """
 
 from __future__ import annotations
@@ -11,24 +11,20 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 import torch
 
-import paradnn
 from paradnn import families
 from paradnn.config import RunOptions
-from paradnn.errors import ConfigError
 from paradnn.measure import environment, flops
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, resolve, synchronize
-from paradnn.measure.timer import measure
-from paradnn.records import RunRecord, run_key
+from paradnn.measure.timer import Timing, measure
+from paradnn.records import RunRecord, now, start_record
 from paradnn.runner.step import TrainStep
 
-NO_PEAK = "no platform peak known yet: utilization needs the platform database"
 UNSUPPORTED_PATTERNS = ("not implemented for", "could not create a primitive", "not supported")
 OOM_PATTERNS = (
     "out of memory",
@@ -36,10 +32,7 @@ OOM_PATTERNS = (
     "cublas_status_alloc_failed",
     "failed to allocate",
 )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+CPU_PEAK_NULL = "host memory of one run is not separable inside a shared process"
 
 
 def default_threads() -> int:
@@ -50,8 +43,17 @@ def default_threads() -> int:
 
 
 @cache
-def _environment(device: str, threads: int) -> dict[str, Any]:
+def run_environment(device: str, threads: int) -> dict[str, Any]:
+    """The environment of runs on `device` with `threads` CPU threads (collected once)."""
     return environment.collect(torch.device(device), threads)
+
+
+def prepare(options: RunOptions) -> tuple[torch.device, dict[str, Any]]:
+    """Resolve the device, set the CPU thread count, and describe the environment."""
+    device = resolve(options.device)
+    threads = options.threads or default_threads()
+    torch.set_num_threads(threads)
+    return device, run_environment(str(device), threads)
 
 
 def classify(exc: BaseException) -> str:
@@ -66,71 +68,37 @@ def classify(exc: BaseException) -> str:
 
 
 def one_line(exc: BaseException) -> str:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {first}"[:500]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]
 
 
 def execute(
     family_name: str, values: dict[str, Any], options: RunOptions, sweep: str | None = None
 ) -> RunRecord:
-    started = _now()
-    device = resolve(options.device)
-    threads = options.threads or default_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(threads)
-    env = _environment(str(device), threads)
-    device_name = env["gpu_name"] or env["cpu_model"]
-
-    def record(status: str, **kw: Any) -> RunRecord:
-        return RunRecord(
-            run_key=run_key(
-                family_name, kw.pop("resolved", values), options.key_fields(), env["fingerprint"]
-            ),
-            family=family_name,
-            config=kw.pop("config", dict(values)),
-            precision=options.precision,
-            optimizer=options.optimizer,
-            mode=options.mode,
-            device=str(device),
-            device_name=device_name,
-            status=status,
-            sweep=sweep,
-            threads=threads,
-            fingerprint=env["fingerprint"],
-            env=env,
-            flags=prec.flags(options.precision),
-            started_at=started,
-            paradnn_version=paradnn.__version__,
-            **kw,
-        )
-
-    try:
-        family = families.get(family_name)
-        cfg = family.config(values)
-    except ConfigError as e:
-        rec = record("invalid", error=str(e))
-        rec.finished_at = _now()
+    device, env = prepare(options)
+    rec = start_record(family_name, values, options, env, sweep=sweep)
+    if rec.status == "invalid":
+        rec.finished_at = now()
         return rec
-
-    resolved = dict(cfg.__dict__)
-    rec = record(
-        "ok",
-        resolved=resolved,
-        config=resolved,
-        params_analytic=family.params(cfg),
-        flops_analytic=family.train_flops(cfg),
-        examples_per_step=family.examples_per_step(cfg),
-    )
-    for name in ("utilization_datasheet", "utilization_measured"):
-        rec.null(name, NO_PEAK)
-
     reason = prec.unsupported_reason(options.precision, device)
     if reason:
-        rec.status, rec.error = "unsupported", reason
-        rec.finished_at = _now()
+        rec.status, rec.error, rec.finished_at = "unsupported", reason, now()
         return rec
+    measure_into(rec, family_name, options, device)
+    rec.finished_at = now()
+    return rec
 
+
+def measure_into(
+    rec: RunRecord, family_name: str, options: RunOptions, device: torch.device
+) -> None:
+    family = families.get(family_name)
+    cfg = family.config(rec.config)
     step = None
+    # Denormal operands slow CPU math by up to ~80× for stretches of a training run, so a step
+    # time would depend on which steps got timed. TensorFlow (ParaDnn's framework) flushes them
+    # by default; so do we during a run (the environment records it), and restore after.
+    torch.set_flush_denormal(True)
     try:
         count = flops.count_train_flops(family, cfg, "meta", options.precision)
         rec.flops_per_step, rec.flops_count_device = count.total, count.device
@@ -146,14 +114,12 @@ def execute(
             del built
             timing = measure(step, clock_for(device), options.timing)
             synchronize(device)
-        _fill_timing(rec, timing)
+        fill_timing(rec, timing)
         rec.final_loss = step.final_loss()
         if device.type == "cuda":
             rec.peak_mem_bytes = int(torch.cuda.max_memory_allocated(device))
         else:
-            rec.null(
-                "peak_mem_bytes", "host memory of one run is not separable inside a shared process"
-            )
+            rec.null("peak_mem_bytes", CPU_PEAK_NULL)
         if rec.final_loss is None or not torch.isfinite(torch.tensor(rec.final_loss)):
             rec.status = "nan"
             rec.error = f"non-finite training loss ({rec.final_loss}); timings kept"
@@ -163,12 +129,11 @@ def execute(
         if rec.status == "crashed":
             rec.error += " | " + _where(e)
     finally:
+        torch.set_flush_denormal(False)
         del step
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    rec.finished_at = _now()
-    return rec
 
 
 def _where(exc: BaseException) -> str:
@@ -176,7 +141,7 @@ def _where(exc: BaseException) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
-def _fill_timing(rec: RunRecord, t: Any) -> None:
+def fill_timing(rec: RunRecord, t: Timing) -> None:
     s = t.summary
     rec.step_time_s = s.median
     rec.step_time_mean_s, rec.step_time_min_s, rec.step_time_iqr_s = s.mean, s.min, s.iqr

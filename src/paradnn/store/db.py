@@ -44,11 +44,32 @@ class Store:
             row["converged"] = int(row["converged"])
         for col, key in ENV_COLUMNS.items():
             row[col] = rec.env.get(key)
-        cols = [*RECORD_FIELDS, *ENV_COLUMNS]
-        sql = f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        with self.conn:  # one transaction per result
-            cur = self.conn.execute(sql, [row[c] for c in cols])
+        cols = [c for c in (*RECORD_FIELDS, *ENV_COLUMNS) if c != "attempt"]
+        sql = (
+            f"INSERT INTO runs ({', '.join(cols)}, attempt) VALUES ({', '.join('?' * len(cols))}, "
+            "(SELECT COALESCE(MAX(attempt), 0) + 1 FROM runs WHERE run_key = ?))"
+        )
+        # One IMMEDIATE transaction per result: the attempt number and the row land together,
+        # even with another writer (a `paradnn bench` beside a sweep) on the same file.
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self.conn.execute(sql, [*(row[c] for c in cols), rec.run_key])
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        rec.attempt = self.conn.execute(
+            "SELECT attempt FROM runs WHERE id = ?", (cur.lastrowid,)
+        ).fetchone()[0]
         return int(cur.lastrowid)
+
+    def latest_status(self) -> dict[str, str]:
+        """The status of the newest attempt of every run key (what a resumed sweep skips)."""
+        sql = (
+            "SELECT run_key, status FROM runs AS r WHERE attempt = "
+            "(SELECT MAX(attempt) FROM runs WHERE run_key = r.run_key)"
+        )
+        return dict(self.conn.execute(sql).fetchall())
 
     # -- reading -------------------------------------------------------------------------
     def runs(
@@ -139,7 +160,7 @@ def open_store(path: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Stor
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
-        conn = sqlite3.connect(path, timeout=30)
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None)  # explicit transactions
         conn.row_factory = sqlite3.Row
         if path != ":memory:":
             conn.execute("PRAGMA journal_mode=WAL")

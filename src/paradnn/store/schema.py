@@ -67,6 +67,18 @@ MIGRATIONS: list[str] = [
     CREATE INDEX runs_run_key ON runs(run_key);
     CREATE INDEX runs_family_status ON runs(family, status);
     """,
+    # v2: sweeps. Attempts number the rows of one run key (a retried failure adds a row, never
+    # replaces one); the memory prediction sits next to the measured peak; worker provenance.
+    """
+    ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN predicted_mem_bytes INTEGER;
+    ALTER TABLE runs ADD COLUMN predicted_mem_lower_bytes INTEGER;
+    ALTER TABLE runs ADD COLUMN worker_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN worker_index INTEGER;
+    UPDATE runs SET attempt = (SELECT COUNT(*) FROM runs AS r
+                               WHERE r.run_key = runs.run_key AND r.id <= runs.id);
+    CREATE UNIQUE INDEX runs_key_attempt ON runs(run_key, attempt);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

@@ -1,0 +1,382 @@
+"""The sweep supervisor: runs configurations in worker processes and survives what they do.
+
+The supervisor never imports torch or touches a device. It spawns workers, sends each one job at
+a time, and writes every outcome to the store in its own transaction:
+- a result from the worker is stored as it is (`ok`, `oom`, `nan`, `unsupported`, …);
+- a worker past its deadline is killed: `timeout`; one that dies: `crashed` (with the signal or
+  exit code), or `oom` when the kernel's OOM killer sent SIGKILL;
+- a config the memory model says cannot fit is stored as `predicted_oom` without running;
+- workers are replaced after an OOM, a crash or a timeout, and every `recycle_every` runs.
+Resuming is by run key: a key whose newest row is finished is skipped (failures are re-run with
+`retry_failed`), so a `kill -9` at any moment loses at most the runs in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from paradnn.config import RunOptions
+from paradnn.errors import ConfigError, ParadnnError
+from paradnn.presets import RunSpec
+from paradnn.records import RunRecord, now, start_record
+from paradnn.runner.worker import WorkerSettings
+from paradnn.runner.worker import main as worker_main
+from paradnn.store import Store
+
+FAILURES = ("oom", "timeout", "crashed", "predicted_oom")
+RECYCLE_AFTER = ("oom", "crashed", "timeout")
+HELLO_TIMEOUT_S = 600.0
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    workers: int = 1
+    timeout_s: float = 900.0
+    recycle_every: int = 50
+    predict: bool = True
+    retry_failed: bool = False
+
+    def __post_init__(self) -> None:
+        from paradnn.validate import int_at_least, number_at_least
+
+        int_at_least("workers", self.workers, 1)
+        number_at_least("timeout", self.timeout_s, 0.0, strict=True)
+        int_at_least("recycle_every", self.recycle_every, 1)
+
+
+@dataclass
+class Event:
+    """What the supervisor tells its caller: `start`, `result` (one per stored row), `end`."""
+
+    kind: str
+    done: int
+    total: int
+    counts: dict[str, int]
+    record: RunRecord | None = None
+    running: list[RunSpec] = field(default_factory=list)
+    skipped: int = 0
+    eta_s: float | None = None
+
+
+@dataclass
+class _Job:
+    id: int
+    spec: RunSpec
+    record: RunRecord  # the pre-filled record, used when the worker cannot deliver one
+    cost: float
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    hello: dict[str, Any]
+    job: _Job | None = None
+    started: float = 0.0
+    runs: int = 0
+
+
+class _Pool:
+    def __init__(self, settings: WorkerSettings):
+        self.ctx = mp.get_context("spawn")
+        self.settings = settings
+
+    def start(self) -> _Worker:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=worker_main, args=(child, self.settings), daemon=True)
+        # glibc returns freed model memory to the OS and faults it back in, which makes the
+        # first configs in a process up to ~50% slower on CPU; large thresholds stop that.
+        # glibc reads them at process start, so they go into the worker's environment.
+        for key, value in MALLOC_ENV.items():
+            os.environ.setdefault(key, value)
+        proc.start()
+        child.close()
+        deadline = time.monotonic() + HELLO_TIMEOUT_S
+        while time.monotonic() < deadline:
+            ready = wait([parent, proc.sentinel], timeout=1.0)
+            if parent in ready:
+                try:
+                    hello = parent.recv()
+                except EOFError:
+                    break
+                if hello["type"] == "error":
+                    proc.join(timeout=10)
+                    raise ParadnnError(hello["message"])
+                return _Worker(proc, parent, hello)
+            if proc.sentinel in ready:
+                break
+        proc.kill()
+        proc.join()
+        raise ParadnnError(f"a worker process failed to start (exit code {proc.exitcode})")
+
+
+def _stop(w: _Worker, *, kill: bool) -> None:
+    if kill or not w.process.is_alive():
+        w.process.kill()
+    else:
+        try:
+            w.conn.send(None)
+        except OSError:
+            w.process.kill()
+    w.process.join(timeout=10)
+    if w.process.is_alive():
+        w.process.kill()
+        w.process.join()
+    w.conn.close()
+
+
+def _death(exitcode: int | None) -> tuple[str, str]:
+    if exitcode == -signal.SIGKILL:
+        return "oom", (
+            "worker killed by SIGKILL (exit -9): most likely the host's out-of-memory killer"
+        )
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        return "crashed", f"worker died with signal {name} ({exitcode})"
+    return "crashed", f"worker exited with code {exitcode} before returning a result"
+
+
+def _cpu_sets(workers: int) -> list[tuple[int, ...] | None]:
+    """Disjoint CPU sets, one per worker, so parallel CPU workers don't share cores."""
+    if workers == 1:
+        return [None]
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < workers:
+        raise ConfigError("workers", workers, f"at most {len(cpus)} on this machine's CPUs")
+    per = len(cpus) // workers
+    return [tuple(cpus[i * per : (i + 1) * per]) for i in range(workers)]
+
+
+class Supervisor:
+    def __init__(
+        self,
+        store: Store,
+        options: RunOptions,
+        settings: SweepSettings,
+        *,
+        sweep: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ):
+        if settings.workers > 1 and not options.device.startswith("cpu"):
+            raise ConfigError(
+                "workers", settings.workers, "more than 1 needs --device cpu (one run per GPU)"
+            )
+        self.store, self.options, self.settings = store, options, settings
+        self.sweep = sweep
+        self.on_event = on_event or (lambda e: None)
+        self.counts: Counter[str] = Counter()
+        self.done = 0
+        self.total = 0
+        self.cost_done = 0.0
+        self.cost_left = 0.0
+        self.measured_s = 0.0
+        self._last: RunRecord | None = None
+
+    # -- planning ----------------------------------------------------------------------------
+    def _options(self, spec: RunSpec) -> RunOptions:
+        return dataclasses.replace(self.options, precision=spec.precision, optimizer=spec.optimizer)
+
+    def plan(self, specs: Sequence[RunSpec], env: dict[str, Any]) -> tuple[list[_Job], int]:
+        """Jobs still to do, and how many specs were skipped as already finished."""
+        latest = self.store.latest_status()
+        seen: set[str] = set()
+        jobs: list[_Job] = []
+        skipped = 0
+        for spec in specs:
+            rec = start_record(
+                spec.family, dict(spec.config), self._options(spec), env, sweep=self.sweep
+            )
+            status = latest.get(rec.run_key)
+            retry = self.settings.retry_failed and status in FAILURES
+            if rec.run_key in seen or (status is not None and not retry):
+                skipped += 1
+                continue
+            seen.add(rec.run_key)
+            jobs.append(_Job(len(jobs), spec, rec, 0.0))
+        flops = sorted(j.record.flops_analytic or 0 for j in jobs)
+        typical = max(flops[len(flops) // 2], 1) if flops else 1
+        for j in jobs:  # relative cost: a fixed part (warm-up, minimum time) plus the work
+            j.cost = 1.0 + (j.record.flops_analytic or 0) / typical
+        return jobs, skipped
+
+    def _predict(self, job: _Job, capacity: int, device_type: str) -> bool:
+        """Fill the memory prediction; False when the config cannot fit and must not run."""
+        if job.record.status != "ok":
+            return True
+        from paradnn import families, memory
+
+        cfg = families.get(job.spec.family).config(job.record.config)
+        est = memory.predict(
+            job.spec.family, cfg, job.spec.precision, job.spec.optimizer, device_type=device_type
+        )
+        job.record.predicted_mem_bytes = int(est.total)
+        job.record.predicted_mem_lower_bytes = int(est.lower_bound)
+        if not self.settings.predict or memory.fits(est, capacity):
+            return True
+        job.record.status = "predicted_oom"
+        job.record.error = (
+            f"needs at least {est.lower_bound / 2**30:.2f} GiB (predicted {est.total / 2**30:.2f}"
+            f" GiB) and the worker has {capacity / 2**30:.2f} GiB; --no-predict runs it anyway"
+        )
+        return False
+
+    # -- running -----------------------------------------------------------------------------
+    def _store(self, rec: RunRecord, job: _Job | None, measured_s: float | None = None) -> None:
+        if rec.finished_at is None:
+            rec.finished_at = now()
+        self.store.insert(rec)
+        self.done += 1
+        self.counts[rec.status] += 1
+        if job is not None:
+            self.cost_left -= job.cost
+            if measured_s is not None:
+                self.cost_done += job.cost
+                self.measured_s += measured_s
+
+    def _eta(self, running: int) -> float | None:
+        if self.cost_done <= 0:
+            return None
+        return self.measured_s / self.cost_done * self.cost_left / max(1, running)
+
+    def _emit(self, kind: str, slots: list[_Worker | None], skipped: int = 0) -> None:
+        running = [w.job.spec for w in slots if w is not None and w.job is not None]
+        self.on_event(
+            Event(
+                kind,
+                self.done,
+                self.total,
+                dict(self.counts),
+                self._last if kind == "result" else None,
+                running,
+                skipped,
+                self._eta(len(slots)),
+            )
+        )
+
+    def run(self, specs: Sequence[RunSpec]) -> list[RunRecord]:
+        threads = self.options.threads
+        cpu_sets = _cpu_sets(self.settings.workers)
+        if self.settings.workers > 1 and threads is None:
+            threads = len(cpu_sets[0] or ())
+        pools = [_Pool(WorkerSettings(self.options.device, threads, c)) for c in cpu_sets]
+        slots: list[_Worker | None] = [None] * self.settings.workers
+        results: list[RunRecord] = []
+        try:
+            slots[0] = pools[0].start()  # its hello tells the environment, hence the run keys
+            hello = slots[0].hello
+            jobs, skipped = self.plan(specs, hello["env"])
+            self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
+            capacity = hello["capacity_bytes"]
+            if hello["capacity_kind"] == "host":  # parallel CPU workers share the host's memory
+                capacity //= self.settings.workers
+            capacity = (capacity, hello["env"]["device_type"])
+            self._emit("start", slots, skipped)
+            queue = list(jobs)
+            while queue or any(w is not None and w.job for w in slots):
+                self._dispatch(queue, slots, pools, capacity, results)
+                self._collect(slots, results)
+        except KeyboardInterrupt:
+            for w in slots:
+                if w is not None:
+                    _stop(w, kill=True)
+            raise
+        for w in slots:
+            if w is not None:
+                _stop(w, kill=False)
+        self._emit("end", [])
+        return results
+
+    def _dispatch(
+        self,
+        queue: list[_Job],
+        slots: list[_Worker | None],
+        pools: list[_Pool],
+        capacity: tuple[int, str],
+        results: list[RunRecord],
+    ) -> None:
+        for i in range(len(slots)):
+            while queue and (slots[i] is None or slots[i].job is None):
+                job = queue.pop(0)
+                if job.record.status == "invalid" or not self._predict(job, *capacity):
+                    self._finish(job.record, job, None, results, slots)  # never reaches a worker
+                    continue
+                if slots[i] is None:
+                    slots[i] = pools[i].start()
+                w = slots[i]
+                w.job, w.started = job, time.monotonic()
+                w.conn.send(
+                    {
+                        "id": job.id,
+                        "family": job.spec.family,
+                        "config": dict(job.spec.config),
+                        "sweep": self.sweep,
+                        "options": self._options(job.spec),
+                    }
+                )
+                job.record.started_at = now()
+                self._emit("run", slots)
+
+    def _finish(
+        self,
+        rec: RunRecord,
+        job: _Job,
+        measured_s: float | None,
+        results: list[RunRecord],
+        slots: list[_Worker | None],
+    ) -> None:
+        rec.predicted_mem_bytes = job.record.predicted_mem_bytes
+        rec.predicted_mem_lower_bytes = job.record.predicted_mem_lower_bytes
+        self._store(rec, job, measured_s)
+        results.append(rec)
+        self._last = rec
+        self._emit("result", slots)
+
+    def _collect(self, slots: list[_Worker | None], results: list[RunRecord]) -> None:
+        """Wait for a result, a death or a deadline; store each outcome; retire spent workers."""
+        busy = [w for w in slots if w is not None and w.job is not None]
+        if not busy:
+            return
+        timeout = self.settings.timeout_s
+        first_deadline = min(w.started + timeout for w in busy)
+        ready = wait(
+            [w.conn for w in busy] + [w.process.sentinel for w in busy],
+            max(0.0, first_deadline - time.monotonic()),
+        )
+        for i, w in enumerate(slots):
+            if w is None or w.job is None:
+                continue
+            job, outcome, kill = w.job, None, False
+            if w.conn in ready:
+                try:
+                    outcome = w.conn.recv()["record"]
+                    w.runs += 1
+                except (EOFError, OSError):
+                    pass  # it died mid-send: judged by its exit code below
+            if outcome is None and (w.process.sentinel in ready or w.conn in ready):
+                w.process.join(timeout=5)
+                outcome = job.record
+                outcome.status, outcome.error = _death(w.process.exitcode)
+                outcome.worker_pid, outcome.worker_index = w.process.pid, w.runs
+            elif outcome is None and time.monotonic() >= w.started + timeout:
+                outcome, kill = job.record, True
+                outcome.status = "timeout"
+                outcome.error = f"no result within {timeout:g} s; the worker was killed"
+                outcome.worker_pid, outcome.worker_index = w.process.pid, w.runs
+            if outcome is None:
+                continue
+            w.job = None
+            retire = kill or outcome.status in RECYCLE_AFTER or not w.process.is_alive()
+            if retire or w.runs >= self.settings.recycle_every:
+                _stop(w, kill=retire)
+                slots[i] = None  # a fresh worker starts when there is work for it
+            self._finish(outcome, job, time.monotonic() - w.started, results, slots)

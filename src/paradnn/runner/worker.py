@@ -1,0 +1,92 @@
+"""A worker process: measures the configurations the supervisor sends, one at a time.
+
+Started with the `spawn` method (never fork after CUDA initialisation). It imports torch only
+after pinning its threads and CPUs, reports its environment and memory capacity in a hello, then
+answers each job with a finished RunRecord. It dies with its parent (PR_SET_PDEATHSIG), so a
+`kill -9` of the supervisor never leaves a worker measuring into the void.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    device: str
+    threads: int | None
+    cpus: tuple[int, ...] | None = None  # CPU affinity; None keeps the parent's
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:  # pragma: no cover - not glibc Linux
+        pass
+
+
+def host_memory_bytes() -> int:
+    """Physical memory, or the cgroup limit when one is set and smaller."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def main(conn: Connection, settings: WorkerSettings) -> None:
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    if settings.cpus:
+        os.sched_setaffinity(0, settings.cpus)
+    if settings.threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(settings.threads)
+
+    import torch
+
+    from paradnn.config import RunOptions
+    from paradnn.errors import ParadnnError
+    from paradnn.runner.execute import execute, prepare
+
+    try:
+        device, env = prepare(RunOptions(device=settings.device, threads=settings.threads))
+    except ParadnnError as e:  # e.g. --device cuda on a machine without one
+        conn.send({"type": "error", "message": str(e)})
+        return
+    if device.type == "cuda":
+        capacity, kind = torch.cuda.get_device_properties(device).total_memory, "device"
+    else:
+        capacity, kind = host_memory_bytes(), "host"
+    conn.send(
+        {
+            "type": "hello",
+            "pid": os.getpid(),
+            "env": env,
+            "capacity_bytes": capacity,
+            "capacity_kind": kind,
+        }
+    )
+    index = 0
+    while True:
+        try:
+            job: dict[str, Any] | None = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        rec = execute(job["family"], job["config"], job["options"], sweep=job["sweep"])
+        rec.worker_pid, rec.worker_index = os.getpid(), index
+        index += 1
+        conn.send({"type": "result", "job": job["id"], "record": rec})
