@@ -51,3 +51,36 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def write_sweep(path, runs, precisions=("fp32",), policy=TINY_POLICY):
+    """A sweep file with explicit [[runs]] (family, config) and the tiny timing policy."""
+    import json
+
+    body = "".join(
+        f'[[runs]]\nfamily = "{fam}"\nconfig = {{ '
+        + ", ".join(f"{k} = {json.dumps(v)}" for k, v in cfg.items())
+        + " }\n"
+        for fam, cfg in runs
+    )
+    timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in vars(policy).items())
+    path.write_text(f"precisions = {json.dumps(list(precisions))}\n{body}[timing]\n{timing}")
+    return path
+
+
+def run_cli(capsys, *args):
+    import sys
+
+    from paradnn import cli
+
+    old = sys.argv
+    sys.argv = ["paradnn", *args]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

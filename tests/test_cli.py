@@ -1,28 +1,12 @@
 """The command line, end to end in-process: output, stored rows, and one-line errors."""
 
 import json
-import sys
 
 import pytest
 
-from paradnn import cli, presets
+from paradnn import presets
 
-from conftest import TINY, TINY_POLICY
-
-
-def run_cli(capsys, *args):
-    old = sys.argv
-    sys.argv = ["paradnn", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = old
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
+from conftest import TINY, run_cli, write_sweep
 
 FAST = ["--device", "cpu", "--threads", "1", "--min-time", "0", "--max-time", "0.2"]
 
@@ -124,15 +108,8 @@ def test_results_csv_and_filters(capsys, tmp_path):
 
 def test_run_a_preset(capsys, tmp_path):
     # a preset is a sweep file: write one with the tiny configs and pass its path
-    runs = "".join(
-        f'[[runs]]\nfamily = "{f}"\nconfig = {{ '
-        + ", ".join(f"{k} = {json.dumps(v)}" for k, v in TINY[f].items())
-        + " }\n"
-        for f in ("fc", "cnn", "rnn")
-    )
-    timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in vars(TINY_POLICY).items())
-    sweep = tmp_path / "tiny.toml"
-    sweep.write_text(f'precisions = ["fp32", "bf16"]\n{runs}[timing]\n{timing}')
+    runs = [(f, TINY[f]) for f in ("fc", "cnn", "rnn")]
+    sweep = write_sweep(tmp_path / "tiny.toml", runs, ("fp32", "bf16"))
     db = str(tmp_path / "r.db")
     code, out, err = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",
                              "--threads", "1", "--quiet")  # fmt: skip

@@ -188,3 +188,16 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
     assert len({r[0] for r in rows}) == len(SPECS)
     assert {r[1] for r in rows} == {1} and {r[2] for r in rows} == {"ok"}
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_predicted_oom_skips_the_run_unless_prediction_is_off(store, monkeypatch):
+    from paradnn import memory
+
+    monkeypatch.setattr(memory, "fits", lambda est, capacity, **kw: False)
+    spec = RunSpec("fc", TINY["fc"], "fp32")
+    (skipped,), _ = _run(store, [spec])
+    assert skipped.status == "predicted_oom" and skipped.worker_pid is None
+    assert "--no-predict" in skipped.error
+    (ran,), _ = _run(store, [spec], predict=False, retry_failed=True)
+    assert ran.status == "ok" and ran.attempt == 2
+    assert ran.predicted_mem_bytes >= ran.predicted_mem_lower_bytes > 0

@@ -336,7 +336,7 @@ def bench(
     out.print(tables.rich_table([row]))
     if rec.error:
         out.print(f"[bold]{rec.status}[/]: {rec.error}")
-    elif rec.status == "ok":
+    elif rec.step_time_s is not None:
         out.print(
             f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
             f"(95% CI {rec.step_time_ci_low_s * 1e3:.4g}–"
@@ -406,11 +406,26 @@ def families_cmd(
 
 
 def main() -> None:
+    """Entry point: bad input of any kind is one line on stderr and exit status 2."""
+    try:  # recent typer vendors click; older releases use click itself
+        from typer._click import exceptions as click
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import exceptions as click
+
     try:
-        app()
+        code = app(standalone_mode=False)
+    except click.NoArgsIsHelpError:
+        code = 0
+    except click.UsageError as e:  # click's own checks: unknown option, not an integer, …
+        hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
+        err.print(f"[bold red]error:[/] {e.format_message()}{hint}", highlight=False)
+        code = 2
+    except typer.Abort:  # Ctrl-C outside a run
+        code = 130
     except ParadnnError as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
-        sys.exit(2)
+        code = 2
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

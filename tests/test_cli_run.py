@@ -1,0 +1,120 @@
+"""`paradnn run` end to end: dry run, JSON-lines progress, predicted OOM, Ctrl-C and resume."""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY, run_cli, write_sweep
+
+HUGE_FC = {"layers": 128, "nodes": 8192, "input": 8000, "output": 1000, "batch": 16384}
+
+
+def test_dry_run_lists_configs_with_estimates_and_runs_nothing(capsys, tmp_path):
+    sweep = write_sweep(
+        tmp_path / "d.toml", [("fc", TINY["fc"]), ("fc", HUGE_FC)], ("fp32", "bf16")
+    )
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", "--preset", str(sweep), "--dry-run", "--device",
+                             "cpu", "--db", str(db))  # fmt: skip
+    assert code == 0, err
+    assert "d: 4 runs (dry run)" in out
+    assert out.count("│ yes ") == 2 and out.count("│ no ") == 2  # 34 GB of weights: never fits
+    assert "estimated total ≥" in out
+    assert not db.exists()
+
+
+def test_dry_run_of_the_paper_preset_counts_every_config(capsys):
+    from paradnn import api
+
+    rows = api.dry_run("paper-rnn", device="cpu")
+    assert len(rows) == 2160
+    assert all(r["predicted_mem_lower_bytes"] <= r["predicted_mem_bytes"] for r in rows)
+
+
+def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
+    sweep = write_sweep(tmp_path / "j.toml", [("fc", TINY["fc"]), ("fc", HUGE_FC)])
+    db = str(tmp_path / "r.db")
+    code, out, err = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",
+                             "--threads", "1", "--progress", "jsonl")  # fmt: skip
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0]["event"] == "start" and events[0]["total"] == 2
+    assert events[-1]["event"] == "end" and events[-1]["counts"] == {"ok": 1, "predicted_oom": 1}
+    results = [e for e in events if e["event"] == "result"]
+    assert sorted(e["status"] for e in results) == ["ok", "predicted_oom"]
+    huge = next(e for e in results if e["status"] == "predicted_oom")
+    assert "--no-predict runs it anyway" in huge["error"]
+    code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--status", "predicted_oom")
+    (row,) = json.loads(out)
+    assert row["predicted_mem_lower_bytes"] > 30 * 2**30 and row["step_time_s"] is None
+    # a second run resumes: nothing left to do (same threads, so the same run keys)
+    code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",
+                           "--threads", "1", "--progress", "jsonl")  # fmt: skip
+    start = json.loads(out.splitlines()[0])
+    assert start["total"] == 0 and start["skipped"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--workers", "0"], "workers = 0: must be an integer ≥ 1"),
+        (["--timeout", "0"], "timeout = 0.0: must be a number > 0"),
+        (["--recycle-every", "0"], "recycle_every = 0"),
+        (["--preset", "nope.toml"], "nope.toml: cannot read"),
+        (["--optimizer", "adam"], "optimizer"),
+        (["--device", "gpu"], "device = 'gpu': must be auto, cpu, cuda or cuda:N"),
+    ],
+)
+def test_bad_run_options_are_one_line(capsys, tmp_path, args, needle):
+    code, _, err = run_cli(capsys, "run", *args, "--db", str(tmp_path / "r.db"))
+    assert code == 2, err
+    assert needle in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_malformed_sweep_file_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[families.fc]\nlayers = "4..128 x1"\n')
+    code, _, err = run_cli(capsys, "run", "--preset", str(bad), "--db", str(tmp_path / "r.db"))
+    assert code == 2 and "bad.toml" in err and "families.fc.layers" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
+    runs = [("fc", {**TINY["fc"], "nodes": n}) for n in range(4, 14)]
+    sweep = write_sweep(tmp_path / "c.toml", runs)
+    db = tmp_path / "r.db"
+    cmd = [sys.executable, "-m", "paradnn", "run", "--preset", str(sweep), "--db", str(db),
+           "--device", "cpu", "--threads", "1", "--recycle-every", "2", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and _rows(db) < 1:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "run the same command again to resume" in err
+    stored = _rows(db)
+    assert 1 <= stored < len(runs)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{stored} already done" in done.stdout
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT run_key) FROM runs").fetchone() == (
+        len(runs), len(runs)
+    )  # fmt: skip
+
+
+def _rows(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        return sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is still being created
+        return 0
