@@ -100,8 +100,6 @@ def measure_into(
     # by default; so do we during a run (the environment records it), and restore after.
     torch.set_flush_denormal(True)
     try:
-        count = flops.count_train_flops(family, cfg, "meta", options.precision)
-        rec.flops_per_step, rec.flops_count_device = count.total, count.device
         torch.manual_seed(options.seed)
         if device.type == "cuda":
             torch.backends.cudnn.benchmark = True
@@ -114,6 +112,8 @@ def measure_into(
             del built
             timing = measure(step, clock_for(device), options.timing)
             synchronize(device)
+            count = flops.count_step(step, device)  # one more step, untimed, under the counter
+        rec.flops_per_step, rec.flops_count_device = count.total, count.device
         fill_timing(rec, timing)
         rec.final_loss = step.final_loss()
         if device.type == "cuda":
