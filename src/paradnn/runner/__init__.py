@@ -1,1 +1,2 @@
-"""Executing configurations: one config in this process (`execute`), many in order (`local`)."""
+"""Executing configurations: one in this process (`execute`), many in isolated worker processes
+(`supervisor`, `worker`)."""

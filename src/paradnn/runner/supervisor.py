@@ -231,18 +231,6 @@ class Supervisor:
         return False
 
     # -- running -----------------------------------------------------------------------------
-    def _store(self, rec: RunRecord, job: _Job | None, measured_s: float | None = None) -> None:
-        if rec.finished_at is None:
-            rec.finished_at = now()
-        self.store.insert(rec)
-        self.done += 1
-        self.counts[rec.status] += 1
-        if job is not None:
-            self.cost_left -= job.cost
-            if measured_s is not None:
-                self.cost_done += job.cost
-                self.measured_s += measured_s
-
     def _eta(self, running: int) -> float | None:
         if self.cost_done <= 0:
             return None
@@ -334,9 +322,18 @@ class Supervisor:
         results: list[RunRecord],
         slots: list[_Worker | None],
     ) -> None:
+        """Store one outcome (its own transaction) and account for it in counts and the ETA."""
         rec.predicted_mem_bytes = job.record.predicted_mem_bytes
         rec.predicted_mem_lower_bytes = job.record.predicted_mem_lower_bytes
-        self._store(rec, job, measured_s)
+        if rec.finished_at is None:
+            rec.finished_at = now()
+        self.store.insert(rec)
+        self.done += 1
+        self.counts[rec.status] += 1
+        self.cost_left -= job.cost
+        if measured_s is not None:  # runs that never reached a worker say nothing about speed
+            self.cost_done += job.cost
+            self.measured_s += measured_s
         results.append(rec)
         self._last = rec
         self._emit("result", slots)
