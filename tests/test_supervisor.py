@@ -201,3 +201,11 @@ def test_predicted_oom_skips_the_run_unless_prediction_is_off(store, monkeypatch
     (ran,), _ = _run(store, [spec], predict=False, retry_failed=True)
     assert ran.status == "ok" and ran.attempt == 2
     assert ran.predicted_mem_bytes >= ran.predicted_mem_lower_bytes > 0
+
+
+def test_workers_are_recycled_every_n_runs(store):
+    specs = [RunSpec("fc", {**TINY["fc"], "nodes": n}, "fp32") for n in (5, 6, 7)]
+    records, _ = _run(store, specs, recycle_every=2)
+    pids = [r.worker_pid for r in records]
+    assert pids[0] == pids[1] != pids[2]
+    assert [r.worker_index for r in records] == [0, 1, 0]

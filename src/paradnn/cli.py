@@ -136,7 +136,8 @@ def run(
         ),
     ] = True,
     retry_failed: Annotated[
-        bool, typer.Option("--retry-failed", help="Re-run oom, timeout and crashed runs.")
+        bool,
+        typer.Option("--retry-failed", help="Re-run oom, timeout, crashed, predicted_oom runs."),
     ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the configs and estimates; run nothing.")
