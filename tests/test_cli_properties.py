@@ -22,10 +22,23 @@ ASSIGNMENTS = st.lists(st.tuples(KEYS, VALUES).map("=".join) | WORDS, max_size=4
 OPTION = st.sampled_from(["--precision", "--device", "--threads", "--optimizer", "--max-time"])
 
 
-def _fake_execute(family, values, options, sweep=None):
-    return RunRecord(run_key="k", family=family, config=values, precision=options.precision,
-                     optimizer=options.optimizer, device="cpu", status="crashed",
-                     error="not measured: a test stand-in")  # fmt: skip
+def _fake_run(self, specs):
+    """Stands in for the worker: these tests are about argument handling, not measuring."""
+    (spec,) = specs
+    options = self.options
+    family, values = spec.family, dict(spec.config)
+    return [
+        RunRecord(
+            run_key="k",
+            family=family,
+            config=values,
+            precision=options.precision,
+            optimizer=options.optimizer,
+            device="cpu",
+            status="crashed",
+            error="not measured: a test stand-in",
+        )
+    ]
 
 
 def _check(code, err):
@@ -43,7 +56,7 @@ def _check(code, err):
     options=st.lists(st.tuples(OPTION, WORDS | st.integers(-3, 99).map(str)), max_size=2),
 )
 def test_bench_arguments(capsys, tmp_path, monkeypatch, family, assignments, options):
-    monkeypatch.setattr("paradnn.runner.execute.execute", _fake_execute)
+    monkeypatch.setattr("paradnn.runner.supervisor.Supervisor.run", _fake_run)
     args = ["bench", family, *assignments, "--db", str(tmp_path / "r.db")]
     for opt, value in options:
         args += [opt, value]
@@ -57,13 +70,24 @@ def test_bench_arguments(capsys, tmp_path, monkeypatch, family, assignments, opt
 @given(
     options=st.lists(
         st.tuples(
-            st.sampled_from(["-p", "--device", "--optimizer", "--workers", "--timeout",
-                             "--recycle-every", "--min-time", "--max-time", "--preset"]),
+            st.sampled_from(
+                [
+                    "-p",
+                    "--device",
+                    "--optimizer",
+                    "--workers",
+                    "--timeout",
+                    "--recycle-every",
+                    "--min-time",
+                    "--max-time",
+                    "--preset",
+                ]
+            ),
             WORDS | st.integers(-3, 99).map(str) | st.sampled_from(["fp32", "cpu", "quick"]),
         ),
         max_size=3,
     )
-)  # fmt: skip
+)
 def test_run_dry_run_arguments(capsys, tmp_path, options):
     args = ["run", "--dry-run", "--db", str(tmp_path / "r.db")]
     for opt, value in options:
@@ -76,6 +100,6 @@ def test_run_dry_run_arguments(capsys, tmp_path, options):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-0", "1e400", "0x10", "  3 "])
 def test_odd_numbers_in_configs(capsys, tmp_path, monkeypatch, value):
-    monkeypatch.setattr("paradnn.runner.execute.execute", _fake_execute)
+    monkeypatch.setattr("paradnn.runner.supervisor.Supervisor.run", _fake_run)
     code, _, err = run_cli(capsys, "bench", "fc", f"layers={value}", "--db", str(tmp_path / "r"))
     _check(code, err)

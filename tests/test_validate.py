@@ -88,3 +88,8 @@ def test_absurd_ranges_are_refused_before_enumeration():
         parse_range("1..100000000")
     with pytest.raises(ConfigError, match="at most 18 digits"):
         parse_range("1.." + "9" * 5000)
+
+
+def test_user_text_in_a_field_name_stays_on_one_line():
+    err = ConfigError("a\nb config", "x", "must be something")
+    assert "\n" not in str(err) and "'a\\nb config'" in str(err)

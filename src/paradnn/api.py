@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from paradnn import families, presets
 from paradnn.config import RunOptions
 from paradnn.measure.timer import TimingPolicy
+from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
 from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
@@ -25,11 +26,13 @@ def bench(
     device: str = "auto",
     threads: int | None = None,
     timing: TimingPolicy | None = None,
+    timeout_s: float = 900.0,
     db: str = DEFAULT_DB,
 ) -> RunRecord:
-    """Measure one configuration and store it. Bad input raises before any work starts."""
-    from paradnn.measure.device import resolve
-    from paradnn.runner.execute import execute
+    """Measure one configuration in a worker process, as `run` does (same isolation, same
+    environment, same run key), and store it; a config measured before gets a new attempt.
+    Bad input raises before any work starts."""
+    from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(dict(config or {}))
     options = RunOptions(
@@ -39,10 +42,10 @@ def bench(
         threads=threads,
         timing=timing or TimingPolicy(),
     )
-    resolve(device)
+    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer)
+    settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
     with open_store(db) as store:
-        rec = execute(family, dict(cfg.__dict__), options)
-        store.insert(rec)
+        (rec,) = Supervisor(store, options, settings).run([spec])
     return rec
 
 

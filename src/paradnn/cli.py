@@ -312,6 +312,9 @@ def bench(
     optimizer: OptimizerOpt = "rmsprop",
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds the run may take before it is killed.")
+    ] = 900.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole record as JSON.")
     ] = False,
@@ -328,6 +331,7 @@ def bench(
         device=device,
         threads=threads,
         timing=_timing(min_time, max_time),
+        timeout_s=timeout,
         db=db,
     )
     row = rec.as_dict()

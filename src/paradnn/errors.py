@@ -12,7 +12,8 @@ class ConfigError(ParadnnError, ValueError):
 
     def __init__(self, field: str, value: object, allowed: str):
         self.field, self.value, self.allowed = field, value, allowed
-        super().__init__(f"{field} = {value!r}: {allowed}")
+        shown = field if field.isprintable() else repr(field)  # user text stays on one line
+        super().__init__(f"{shown} = {value!r}: {allowed}")
 
 
 class StoreError(ParadnnError):

@@ -45,6 +45,7 @@ class SweepSettings:
     recycle_every: int = 50
     predict: bool = True
     retry_failed: bool = False
+    force: bool = False  # measure even what is finished (a new attempt): `paradnn bench`
 
     def __post_init__(self) -> None:
         from paradnn.validate import int_at_least, number_at_least
@@ -197,7 +198,7 @@ class Supervisor:
                 spec.family, dict(spec.config), self._options(spec), env, sweep=self.sweep
             )
             status = latest.get(rec.run_key)
-            retry = self.settings.retry_failed and status in FAILURES
+            retry = self.settings.force or (self.settings.retry_failed and status in FAILURES)
             if rec.run_key in seen or (status is not None and not retry):
                 skipped += 1
                 continue
