@@ -165,3 +165,18 @@ def test_v1_database_is_migrated_and_its_repeats_numbered(tmp_path):
         assert schema_version(s.conn) == LATEST
         assert [(r["run_key"], r["attempt"]) for r in s.runs()] == [("a", 1), ("b", 1), ("a", 2)]
         assert s.runs()[0]["predicted_mem_bytes"] is None
+
+
+def test_side_tables_roundtrip(store):
+    (cid,) = store.insert_rows("ceilings", [{
+        "device": "cpu", "device_name": "Test CPU", "fingerprint": "f", "kind": "matmul",
+        "precision": "fp32", "value": 1.5e11, "unit": "FLOP/s", "detail": {"n": [1024, 2048]},
+        "measured_at": "2026-01-01T00:00:00",
+    }])  # fmt: skip
+    (row,) = store.rows("ceilings", {"kind": "matmul"})
+    assert row["id"] == cid and row["detail"] == {"n": [1024, 2048]} and row["value"] == 1.5e11
+    with pytest.raises(ValueError, match="table = 'runs'"):
+        store.rows("runs")
+    with pytest.raises(sqlite3.IntegrityError):  # CHECK constraint on kind
+        store.insert_rows("ceilings", [{**row, "id": None, "kind": "flops"}])
+    assert len(store.rows("ceilings")) == 1  # the failed transaction left nothing behind

@@ -96,6 +96,44 @@ class Store:
             sql += f" LIMIT {int(limit)}"
         return [self._decode(r) for r in self.conn.execute(sql, args)]
 
+    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Insert rows into `ceilings`, `ops` or `op_profile` in one transaction; dict and list
+        values are stored as JSON. Returns the new ids."""
+        if table not in ("ceilings", "ops", "op_profile"):
+            raise ValueError(f"table = {table!r}: must be ceilings, ops or op_profile")
+        ids = []
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for row in rows:
+                cols = list(row)
+                vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()]
+                sql = (
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+                )
+                ids.append(int(self.conn.execute(sql, vals).lastrowid))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return ids
+
+    def rows(self, table: str, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of `ceilings`, `ops` or `op_profile`, JSON columns decoded, oldest first."""
+        if table not in ("ceilings", "ops", "op_profile"):
+            raise ValueError(f"table = {table!r}: must be ceilings, ops or op_profile")
+        where = where or {}
+        sql = f"SELECT * FROM {table}"
+        if where:
+            sql += " WHERE " + " AND ".join(f"{k} = ?" for k in where)
+        out = []
+        for r in self.conn.execute(sql + " ORDER BY id", list(where.values())):
+            d = dict(r)
+            for k in ("detail", "env", "shape", "samples", "nulls", "shapes"):
+                if isinstance(d.get(k), str):
+                    d[k] = json.loads(d[k])
+            out.append(d)
+        return out
+
     def count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 

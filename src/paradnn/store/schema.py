@@ -79,6 +79,62 @@ MIGRATIONS: list[str] = [
                                WHERE r.run_key = runs.run_key AND r.id <= runs.id);
     CREATE UNIQUE INDEX runs_key_attempt ON runs(run_key, attempt);
     """,
+    # v3: what a device can do (measured ceilings), op micro-benchmarks, per-op step profiles.
+    """
+    CREATE TABLE ceilings (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        device        TEXT NOT NULL,          -- cpu, cuda:0
+        device_name   TEXT NOT NULL,          -- CPU model or GPU name
+        fingerprint   TEXT NOT NULL,
+        kind          TEXT NOT NULL CHECK (kind IN ('matmul', 'copy', 'triad')),
+        precision     TEXT,                   -- matmul only
+        value         REAL NOT NULL,          -- FLOP/s (matmul) or bytes/s (copy, triad)
+        unit          TEXT NOT NULL,
+        detail        TEXT,                   -- JSON: sizes tried, samples, best size
+        env           TEXT,                   -- JSON
+        measured_at   TEXT NOT NULL
+    );
+    CREATE INDEX ceilings_device ON ceilings(device_name, kind, precision);
+    CREATE TABLE ops (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        op            TEXT NOT NULL,          -- matmul, conv2d
+        name          TEXT NOT NULL,          -- e.g. matmul-4096, conv2d-II
+        shape         TEXT NOT NULL,          -- JSON
+        precision     TEXT NOT NULL,
+        pass          TEXT NOT NULL CHECK (pass IN ('fwd', 'fwd+bwd')),
+        threads       INTEGER,
+        device        TEXT NOT NULL,
+        device_name   TEXT NOT NULL,
+        fingerprint   TEXT NOT NULL,
+        status        TEXT NOT NULL,
+        error         TEXT,
+        flops         INTEGER,
+        time_s        REAL,                   -- median
+        ci_low_s      REAL,
+        ci_high_s     REAL,
+        samples       TEXT,                   -- JSON
+        achieved_flops REAL,
+        utilization_datasheet REAL,
+        utilization_measured  REAL,
+        nulls         TEXT,                   -- JSON: field -> reason
+        env           TEXT,                   -- JSON
+        measured_at   TEXT NOT NULL
+    );
+    CREATE TABLE op_profile (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id        INTEGER NOT NULL REFERENCES runs(id),
+        op            TEXT NOT NULL,          -- aten op
+        shapes        TEXT,                   -- JSON: input shapes
+        dtype         TEXT,
+        calls         INTEGER NOT NULL,
+        device_time_s REAL,                   -- per step, all calls
+        flops         INTEGER,                -- per step, all calls
+        bytes         INTEGER,                -- per step, unique inputs + outputs
+        achieved_flops REAL,
+        intensity     REAL                    -- FLOP per byte
+    );
+    CREATE INDEX op_profile_run ON op_profile(run_id);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
