@@ -32,6 +32,7 @@ TORCH_FREE_MODULES = (
     "paradnn.sweep.spec",
     "paradnn.sweep.sampling",
     "paradnn.runner.supervisor",
+    "paradnn.platforms",
 )
 
 

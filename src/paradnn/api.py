@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
 from paradnn.config import RunOptions
+from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
@@ -27,6 +28,7 @@ def bench(
     threads: int | None = None,
     timing: TimingPolicy | None = None,
     timeout_s: float = 900.0,
+    profile: bool = False,
     db: str = DEFAULT_DB,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
@@ -41,6 +43,7 @@ def bench(
         device=device,
         threads=threads,
         timing=timing or TimingPolicy(),
+        profile=profile,
     )
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
@@ -59,6 +62,7 @@ def run(
     timing: TimingPolicy | None = None,
     db: str = DEFAULT_DB,
     settings: SweepSettings | None = None,
+    profile: bool = False,
     on_event: Callable[[Event], None] | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
@@ -66,7 +70,9 @@ def run(
     from paradnn.runner.supervisor import Supervisor
 
     sweep, specs = _plan(preset, precisions, optimizer)
-    options = RunOptions(device=device, threads=threads, timing=timing or sweep.timing)
+    options = RunOptions(
+        device=device, threads=threads, timing=timing or sweep.timing, profile=profile
+    )
     settings = settings or SweepSettings()
     with open_store(db) as store:
         sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event)
@@ -165,9 +171,65 @@ def _history_rates(db: str, device: str) -> dict[tuple[str, str], float]:
     return {k: statistics.median(v) for k, v in by.items()}
 
 
+def calibrate(
+    device: str = "auto",
+    precisions: Sequence[str] | None = None,
+    *,
+    threads: int | None = None,
+    db: str = DEFAULT_DB,
+) -> list[dict[str, Any]]:
+    """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
+    on the device report utilization against them."""
+    from paradnn.measure.calibrate import calibrate as measure_ceilings
+
+    RunOptions(device=device, threads=threads)
+    for p in precisions or ():
+        RunOptions(precision=p)
+    rows = measure_ceilings(device, precisions, threads=threads)
+    with open_store(db) as store:
+        store.insert_rows("ceilings", rows)
+    return rows
+
+
+def ops(
+    device: str = "auto",
+    precisions: Sequence[str] = ("fp32",),
+    *,
+    names: Sequence[str] | None = None,
+    threads: int | None = None,
+    thread_sweep: bool = False,
+    db: str = DEFAULT_DB,
+) -> list[dict[str, Any]]:
+    """The accelerator study's op micro-benchmarks (Table 4), stored with utilization against
+    the datasheet peak and the measured ceiling."""
+    from paradnn import utilization
+    from paradnn.ops import bench as op_bench
+
+    RunOptions(device=device, threads=threads)
+    for p in precisions:
+        RunOptions(precision=p)
+    if thread_sweep:
+        if device not in ("auto", "cpu"):
+            raise ConfigError("--thread-sweep", device, "sweeps CPU threads: use --device cpu")
+        rows = op_bench.thread_sweep(names, precisions=precisions)
+    else:
+        rows = op_bench.run_ops(device, precisions, names=names, threads=threads)
+    with open_store(db) as store:
+        for row in rows:
+            utilization.fill(row, store)
+        store.insert_rows("ops", rows)
+    return rows
+
+
 def results(db: str = DEFAULT_DB, **filters: Any) -> list[dict[str, Any]]:
     with open_store(db, readonly=True) as store:
         return store.runs(**filters)
+
+
+def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> list[dict[str, Any]]:
+    """Rows of `ceilings`, `ops` or `op_profile`."""
+    with open_store(db, readonly=True) as store:
+        return store.rows(table, {k: v for k, v in where.items() if v is not None})
 
 
 def family_info() -> list[dict[str, Any]]:

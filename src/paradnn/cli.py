@@ -44,6 +44,13 @@ OptimizerOpt = Annotated[
 ]
 
 
+class Table_(StrEnum):
+    runs = "runs"
+    ceilings = "ceilings"
+    ops = "ops"
+    op_profile = "op_profile"
+
+
 class Format(StrEnum):
     table = "table"
     csv = "csv"
@@ -79,6 +86,11 @@ def _timing(min_time: float | None, max_time: float | None, base: Any = None) ->
     return dataclasses.replace(policy, **changes) if changes else policy
 
 
+ProfileOpt = typer.Option(
+    "--profile",
+    help="Also profile one extra step per run: per-op time, FLOPs and bytes "
+    "(`paradnn results --table op_profile`).",
+)
 MinTimeOpt = Annotated[
     float | None,
     typer.Option("--min-time", help="Seconds of timed steps before stopping is allowed."),
@@ -149,6 +161,7 @@ def run(
         typer.Option("--progress", help="bar (default), jsonl (one JSON event per line), quiet."),
     ] = ProgressMode.bar,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")] = False,
+    profile: Annotated[bool, ProfileOpt] = False,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -185,6 +198,7 @@ def run(
                 timing=timing,
                 db=db,
                 settings=settings,
+                profile=profile,
                 on_event=reporter,
             )
     except KeyboardInterrupt:
@@ -315,6 +329,7 @@ def bench(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds the run may take before it is killed.")
     ] = 900.0,
+    profile: Annotated[bool, ProfileOpt] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole record as JSON.")
     ] = False,
@@ -332,6 +347,7 @@ def bench(
         threads=threads,
         timing=_timing(min_time, max_time),
         timeout_s=timeout,
+        profile=profile,
         db=db,
     )
     row = rec.as_dict()
@@ -366,8 +382,14 @@ def results(
         str | None, typer.Option("--sweep", help="Only runs of this preset/sweep.")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
+    table: Annotated[
+        Table_, typer.Option("--table", help="runs, ceilings (calibrate), ops, op_profile.")
+    ] = "runs",
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="With --table op_profile: one run's profile.")
+    ] = None,
 ) -> None:
-    """Show stored results."""
+    """Show stored results: training runs (default), ceilings, op benchmarks or op profiles."""
     from paradnn.records import STATUSES
     from paradnn.validate import int_at_least, one_of
 
@@ -375,7 +397,14 @@ def results(
         one_of("--status", status, STATUSES)
     if limit is not None:
         int_at_least("--limit", limit, 1)
-    rows = api.results(db, family=family, status=status, sweep=sweep, limit=limit)
+    if table != "runs":
+        rows = api.side_table(table, db, run_id=run_id)
+        rows = rows[:limit] if limit else rows
+        if fmt is Format.table:
+            out.print(tables.side_table(table, rows, title=f"{db}: {len(rows)} {table} rows"))
+            return
+    else:
+        rows = api.results(db, family=family, status=status, sweep=sweep, limit=limit)
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))
     elif fmt is Format.json:
@@ -408,6 +437,73 @@ def families_cmd(
             space = fam["paper_space"].get(name, [])
             t.add_row(name, str(default), ", ".join(map(str, space)))
         out.print(t)
+
+
+@app.command()
+def calibrate(
+    precision: Annotated[
+        list[str] | None,
+        typer.Option("--precision", "-p", help="Matmul precisions (default: all the device runs)."),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+) -> None:
+    """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
+    (copy, triad). Later runs report utilization against them."""
+    with err.status("calibrating (large matmuls, then copy and triad)…"):
+        rows = api.calibrate(device, precision, threads=threads, db=db)
+    out.print(tables.side_table("ceilings", rows, title="measured ceilings"))
+    out.print(f"Stored in [bold]{db}[/].")
+
+
+@app.command()
+def ops(
+    precision: Annotated[
+        list[str] | None, typer.Option("--precision", "-p", help="Precisions (default fp32).")
+    ] = None,
+    name: Annotated[
+        list[str] | None,
+        typer.Option("--name", help="Only these ops, e.g. matmul-4096, conv2d-II (repeatable)."),
+    ] = None,
+    thread_sweep: Annotated[
+        bool, typer.Option("--thread-sweep", help="CPU: repeat at 1, 2, 4 … all cores.")
+    ] = False,
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+) -> None:
+    """The accelerator study's op micro-benchmarks (its Table 4): matmul 2048/4096/8192 and
+    conv2d I/II/III, forward and forward+backward."""
+    with err.status("timing ops…"):
+        rows = api.ops(
+            device,
+            precision or ("fp32",),
+            names=name,
+            threads=threads,
+            thread_sweep=thread_sweep,
+            db=db,
+        )
+    out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
+    out.print(f"Stored in [bold]{db}[/].")
+
+
+@app.command()
+def platforms(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The platform database (datasheet figures with sources) and what this machine is."""
+    from paradnn import platforms as plat
+
+    rows = plat.platform_table_rows()
+    local = plat.describe_local("cpu")
+    if api.device_capacity("cuda")[0] is not None:  # NVML sees a GPU
+        local = {"cpu": local, "cuda": plat.describe_local("cuda")}
+    if as_json:
+        out.print_json(data={"platforms": rows, "local": local})
+        return
+    out.print(tables.platforms_table(rows))
+    out.print_json(data=local)
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ class RunOptions:
     threads: int | None = None  # None: every core this process may use
     mode: str = "eager"
     seed: int = 0
+    profile: bool = False  # also record a per-op profile of one extra step (not in the key)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
 
     def __post_init__(self) -> None:

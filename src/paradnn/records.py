@@ -70,6 +70,7 @@ class RunRecord:
     predicted_mem_lower_bytes: int | None = None
     worker_pid: int | None = None
     worker_index: int | None = None  # how many runs this worker process did before this one
+    op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
     threads: int | None = None
     fingerprint: str | None = None
     env: dict[str, Any] = field(default_factory=dict)
@@ -92,10 +93,7 @@ class RunRecord:
         return dataclasses.asdict(self)
 
 
-RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord))
-
-
-NO_PEAK = "no platform peak known yet: utilization needs the platform database"
+RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord) if f.name != "op_profile")
 
 
 def now() -> str:
@@ -151,6 +149,6 @@ def start_record(
         examples_per_step=fam.examples_per_step(cfg),
         **common,
     )
-    for name in ("utilization_datasheet", "utilization_measured"):
-        rec.null(name, NO_PEAK)
+    for name in ("utilization_datasheet", "utilization_measured"):  # until the store fills them
+        rec.null(name, "computed against the platform database and ceilings when stored")
     return rec

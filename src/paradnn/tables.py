@@ -154,3 +154,123 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
         )
     t.caption = f"estimated total {'≥ ' if floors else ''}{duration(total)}"
     return t
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:.1f}%"
+
+
+def _side_cells(table: str, r: dict[str, Any]) -> list[str]:
+    if table == "ceilings":
+        unit = r.get("unit", "")
+        return [
+            r["kind"],
+            r.get("precision") or "",
+            _si(r["value"], unit),
+            r["device_name"],
+            str(r.get("measured_at", ""))[:19],
+        ]
+    if table == "ops":
+        t = r.get("time_s")
+        return [
+            r["name"],
+            r["precision"],
+            r["pass"],
+            str(r.get("threads") or ""),
+            r["status"],
+            _si(r.get("flops")),
+            "—" if t is None else f"{t * 1e3:.4g}",
+            _si(r.get("achieved_flops"), "FLOP/s"),
+            _pct(r.get("utilization_datasheet")),
+            _pct(r.get("utilization_measured")),
+        ]
+    t = r.get("device_time_s")
+    return [
+        str(r.get("run_id", "")),
+        r["op"],
+        str(r.get("shapes", ""))[:60],
+        str(r.get("dtype")),
+        str(r["calls"]),
+        "—" if t is None else f"{t * 1e3:.4g}",
+        _si(r.get("flops")),
+        _bytes(r.get("bytes")),
+        _si(r.get("achieved_flops"), "FLOP/s"),
+        "—" if r.get("intensity") is None else f"{r['intensity']:.3g}",
+    ]
+
+
+SIDE_COLUMNS = {
+    "ceilings": ("kind", "prec", "ceiling", "device", "measured"),
+    "ops": (
+        "op",
+        "prec",
+        "pass",
+        "threads",
+        "status",
+        "FLOPs",
+        "ms",
+        "achieved",
+        "util (sheet)",
+        "util (measured)",
+    ),
+    "op_profile": (
+        "run",
+        "op",
+        "shapes",
+        "dtype",
+        "calls",
+        "ms/step",
+        "FLOPs",
+        "bytes",
+        "achieved",
+        "FLOP/B",
+    ),
+}
+
+
+def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+    """Ceilings, op benchmarks or per-op profiles."""
+    t = Table(title=title, header_style="bold")
+    for col in SIDE_COLUMNS[table]:
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(*_side_cells(table, r))
+    return t
+
+
+PLATFORM_COLUMNS = (
+    ("id", "id"),
+    ("kind", "kind"),
+    ("fp32_tflops", "fp32"),
+    ("tf32_tflops", "tf32"),
+    ("bf16_tflops", "bf16"),
+    ("fp16_tflops", "fp16"),
+    ("fp8_tflops", "fp8"),
+    ("bf16_sparse_tflops", "bf16 sparse"),
+    ("memory_gb", "mem GB"),
+    ("bandwidth_gbs", "GB/s"),
+    ("ridge_flop_per_byte", "ridge FLOP/B"),
+    ("tdp_w", "TDP W"),
+    ("sources", "sources"),
+)
+
+
+def platforms_table(rows: Sequence[dict[str, Any]]) -> Table:
+    t = Table(
+        title="platform database: datasheet peaks in TFLOP/s (dense unless marked)",
+        header_style="bold",
+    )
+    for _, header in PLATFORM_COLUMNS:
+        t.add_column(
+            header,
+            no_wrap=header == "id",
+            justify="left" if header in ("id", "kind", "sources") else "right",
+        )
+    for r in rows:
+        t.add_row(
+            *(
+                "—" if r.get(k) is None else f"{r[k]:g}" if isinstance(r[k], float) else str(r[k])
+                for k, _ in PLATFORM_COLUMNS
+            )
+        )
+    return t

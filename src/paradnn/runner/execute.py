@@ -113,6 +113,10 @@ def measure_into(
             timing = measure(step, clock_for(device), options.timing)
             synchronize(device)
             count = flops.count_step(step, device)  # one more step, untimed, under the counter
+            if options.profile:
+                from paradnn.measure.profile import profile_step
+
+                rec.op_profile = profile_step(step, device)
         rec.flops_per_step, rec.flops_count_device = count.total, count.device
         fill_timing(rec, timing)
         rec.final_loss = step.final_loss()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from paradnn import utilization
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec
@@ -328,6 +329,7 @@ class Supervisor:
         rec.predicted_mem_lower_bytes = job.record.predicted_mem_lower_bytes
         if rec.finished_at is None:
             rec.finished_at = now()
+        utilization.fill(rec, self.store)
         self.store.insert(rec)
         self.done += 1
         self.counts[rec.status] += 1

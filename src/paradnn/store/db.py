@@ -61,6 +61,8 @@ class Store:
         rec.attempt = self.conn.execute(
             "SELECT attempt FROM runs WHERE id = ?", (cur.lastrowid,)
         ).fetchone()[0]
+        if rec.op_profile:
+            self.insert_rows("op_profile", [{**r, "run_id": cur.lastrowid} for r in rec.op_profile])
         return int(cur.lastrowid)
 
     def latest_status(self) -> dict[str, str]:

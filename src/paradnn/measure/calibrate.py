@@ -1,0 +1,289 @@
+"""Measured ceilings of a device: dense matmul throughput per precision and memory bandwidth.
+
+Rows go to the store's `ceilings` table (schema v3). A *measured* ceiling is what this device and
+this software stack reach on the friendliest possible kernel; dividing a run's achieved FLOP/s by
+it gives a utilization that is not flattered or penalised by a datasheet peak.
+
+* `matmul`: square GEMMs C = A·B at several sizes n, operands in the precision's dtype (fp32 and
+  tf32 in float32, bf16 in bfloat16, fp16 in float16; no autocast), with the TF32 flags set by
+  `precision.tf32_flags`. FLOPs = 2·n³ per GEMM; the row's value is the best size's
+  2·n³ / median seconds, and `detail` holds every size's median, CI and sample count.
+* `copy`: dst.copy_(src) over float32 arrays well above the last-level cache;
+  bytes = 2·N·itemsize (one read, one write; write-allocate traffic is not counted, as STREAM).
+* `triad`: a = b + s·c via torch.add(b, c, alpha=s, out=a); bytes = 3·N·itemsize.
+
+Precisions that `precision.unsupported_reason` rejects get no row; the reason is kept in every
+returned row's detail["skipped"] (precision -> reason), so a caller can see what was left out.
+Timing is paradnn's adaptive timer (`timer.measure` with `device.clock_for`).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import torch
+
+from paradnn.config import PRECISIONS, RunOptions, precision_flags
+from paradnn.errors import ConfigError
+from paradnn.measure import precision as prec
+from paradnn.measure.device import clock_for, synchronize
+from paradnn.measure.timer import BlockClock, Timing, TimingPolicy, measure
+from paradnn.records import now
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "DEFAULT_STREAM_BYTES",
+    "DTYPES",
+    "best_size",
+    "calibrate",
+    "copy_bytes",
+    "device_name",
+    "matmul_flops",
+    "triad_bytes",
+]
+
+MiB = 1 << 20
+DTYPES = {
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+}
+DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (4096, 8192, 16384)}
+DEFAULT_STREAM_BYTES = {"cpu": 64 * MiB, "cuda": 256 * MiB}  # per array
+TRIAD_SCALAR = 3.0
+KINDS = ("matmul", "copy", "triad")
+
+MeasureFn = Callable[[Callable[[], Any], BlockClock, TimingPolicy], Timing]
+
+
+def matmul_flops(n: int) -> int:
+    """FLOPs of one n×n by n×n GEMM: n² outputs, each n multiplies and n adds."""
+    return 2 * n**3
+
+
+def copy_bytes(n: int, itemsize: int) -> int:
+    """Bytes moved by dst.copy_(src) over n elements: one read and one write per element."""
+    return 2 * n * itemsize
+
+
+def triad_bytes(n: int, itemsize: int) -> int:
+    """Bytes moved by a = b + s·c over n elements: two reads and one write per element."""
+    return 3 * n * itemsize
+
+
+def device_name(env: dict[str, Any]) -> str:
+    return str(env.get("gpu_name") or env.get("cpu_model") or env.get("device"))
+
+
+def best_size(per_size: dict[int, dict[str, Any]]) -> int:
+    """The size with the highest FLOP/s among those measured (ties: the smaller size)."""
+    ok = {n: d for n, d in per_size.items() if d.get("flop_per_s")}
+    if not ok:
+        raise ValueError("no size was measured")
+    return max(sorted(ok), key=lambda n: ok[n]["flop_per_s"])
+
+
+def _summary(t: Timing) -> dict[str, Any]:
+    s = t.summary
+    return {
+        "median_s": s.median,
+        "ci_low_s": s.ci_low,
+        "ci_high_s": s.ci_high,
+        "n_samples": s.n,
+        "steps_per_sample": t.steps_per_sample,
+        "converged": t.converged,
+        "stop_reason": t.stop_reason,
+    }
+
+
+def _free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def _matmul_row(
+    device: torch.device,
+    precision: str,
+    sizes: Sequence[int],
+    policy: TimingPolicy,
+    measure_fn: MeasureFn,
+) -> tuple[float | None, dict[str, Any]]:
+    from paradnn.runner.execute import classify, one_line
+
+    dtype = DTYPES[precision]
+    clock = clock_for(device)
+    per_size: dict[int, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    gen = torch.Generator(device=device).manual_seed(0)
+    with prec.tf32_flags(precision):
+        for n in sizes:
+            a = b = c = None
+            try:
+                a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+                b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+                c = torch.empty(n, n, device=device, dtype=dtype)
+
+                def step(a=a, b=b, c=c) -> None:
+                    torch.mm(a, b, out=c)
+
+                with torch.no_grad():
+                    t = measure_fn(step, clock, policy)
+                synchronize(device)
+                d = _summary(t)
+                d["flops"] = matmul_flops(n)
+                d["flop_per_s"] = matmul_flops(n) / d["median_s"] if d["median_s"] > 0 else None
+                per_size[n] = d
+            except Exception as e:  # an oversized GEMM is data, not a crash of the whole run
+                errors[str(n)] = f"{classify(e)}: {one_line(e)}"
+            finally:
+                del a, b, c
+                _free(device)
+    detail: dict[str, Any] = {
+        "sizes": {str(n): d for n, d in per_size.items()},
+        "dtype": str(dtype).removeprefix("torch."),
+        "flags": precision_flags(precision),
+    }
+    if errors:
+        detail["errors"] = errors
+    if not any(d.get("flop_per_s") for d in per_size.values()):
+        return None, detail
+    n = best_size(per_size)
+    detail["best_size"] = n
+    return per_size[n]["flop_per_s"], detail
+
+
+def _stream_row(
+    device: torch.device,
+    kind: str,
+    nbytes: int,
+    policy: TimingPolicy,
+    measure_fn: MeasureFn,
+) -> tuple[float, dict[str, Any]]:
+    dtype = torch.float32
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    n = max(1, nbytes // itemsize)
+    clock = clock_for(device)
+    arrays: list[torch.Tensor] = []
+    try:
+        if kind == "copy":
+            src = torch.ones(n, device=device, dtype=dtype)
+            dst = torch.zeros(n, device=device, dtype=dtype)
+            arrays = [src, dst]
+            moved = copy_bytes(n, itemsize)
+
+            def step() -> None:
+                dst.copy_(src)
+
+        else:
+            a = torch.zeros(n, device=device, dtype=dtype)
+            b = torch.ones(n, device=device, dtype=dtype)
+            c = torch.full((n,), 2.0, device=device, dtype=dtype)
+            arrays = [a, b, c]
+            moved = triad_bytes(n, itemsize)
+
+            def step() -> None:
+                torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
+
+        with torch.no_grad():
+            t = measure_fn(step, clock, policy)
+        synchronize(device)
+    finally:
+        del arrays
+        _free(device)
+    d = _summary(t)
+    value = moved / d["median_s"]
+    d.update(
+        elements=n,
+        dtype=str(dtype).removeprefix("torch."),
+        bytes_per_array=n * itemsize,
+        bytes_moved=moved,
+        arrays=2 if kind == "copy" else 3,
+    )
+    return value, d
+
+
+def calibrate(
+    device: str = "auto",
+    precisions: Iterable[str] | None = None,
+    *,
+    sizes: Sequence[int] | None = None,
+    policy: TimingPolicy | None = None,
+    threads: int | None = None,
+    stream_bytes: int | None = None,
+    kinds: Iterable[str] = KINDS,
+    measure_fn: MeasureFn | None = None,
+) -> list[dict[str, Any]]:
+    """Measure this device's ceilings and return rows for the `ceilings` table.
+
+    precisions: default every precision paradnn knows (fp32, tf32, bf16, fp16); the ones this
+    device cannot run are skipped (no row; reason in detail["skipped"]).
+    sizes: matmul sizes n to try (default DEFAULT_SIZES for the device type); the best wins.
+    stream_bytes: bytes per array of the copy/triad kernels (default DEFAULT_STREAM_BYTES).
+    kinds: which ceilings to measure (matmul, copy, triad).
+    measure_fn: the timing function (default `timer.measure`); tests inject a fake one.
+    The CPU thread count is set for the measurement (default: every core) and restored after.
+    """
+    from paradnn.runner.execute import prepare
+
+    kinds = tuple(kinds)
+    for k in kinds:
+        if k not in KINDS:
+            raise ConfigError("kind", k, f"must be one of {', '.join(KINDS)}")
+    precisions = tuple(PRECISIONS if precisions is None else precisions)
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise ConfigError("precision", p, f"must be one of {', '.join(PRECISIONS)}")
+    policy = policy or TimingPolicy()
+    measure_fn = measure_fn or measure
+    saved_threads = torch.get_num_threads()
+    try:
+        dev, env = prepare(RunOptions(device=device, threads=threads))
+        sizes = tuple(sizes or DEFAULT_SIZES[dev.type])
+        nbytes = int(stream_bytes or DEFAULT_STREAM_BYTES[dev.type])
+        skipped: dict[str, str] = {}
+        results: list[tuple[str, str | None, float, str, dict[str, Any]]] = []
+        if "matmul" in kinds:
+            for p in precisions:
+                reason = prec.unsupported_reason(p, dev)
+                if reason:
+                    skipped[p] = reason
+                    continue
+                value, detail = _matmul_row(dev, p, sizes, policy, measure_fn)
+                if value is None:
+                    skipped[p] = "no matmul size could be measured: " + "; ".join(
+                        f"n={n}: {e}" for n, e in detail.get("errors", {}).items()
+                    )
+                    continue
+                results.append(("matmul", p, value, "FLOP/s", detail))
+        for kind in ("copy", "triad"):
+            if kind in kinds:
+                value, detail = _stream_row(dev, kind, nbytes, policy, measure_fn)
+                results.append((kind, None, value, "B/s", detail))
+        common = {
+            "device": str(dev),
+            "device_name": device_name(env),
+            "fingerprint": env["fingerprint"],
+        }
+        rows = []
+        for kind, p, value, unit, detail in results:
+            detail.update(threads=env.get("threads"), policy=asdict(policy), skipped=dict(skipped))
+            rows.append(
+                {
+                    **common,
+                    "kind": kind,
+                    "precision": p,
+                    "value": float(value),
+                    "unit": unit,
+                    "detail": detail,
+                    "env": env,
+                    "measured_at": now(),
+                }
+            )
+        return rows
+    finally:
+        torch.set_num_threads(saved_threads)
