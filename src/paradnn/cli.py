@@ -216,6 +216,11 @@ def run(
     )
     out.print(tables.rich_table(rows, title=title))
     out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
+    if rows and all(r["utilization_measured"] is None for r in rows):
+        out.print(
+            f"[dim]util: run `paradnn calibrate --db {db}` once to measure this device's "
+            "ceilings; later runs report utilization against them.[/]"
+        )
 
 
 class _BarReporter:

@@ -59,6 +59,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("step ms (CI)", "right"),
         ("examples/s", "right"),
         ("FLOP/s", "right"),
+        ("util", "right"),
     ):
         t.add_column(col, justify=just, overflow="fold")
     for r in rows:
@@ -74,8 +75,18 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             _ms(r),
             _si(r.get("examples_per_s")),
             _si(r.get("achieved_flops")),
+            _util(r),
         )
     return t
+
+
+def _util(r: dict[str, Any]) -> str:
+    """Against the measured ceiling when there is one, else the datasheet peak (marked)."""
+    if r.get("utilization_measured") is not None:
+        return _pct(r["utilization_measured"])
+    if r.get("utilization_datasheet") is not None:
+        return _pct(r["utilization_datasheet"]) + " ds"
+    return "—"
 
 
 def to_csv(rows: Sequence[dict[str, Any]]) -> str:
