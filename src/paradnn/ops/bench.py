@@ -52,18 +52,6 @@ from paradnn.measure.device import clock_for, synchronize
 from paradnn.measure.timer import TimingPolicy, measure
 from paradnn.records import now
 
-__all__ = [
-    "PAPER_FLOPS",
-    "PASSES",
-    "TABLE4",
-    "OpSpec",
-    "default_threads_list",
-    "op_names",
-    "run_ops",
-    "spec",
-    "thread_sweep",
-]
-
 PASSES = ("fwd", "fwd+bwd")
 BWD_FACTOR = 3  # fwd + dgrad + wgrad, each as many FLOPs as the forward
 
