@@ -437,7 +437,11 @@ WELL_SHAPED = st.fixed_dictionaries(
 )  # fmt: skip
 ANY_DOC = st.dictionaries(st.sampled_from(["families", "runs", "sampling", "x"]) | st.text(), ANY)
 FAST = settings(
-    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=150,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 
