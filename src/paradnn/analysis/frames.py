@@ -1,0 +1,249 @@
+"""Result databases as pandas frames: the one input of every analysis. Torch-free.
+
+Several databases (one per machine, say) merge into one set of frames; each row keeps the
+database it came from. Runs get one column per hyperparameter (the config JSON flattened), a
+`platform` label, and the utilization against a measured ceiling recomputed when the ceiling
+was calibrated after the run (both numbers are measurements; the stored value wins when present).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from paradnn.errors import ConfigError
+from paradnn.store import open_store
+
+SIDE_TABLES = ("ceilings", "ops", "op_profile")
+# Run columns a config key may not shadow (a hyperparameter named like one gets a `cfg_` prefix).
+_RESERVED = {"id", "status", "precision", "device", "threads", "mode", "family", "params", "db"}
+
+
+@dataclass
+class Data:
+    """Everything the analysis reads: runs plus the side tables, and where they came from."""
+
+    runs: pd.DataFrame
+    ceilings: pd.DataFrame
+    ops: pd.DataFrame
+    op_profile: pd.DataFrame
+    sources: list[dict] = field(default_factory=list)
+    hyperparameters: dict[str, list[str]] = field(default_factory=dict)  # family -> config keys
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.runs[self.runs["status"] == "ok"] if len(self.runs) else self.runs
+
+    def empty(self) -> bool:
+        return not (len(self.runs) or len(self.ops) or len(self.ceilings))
+
+
+def load(paths: Sequence[str | Path]) -> Data:
+    """Read and merge result databases; a missing one is a one-line error before any work."""
+    paths = [str(p) for p in paths]
+    for p in paths:
+        if not Path(p).exists():
+            raise ConfigError("--db", p, "an existing paradnn result database")
+    runs, sides, sources = [], {t: [] for t in SIDE_TABLES}, []
+    for i, p in enumerate(dict.fromkeys(paths)):
+        with open_store(p, readonly=True) as store:
+            r = pd.DataFrame(store.runs())
+            r["db"] = p
+            r["db_index"] = i
+            runs.append(r)
+            for t in SIDE_TABLES:
+                s = pd.DataFrame(store.rows(t))
+                if len(s):
+                    s["db"] = p
+                    if t == "op_profile":  # run ids are per database
+                        s["run_uid"] = s["run_id"].map(lambda x, i=i: f"{i}:{x}")
+                sides[t].append(s)
+            sources.append(_source(p, r, {t: len(sides[t][-1]) for t in SIDE_TABLES}))
+    data = Data(
+        runs=_runs_frame(runs),
+        ceilings=_concat(sides["ceilings"]),
+        ops=_concat(sides["ops"]),
+        op_profile=_concat(sides["op_profile"]),
+        sources=sources,
+    )
+    data.runs, data.hyperparameters = _flatten_configs(data.runs)
+    _fill_measured_utilization(data)
+    return data
+
+
+def from_frames(
+    runs: pd.DataFrame | Iterable[dict] | None = None,
+    ceilings: pd.DataFrame | None = None,
+    ops: pd.DataFrame | None = None,
+    op_profile: pd.DataFrame | None = None,
+) -> Data:
+    """A Data from in-memory rows (tests and notebooks); runs need family, config and status."""
+    r = pd.DataFrame(runs if runs is not None else [])
+    data = Data(
+        runs=_runs_frame([r]) if len(r) else _runs_frame([]),
+        ceilings=ceilings if ceilings is not None else pd.DataFrame(),
+        ops=ops if ops is not None else pd.DataFrame(),
+        op_profile=op_profile if op_profile is not None else pd.DataFrame(),
+        sources=[{"db": "<memory>", "runs": len(r)}],
+    )
+    data.runs, data.hyperparameters = _flatten_configs(data.runs)
+    _fill_measured_utilization(data)
+    return data
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["family", "config", "status", "precision", "platform"])
+    df = pd.concat(frames, ignore_index=True)
+    for col in ("device_name", "device", "optimizer", "torch_version", "hostname"):
+        if col not in df:
+            df[col] = None
+    for col, default in (("db_index", 0), ("attempt", 1), ("mode", "eager")):
+        if col not in df:
+            df[col] = default
+    if "id" not in df:
+        df["id"] = range(1, len(df) + 1)
+    if "run_key" not in df:
+        df["run_key"] = df["id"].astype(str)
+    df["uid"] = df["db_index"].astype(str) + ":" + df["id"].astype(str)
+    # The platform a row ran on: the device's own name (GPU model or CPU model), else the
+    # device string. Two machines with one GPU model are one platform, as in the paper.
+    df["platform"] = df["device_name"].where(df["device_name"].notna(), df["device"])
+    df["config_key"] = df["config"].map(_canonical)
+    return df
+
+
+def _canonical(cfg) -> str:
+    if isinstance(cfg, str):
+        cfg = json.loads(cfg)
+    return json.dumps(cfg, sort_keys=True, separators=(",", ":"))
+
+
+def _flatten_configs(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """One column per config key; returns the keys each family uses, in config order."""
+    if not len(df):
+        return df, {}
+    configs = df["config"].map(lambda c: json.loads(c) if isinstance(c, str) else dict(c or {}))
+    keys: dict[str, list[str]] = {}
+    for fam, cfgs in configs.groupby(df["family"]):
+        seen: dict[str, None] = {}
+        for c in cfgs:
+            seen.update(dict.fromkeys(c))
+        keys[str(fam)] = [k if k not in _RESERVED else f"cfg_{k}" for k in seen]
+    flat = pd.DataFrame(
+        [{(k if k not in _RESERVED else f"cfg_{k}"): v for k, v in c.items()} for c in configs],
+        index=df.index,
+    )
+    clash = [c for c in flat.columns if c in df.columns]
+    flat = flat.drop(columns=clash)
+    return pd.concat([df, flat], axis=1), keys
+
+
+def _fill_measured_utilization(data: Data) -> None:
+    """utilization_measured for runs stored before `paradnn calibrate` ran on their device."""
+    runs, ceilings = data.runs, data.ceilings
+    if not len(runs) or not len(ceilings) or "achieved_flops" not in runs:
+        return
+    mm = ceilings[ceilings["kind"] == "matmul"]
+    best = mm.groupby(["device_name", "precision"])["value"].max().to_dict()
+    if "utilization_measured" not in runs:
+        runs["utilization_measured"] = None
+    missing = runs["utilization_measured"].isna() & runs["achieved_flops"].notna()
+    for idx in runs.index[missing]:
+        ceiling = best.get((runs.at[idx, "device_name"], runs.at[idx, "precision"]))
+        if ceiling:
+            runs.at[idx, "utilization_measured"] = runs.at[idx, "achieved_flops"] / ceiling
+
+
+def _source(path: str, runs: pd.DataFrame, side_counts: dict[str, int]) -> dict:
+    def distinct(col: str) -> list[str]:
+        if col not in runs or not len(runs):
+            return []
+        return sorted({str(v) for v in runs[col].dropna()})
+
+    statuses = runs["status"].value_counts().to_dict() if len(runs) else {}
+    return {
+        "db": path,
+        "runs": len(runs),
+        "statuses": {str(k): int(v) for k, v in statuses.items()},
+        "hosts": distinct("hostname"),
+        "devices": distinct("device_name"),
+        "torch": distinct("torch_version"),
+        "cuda": distinct("cuda_version"),
+        "python": distinct("python_version"),
+        "first": min(distinct("started_at"), default=None),
+        "last": max(distinct("finished_at"), default=None),
+        **side_counts,
+    }
+
+
+METRICS = {
+    "utilization_measured": "FLOP/s utilization (of measured ceiling)",
+    "utilization_datasheet": "FLOP/s utilization (of datasheet peak)",
+    "examples_per_s": "examples/s",
+    "achieved_flops": "achieved FLOP/s",
+    "step_time_s": "step time (s)",
+}
+
+
+def default_metric(runs: pd.DataFrame) -> str:
+    """Utilization when some denominator exists (measured ceiling first), else achieved FLOP/s
+    (utilization's numerator), else examples/s."""
+    for m in ("utilization_measured", "utilization_datasheet", "achieved_flops"):
+        if m in runs and runs[m].notna().any():
+            return m
+    return "examples_per_s"
+
+
+def check_metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise ConfigError("metric", metric, "one of " + ", ".join(METRICS))
+    return metric
+
+
+def numeric_hyperparameters(data: Data, family: str) -> list[str]:
+    """Config keys of a family whose values are numbers (categorical ones are kept apart)."""
+    runs = data.runs[data.runs["family"] == family]
+    out = []
+    for k in data.hyperparameters.get(family, []):
+        col = runs[k].dropna()
+        if len(col) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in col):
+            out.append(k)
+    return out
+
+
+def largest_group(runs: pd.DataFrame, by: Sequence[str]) -> dict:
+    """The (platform, precision, ...) group with the most rows: a sensible default slice."""
+    if not len(runs):
+        return {}
+    counts = runs.groupby(list(by), dropna=False).size().sort_values(ascending=False)
+    top = counts.index[0]
+    top = top if isinstance(top, tuple) else (top,)
+    return dict(zip(by, top, strict=True))
+
+
+def select(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
+    mask = pd.Series(True, index=runs.index)
+    for k, v in where.items():
+        mask &= (
+            runs[k].isna() if v is None or (isinstance(v, float) and pd.isna(v)) else (runs[k] == v)
+        )
+    return runs[mask]
+
+
+def latest(runs: pd.DataFrame) -> pd.DataFrame:
+    """The newest attempt of each run key (a retried failure supersedes the failure)."""
+    if not len(runs) or "run_key" not in runs:
+        return runs
+    order = runs.sort_values(["db_index", "run_key", "attempt"])
+    return order.groupby(["db_index", "run_key"], sort=False).tail(1).sort_index()

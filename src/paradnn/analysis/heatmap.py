@@ -1,0 +1,155 @@
+"""A metric over two hyperparameters with the others fixed (the paper's Figure 2(a)-(c)).
+
+Cells that did not run `ok` carry their status instead of a number (the paper's white OOM
+squares), so a reader sees where a platform runs out of memory, not a hole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from paradnn.analysis.frames import (
+    Data,
+    check_metric,
+    default_metric,
+    largest_group,
+    latest,
+    select,
+)
+from paradnn.errors import ConfigError
+
+
+@dataclass
+class HeatMap:
+    family: str
+    x: str
+    y: str
+    metric: str
+    values: pd.DataFrame  # index: y values, columns: x values; NaN where no ok run
+    status: pd.DataFrame  # same shape: 'ok', a failure status, or None (not run)
+    fixed: dict[str, Any] = field(default_factory=dict)  # the other hyperparameters' values
+    paper_fixed: dict[str, bool] = field(default_factory=dict)  # was that the paper's value?
+    where: dict[str, Any] = field(default_factory=dict)  # platform, precision, ...
+
+    @property
+    def cells(self) -> int:
+        return int(self.status.notna().sum().sum())
+
+    def failed(self) -> dict[tuple[Any, Any], str]:
+        """(x, y) -> status of the cells that ran and did not succeed."""
+        out = {}
+        for yv in self.status.index:
+            for xv in self.status.columns:
+                s = self.status.at[yv, xv]
+                if s is not None and not pd.isna(s) and s != "ok":
+                    out[(xv, yv)] = s
+        return out
+
+
+def paper_fixed(family: str) -> dict[str, Any]:
+    """The paper's fixed values for a family (seed 000 §4.1), when the family is known."""
+    from paradnn import families
+
+    try:
+        return dict(families.get(family).paper_fixed)
+    except (ConfigError, ImportError, AttributeError):
+        return {}
+
+
+def heatmap(
+    data: Data,
+    family: str,
+    x: str = "batch",
+    y: str | None = None,
+    metric: str | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    where: Mapping[str, Any] | None = None,
+) -> HeatMap:
+    runs = latest(data.runs[data.runs["family"] == family])
+    hps = data.hyperparameters.get(family, [])
+    if not len(runs):
+        raise ConfigError("family", family, "a family with runs in the database")
+    y = y or _second_axis(family, hps, x)
+    for axis, name in (("x", x), ("y", y)):
+        if name not in hps:
+            raise ConfigError(axis, name, f"a {family} hyperparameter: " + ", ".join(hps))
+    if x == y:
+        raise ConfigError("y", y, f"a hyperparameter other than x ({x})")
+    metric = check_metric(metric) if metric else default_metric(runs)
+    if where is None:
+        ok = runs[runs["status"] == "ok"]
+        where = largest_group(ok if len(ok) else runs, ["platform", "precision"])
+    runs = select(runs, dict(where))
+    chosen, is_paper = _fixed_values(runs, family, [h for h in hps if h not in (x, y)], fixed)
+    cell_runs = select(runs, chosen).copy()
+    for axis in (x, y):  # a family mixed with others has float columns: 256.0 -> 256
+        cell_runs[axis] = cell_runs[axis].map(_clean)
+    xs = sorted(cell_runs[x].dropna().unique().tolist())
+    ys = sorted(cell_runs[y].dropna().unique().tolist())
+    values = pd.DataFrame(float("nan"), index=pd.Index(ys, name=y), columns=pd.Index(xs, name=x))
+    status = pd.DataFrame(None, index=values.index, columns=values.columns, dtype=object)
+    for (xv, yv), cell in cell_runs.groupby([x, y]):
+        good = cell[cell["status"] == "ok"]
+        if len(good):
+            status.at[yv, xv] = "ok"
+            vals = pd.to_numeric(good[metric], errors="coerce").dropna()
+            if len(vals):
+                values.at[yv, xv] = float(vals.median())
+        else:  # the most severe failure wins: memory first, as in the paper's figures
+            status.at[yv, xv] = _worst(cell["status"].tolist())
+    return HeatMap(family, x, y, metric, values, status, chosen, is_paper, dict(where))
+
+
+def _clean(v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+_SEVERITY = ("predicted_oom", "oom", "timeout", "crashed", "nan", "invalid", "unsupported")
+
+
+def _worst(statuses: list[str]) -> str:
+    return min(statuses, key=lambda s: _SEVERITY.index(s) if s in _SEVERITY else len(_SEVERITY))
+
+
+def _second_axis(family: str, hps: list[str], x: str) -> str:
+    """The paper's choice of second axis: nodes (FC), filters (CNN), embed (RNN), else the first
+    numeric hyperparameter that is not fixed by the paper."""
+    for cand in ("nodes", "filters", "embed", "d_model"):
+        if cand in hps and cand != x:
+            return cand
+    skip = set(paper_fixed(family)) | {x}
+    return next((h for h in hps if h not in skip), hps[0] if hps[0] != x else hps[-1])
+
+
+def _fixed_values(
+    runs: pd.DataFrame, family: str, others: list[str], fixed: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, bool]]:
+    """Each other hyperparameter's value: the user's, else the paper's when the data has it,
+    else the value most runs share (said so in `paper_fixed`)."""
+    paper = paper_fixed(family)
+    fixed = dict(fixed or {})
+    for k in fixed:
+        if k not in others:
+            raise ConfigError("fixed", k, "one of " + ", ".join(others))
+    chosen, is_paper = {}, {}
+    pool = runs
+    for k in others:
+        present = pool[k].dropna()
+        if k in fixed:
+            value = type(present.iloc[0])(fixed[k]) if len(present) else fixed[k]
+        elif k in paper and (present == paper[k]).any():
+            value = paper[k]
+        elif len(present):
+            value = present.value_counts().index[0]
+        else:
+            continue
+        value = _clean(value)
+        chosen[k], is_paper[k] = value, k in paper and value == paper[k]
+        pool = pool[pool[k] == value]
+    return chosen, is_paper

@@ -1,0 +1,137 @@
+"""Linear-regression sensitivity of a metric to each hyperparameter (the paper's Figure 2(d)-(f)).
+
+As in ParaDnn, the weights are only a measure of importance, not a predictor: every
+hyperparameter is normalized to one scale (z-scores) so the weights compare. Two choices the
+paper left implicit, made explicit here: axes that grow geometrically (batch 64..16384) enter as
+log2, because the paper's own ranges are geometric and a linear fit would be driven by the last
+doubling; and each weight carries its 95% confidence interval from ordinary least squares
+(statsmodels), so "batch matters more than layers" can be checked rather than eyeballed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from paradnn.analysis.frames import (
+    Data,
+    check_metric,
+    default_metric,
+    largest_group,
+    latest,
+    numeric_hyperparameters,
+    select,
+)
+from paradnn.errors import ConfigError
+
+MIN_ROWS = 8  # below this a weight and its interval mean little
+
+
+@dataclass
+class Sensitivity:
+    family: str
+    metric: str
+    table: pd.DataFrame  # hyperparameter, weight, ci_low, ci_high, p_value, transform
+    n: int
+    r2: float | None
+    where: dict
+    excluded: dict[str, str]  # hyperparameter -> why it is not in the fit
+    reason: str | None = None  # why there is no fit at all
+
+    def weight(self, hp: str) -> float | None:
+        row = self.table[self.table["hyperparameter"] == hp]
+        return float(row["weight"].iloc[0]) if len(row) else None
+
+
+def geometric(values: Sequence[float]) -> bool:
+    """An axis that spans at least 8x with positive values: the paper's ×2 ranges."""
+    v = [float(x) for x in values]
+    return len(v) > 0 and min(v) > 0 and max(v) / min(v) >= 8
+
+
+def sensitivity(
+    data: Data,
+    family: str,
+    metric: str | None = None,
+    hyperparameters: Sequence[str] | None = None,
+    where: dict | None = None,
+    log_axes: bool = True,
+    frame: pd.DataFrame | None = None,
+) -> Sensitivity:
+    """Standardized OLS weights of `metric` on the family's numeric hyperparameters.
+
+    `frame` replaces the ok runs (e.g. a speedup table, whose metric column is `speedup`)."""
+    if frame is None:
+        runs = latest(data.runs[data.runs["family"] == family])
+        runs = runs[runs["status"] == "ok"]
+        metric = check_metric(metric) if metric else default_metric(runs)
+        if where is None:
+            where = largest_group(runs, ["platform", "precision"])
+        runs = select(runs, where)
+    else:
+        runs, where = frame, where or {}
+        if metric not in runs:
+            raise ConfigError("metric", metric, "a column of the frame")
+    candidates = list(hyperparameters or numeric_hyperparameters(data, family))
+    known = data.hyperparameters.get(family, []) if frame is None else list(runs.columns)
+    for h in candidates:
+        if h not in known:
+            raise ConfigError("hyperparameter", h, f"one of {', '.join(known)}")
+    y = pd.to_numeric(runs[metric], errors="coerce") if len(runs) else pd.Series(dtype=float)
+    keep = y.notna()
+    runs, y = runs[keep], y[keep].astype(float)
+    excluded, used, transforms = {}, [], {}
+    cols = {}
+    for h in candidates:
+        x = pd.to_numeric(runs[h], errors="coerce") if len(runs) else pd.Series(dtype=float)
+        if x.isna().any():
+            excluded[h] = "not numeric in every run"
+            continue
+        if x.nunique() < 2:
+            excluded[h] = f"constant ({x.iloc[0] if len(x) else 'no runs'}) in this slice"
+            continue
+        transform = "log2" if log_axes and geometric(x.unique()) else "linear"
+        x = np.log2(x.astype(float)) if transform == "log2" else x.astype(float)
+        cols[h], transforms[h] = (x - x.mean()) / x.std(ddof=0), transform
+        used.append(h)
+    empty = pd.DataFrame(
+        columns=["hyperparameter", "weight", "ci_low", "ci_high", "p_value", "transform"]
+    )
+    n = len(runs)
+    if not used or n < max(MIN_ROWS, len(used) + 2):
+        why = f"{n} ok runs with a value of {metric}" + (
+            "" if used else " and no hyperparameter that varies"
+        )
+        return Sensitivity(family, metric, empty, n, None, dict(where), excluded, why)
+    import statsmodels.api as sm
+
+    X = sm.add_constant(pd.DataFrame(cols, index=runs.index), has_constant="add")
+    ys = (y - y.mean()) / (y.std(ddof=0) or 1.0)  # standardized: weights compare across metrics
+    with warnings.catch_warnings():  # a constant metric gives nan R² and p-values: kept as None
+        warnings.simplefilter("ignore")
+        fit = sm.OLS(ys.to_numpy(), X.to_numpy()).fit()
+        ci, pvalues, r2 = fit.conf_int(0.05), fit.pvalues, _finite(fit.rsquared)
+    rows = []
+    for i, h in enumerate(used, start=1):
+        rows.append(
+            {
+                "hyperparameter": h,
+                "weight": float(fit.params[i]),
+                "ci_low": float(ci[i][0]),
+                "ci_high": float(ci[i][1]),
+                "p_value": _finite(pvalues[i]),
+                "transform": transforms[h],
+            }
+        )
+    table = pd.DataFrame(rows).sort_values("weight", key=abs, ascending=False, ignore_index=True)
+    return Sensitivity(family, metric, table, n, r2, dict(where), excluded)
+
+
+def _finite(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None

@@ -1,0 +1,279 @@
+"""Matplotlib figures of the analysis results (the seeds' figures). Torch-free, headless.
+
+Each function takes what `paradnn.analysis` returns and gives back a Figure; callers save it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: reports are built on servers and in CI
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from paradnn.analysis.frames import METRICS
+
+STATUS_LABEL = {
+    "oom": "OOM",
+    "predicted_oom": "pOOM",
+    "timeout": "T/O",
+    "crashed": "crash",
+    "nan": "NaN",
+    "invalid": "inv",
+    "unsupported": "n/a",
+}
+
+
+def png(fig: Figure, dpi: int = 110) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _fmt(v: float, metric: str) -> str:
+    if metric.startswith("utilization"):
+        return f"{100 * v:.0f}%" if v >= 0.1 else f"{100 * v:.1f}%"
+    if metric == "achieved_flops":
+        return f"{v / 1e9:.0f}G" if v >= 1e9 else f"{v / 1e6:.0f}M"
+    return f"{v:.3g}"
+
+
+def heatmap(hm) -> Figure:
+    """Metric per cell; cells that failed show their status on white, as the paper's OOMs."""
+    vals = hm.values.to_numpy(dtype=float)
+    fig, ax = plt.subplots(
+        figsize=(1.0 + 0.75 * max(3, vals.shape[1]), 1.2 + 0.5 * max(3, vals.shape[0]))
+    )
+    finite = vals[np.isfinite(vals)]
+    im = ax.imshow(
+        np.ma.masked_invalid(vals),
+        origin="lower",
+        aspect="auto",
+        cmap="viridis",
+        vmin=finite.min() if finite.size else 0,
+        vmax=finite.max() if finite.size else 1,
+    )
+    ax.set_facecolor("white")
+    for i, yv in enumerate(hm.values.index):
+        for j, xv in enumerate(hm.values.columns):
+            status = hm.status.at[yv, xv]
+            if np.isfinite(vals[i, j]):
+                lum = (vals[i, j] - finite.min()) / ((finite.max() - finite.min()) or 1)
+                ax.text(
+                    j,
+                    i,
+                    _fmt(vals[i, j], hm.metric),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if lum > 0.6 else "white",
+                )
+            elif isinstance(status, str) and status != "ok":
+                ax.text(
+                    j,
+                    i,
+                    STATUS_LABEL.get(status, status),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="crimson",
+                )
+    ax.set_xticks(range(len(hm.values.columns)), [str(v) for v in hm.values.columns])
+    ax.set_yticks(range(len(hm.values.index)), [str(v) for v in hm.values.index])
+    ax.set_xlabel(hm.x)
+    ax.set_ylabel(hm.y)
+    fixed = ", ".join(
+        f"{k}={v}" + ("" if hm.paper_fixed.get(k) else "*") for k, v in hm.fixed.items()
+    )
+    if not all(hm.paper_fixed.values()):
+        fixed += " (*not the paper's)"
+    ax.set_title(f"{hm.family}: {METRICS.get(hm.metric, hm.metric)}\n{fixed}", fontsize=9)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig
+
+
+def sensitivity(s) -> Figure:
+    """Regression weights with their 95% intervals, largest effect on top."""
+    t = s.table.iloc[::-1]
+    fig, ax = plt.subplots(figsize=(5, 0.6 + 0.45 * max(2, len(t))))
+    y = np.arange(len(t))
+    colors = ["tab:green" if w > 0 else "tab:red" for w in t["weight"]]
+    ax.barh(y, t["weight"], color=colors, alpha=0.8)
+    ax.errorbar(
+        t["weight"],
+        y,
+        xerr=[t["weight"] - t["ci_low"], t["ci_high"] - t["weight"]],
+        fmt="none",
+        ecolor="black",
+        capsize=3,
+        lw=1,
+    )
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(
+        y,
+        [
+            f"{h} ({tr})" if tr == "log2" else h
+            for h, tr in zip(t["hyperparameter"], t["transform"], strict=True)
+        ],
+    )
+    ax.set_xlabel("standardized weight (95% CI)")
+    r2 = f", R² = {s.r2:.2f}" if s.r2 is not None else ""
+    ax.set_title(f"{s.family}: sensitivity of {s.metric} (n = {s.n}{r2})", fontsize=9)
+    return fig
+
+
+def roofline(
+    points: pd.DataFrame, roofs: Sequence, title: str, ops: pd.DataFrame | None = None
+) -> Figure:
+    """Achieved FLOP/s against arithmetic intensity under each known roof."""
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    xs = list(points["intensity"]) + (list(ops["intensity"]) if ops is not None else [])
+    lo = max(min(xs, default=0.1) / 4, 1e-3)
+    hi = max(max(xs, default=100) * 4, 10)
+    grid = np.logspace(math.log10(lo), math.log10(hi), 200)
+    styles = {"datasheet": ("black", "--"), "measured": ("tab:blue", "-")}
+    for roof in roofs:
+        color, ls = styles.get(roof.kind, ("grey", ":"))
+        if roof.peak_flops and roof.bandwidth:
+            ax.plot(
+                grid,
+                np.minimum(roof.peak_flops, roof.bandwidth * grid),
+                color=color,
+                ls=ls,
+                label=f"{roof.kind} roof ({roof.source})",
+            )
+        elif roof.peak_flops:
+            ax.axhline(roof.peak_flops, color=color, ls=ls, label=f"{roof.kind} peak")
+    for fam, g in points.groupby("family"):
+        ax.scatter(g["intensity"], g["achieved_flops"], s=14, alpha=0.8, label=f"{fam} (model)")
+    if ops is not None and len(ops):
+        ax.scatter(
+            ops["intensity"],
+            ops["achieved_flops"],
+            s=10,
+            marker="x",
+            color="grey",
+            alpha=0.6,
+            label="ops (profiled)",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, analytic)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="both", alpha=0.2)
+    return fig
+
+
+def speedup_scatter(cmp, color_by: str | None = None) -> Figure:
+    """Speedup per matched config against its parameter count (the paper's Figures 8-10)."""
+    p = cmp.pairs
+    fig, ax = plt.subplots(figsize=(6, 4))
+    c = None
+    if color_by and color_by in p and pd.to_numeric(p[color_by], errors="coerce").notna().all():
+        c = pd.to_numeric(p[color_by])
+    kw = {"norm": LogNorm()} if c is not None and (c > 0).all() and c.max() / c.min() >= 8 else {}
+    sc = ax.scatter(p["params"], p["speedup"], c=c, s=16, cmap="plasma", **kw)
+    if c is not None:
+        fig.colorbar(sc, ax=ax, label=color_by)
+    ax.axhline(1, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    if len(p) and p["speedup"].max() / max(p["speedup"].min(), 1e-12) > 10:
+        ax.set_yscale("log")
+    ax.set_xlabel("trainable parameters")
+    ax.set_ylabel(f"speedup of {cmp.b} over {cmp.a}")
+    ax.set_title(f"{cmp.by}: {cmp.b} vs {cmp.a} ({cmp.metric})", fontsize=9)
+    return fig
+
+
+def param_ranges(df: pd.DataFrame) -> Figure:
+    """Parameter counts per family: the paper space's range and what the database holds."""
+    fig, ax = plt.subplots(figsize=(6, 0.8 + 0.4 * max(3, len(df))))
+    for i, r in enumerate(df.itertuples()):
+        color = "tab:orange" if r.kind == "real" else "tab:blue"
+        if r.min == r.max:
+            ax.scatter([r.min], [i], color=color, zorder=3)
+        else:
+            ax.plot(
+                [r.min, r.max],
+                [i, i],
+                color=color,
+                lw=6,
+                alpha=0.4 if "space" in r.source else 0.9,
+                solid_capstyle="butt",
+            )
+    ax.set_yticks(range(len(df)), [f"{r.family} ({r.source})" for r in df.itertuples()])
+    ax.set_xscale("log")
+    ax.set_xlabel("trainable parameters")
+    ax.set_title("Model sizes (paper Figure 1)", fontsize=9)
+    ax.grid(True, axis="x", alpha=0.2)
+    return fig
+
+
+def batch_effect(df: pd.DataFrame, metric: str) -> Figure:
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for (fam, plat, prec), g in df.groupby(["family", "platform", "precision"]):
+        ax.plot(g["batch"], g["ratio"], marker="o", label=f"{fam} {prec} ({plat})")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(f"{metric} relative to smallest batch")
+    ax.axhline(1, color="grey", lw=0.8)
+    ax.legend(fontsize=7)
+    ax.set_title("Batch-size effect (median over configs)", fontsize=9)
+    return fig
+
+
+def thread_scaling(df: pd.DataFrame) -> Figure:
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for (name, prec, ps), g in df.groupby(["name", "precision", "pass"]):
+        ax.plot(g["threads"], g["speedup"], marker="o", label=f"{name} {prec} {ps}")
+    t = sorted(df["threads"].unique())
+    base = df["base_threads"].min() if len(df) else 1
+    ax.plot(t, [x / base for x in t], color="grey", ls="--", label="linear")
+    ax.set_xlabel("threads")
+    ax.set_ylabel("speedup")
+    ax.legend(fontsize=6, ncol=2)
+    ax.set_title("CPU thread scaling", fontsize=9)
+    return fig
+
+
+def ops_bars(df: pd.DataFrame) -> Figure:
+    """Achieved FLOP/s per op shape and precision (the accelerator study's Figures 2-4)."""
+    ok = df[df["status"] == "ok"]
+    pivot = ok.pivot_table(
+        index="name", columns=["precision", "pass"], values="achieved_flops", aggfunc="median"
+    )
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    (pivot / 1e9).plot.bar(ax=ax)
+    ax.set_ylabel("GFLOP/s")
+    ax.set_xlabel("")
+    ax.set_title("Op micro-benchmarks", fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def predicted_vs_measured(df: pd.DataFrame) -> Figure:
+    """Simulator predictions against measured step times (labelled as predictions)."""
+    fig, ax = plt.subplots(figsize=(5, 4.5))
+    for fam, g in df.groupby("family"):
+        ax.scatter(g["measured_s"], g["predicted_s"], s=14, label=fam)
+    lo = min(df["measured_s"].min(), df["predicted_s"].min()) / 2
+    hi = max(df["measured_s"].max(), df["predicted_s"].max()) * 2
+    ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured step time (s)")
+    ax.set_ylabel("predicted step time (s) — prediction")
+    ax.legend(fontsize=7)
+    ax.set_title("What-if model vs measurement", fontsize=9)
+    return fig

@@ -1,0 +1,574 @@
+"""One self-contained HTML report from one or more result databases, plus its figures (PNG) and
+tables (CSV) as files. Torch-free: a laptop builds the report of a GPU sweep.
+
+Every section appears; one without data says which command would produce it. Every string that
+came from a user or a machine (configs, device and host names, error text, paths) is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+import paradnn
+from paradnn import analysis as A
+from paradnn import plots as P
+from paradnn.analysis.frames import METRICS, default_metric, latest
+from paradnn.errors import ConfigError
+
+
+@dataclass
+class Figure:
+    name: str
+    caption: str
+    data: str = ""  # base64 PNG
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[tuple[str, str]] = field(default_factory=list)  # (caption, escaped HTML)
+    notes: list[str] = field(default_factory=list)
+    empty: str | None = None  # what to run when there is no data
+
+
+@dataclass
+class Report:
+    html: Path
+    figures: list[Path]
+    tables: list[Path]
+    sections: list[Section]
+
+
+class _Writer:
+    """Collects figures and tables, writing each to disk as it goes."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+        self.figures: list[Path] = []
+        self.tables: list[Path] = []
+
+    def figure(self, name: str, fig, caption: str) -> Figure:
+        data = P.png(fig)
+        path = self.out / "figures" / f"{_slug(name)}.png"
+        path.write_bytes(data)
+        self.figures.append(path)
+        return Figure(name, caption, base64.b64encode(data).decode("ascii"))
+
+    def table(
+        self, name: str, df: pd.DataFrame, caption: str, index: bool = False, max_rows: int = 60
+    ) -> tuple[str, str]:
+        path = self.out / "tables" / f"{_slug(name)}.csv"
+        df.to_csv(path, index=index)
+        self.tables.append(path)
+        shown = df.head(max_rows)
+        html = _html_table(shown, index=index)
+        more = (
+            f" (first {max_rows} of {len(df)}; all in tables/{path.name})"
+            if len(df) > max_rows
+            else ""
+        )
+        return caption + more, html
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:120] or "x"
+
+
+def _fmt_cell(v):
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return v
+
+
+def _html_table(df: pd.DataFrame, index: bool = False) -> str:
+    """pandas escapes every cell, header and index label (escape=True is its default)."""
+    shown = df.copy()
+    for c in shown.columns:
+        shown[c] = shown[c].map(_fmt_cell)
+    return shown.to_html(index=index, escape=True, border=0, classes="tbl", na_rep="—")
+
+
+def _pct(x) -> str:
+    return "—" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
+
+
+def build(
+    dbs: Sequence[str | Path],
+    out: str | Path = "report",
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Read the databases, analyse, and write out/report.html (+ figures/, tables/)."""
+    say = progress or (lambda _msg: None)
+    if not dbs:
+        raise ConfigError("--db", "(none)", "at least one result database")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", str(out), "a directory (it is an existing file)")
+    data = A.load(dbs)
+    w = _Writer(out)
+    sections: list[Section] = []
+    for title, fn in _SECTIONS:
+        say(title)
+        sections.append(fn(data, w))
+    html = _render(data, sections)
+    path = out / "report.html"
+    path.write_text(html, encoding="utf-8")
+    return Report(path, w.figures, w.tables, sections)
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+def _summary(data: A.Data, w: _Writer) -> Section:
+    s = Section("summary", "Summary")
+    runs = latest(data.runs)
+    if not len(runs):
+        s.empty = "No runs yet: `paradnn run` (default preset) or `paradnn run --preset paper`."
+        return s
+    counts = pd.crosstab(runs["family"], runs["status"]).reset_index()
+    s.tables.append(
+        w.table(
+            "status-by-family",
+            counts,
+            "Runs by family and status (latest attempt of each configuration)",
+        )
+    )
+    ok = runs[runs["status"] == "ok"]
+    if len(ok):
+        agg = (
+            ok.groupby(["family", "platform", "precision"])
+            .agg(
+                runs=("uid", "count"),
+                median_examples_per_s=("examples_per_s", "median"),
+                max_achieved_flops=("achieved_flops", "max"),
+                max_util_measured=("utilization_measured", "max"),
+                max_util_datasheet=("utilization_datasheet", "max"),
+            )
+            .reset_index()
+        )
+        for c in ("max_util_measured", "max_util_datasheet"):
+            agg[c] = agg[c].map(_pct)
+        s.tables.append(
+            w.table(
+                "summary",
+                agg,
+                "Successful runs per family, platform and "
+                "precision (utilization: of the measured ceiling / datasheet peak)",
+            )
+        )
+    return s
+
+
+def _provenance(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "provenance", "Data and environment", "Where every number in this report comes from."
+    )
+    src = pd.DataFrame(
+        [
+            {
+                k: (
+                    ", ".join(v)
+                    if isinstance(v, list)
+                    else (", ".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v)
+                )
+                for k, v in x.items()
+            }
+            for x in data.sources
+        ]
+    )
+    s.tables.append(w.table("sources", src, "Databases merged into this report"))
+    runs = data.runs
+    if len(runs) and "fingerprint" in runs:
+        cols = [
+            c
+            for c in (
+                "hostname",
+                "platform",
+                "device",
+                "threads",
+                "python_version",
+                "torch_version",
+                "cuda_version",
+                "cudnn_version",
+                "driver_version",
+                "cpu_model",
+                "gpu_name",
+                "fingerprint",
+            )
+            if c in runs
+        ]
+        env = runs[cols].drop_duplicates().reset_index(drop=True)
+        s.tables.append(
+            w.table("environments", env, "Distinct environments (one row per fingerprint)")
+        )
+    if len(data.ceilings):
+        c = data.ceilings[["device_name", "kind", "precision", "value", "unit", "measured_at"]]
+        s.tables.append(w.table("ceilings", c, "Measured ceilings (`paradnn calibrate`)"))
+    else:
+        s.notes.append(
+            "No measured ceilings: `paradnn calibrate` measures this device's matmul "
+            "FLOP/s and memory bandwidth (utilization and the measured roofline use "
+            "them)."
+        )
+    return s
+
+
+def _findings(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "findings",
+        "Findings: the seeds' observations, tested on this data",
+        "Each verdict is computed from the data in this report by the stated rule; "
+        "observations about hardware or run kinds the data lacks are untestable, not "
+        "guessed.",
+    )
+    fs = A.findings.as_frame(A.evaluate(data))
+    s.tables.append(
+        w.table("findings", fs[["verdict", "claim", "evidence", "source", "rule"]], "Findings")
+    )
+    return s
+
+
+def _param_ranges(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "params",
+        "Model sizes (paper Figure 1)",
+        "Trainable parameters per family: the paper space's range (counted from the "
+        "analytic formulas) and the configurations in the database.",
+    )
+    df = A.param_ranges(data)
+    if not len(df):
+        s.empty = "No families registered."
+        return s
+    s.figures.append(w.figure("params", P.param_ranges(df), "Parameter counts per family"))
+    s.tables.append(w.table("param-ranges", df, "Parameter ranges"))
+    return s
+
+
+def _heatmaps(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "heatmaps",
+        "Heat maps (paper Figure 2(a)-(c))",
+        "A metric over batch size and the family's width hyperparameter with the other "
+        "hyperparameters fixed (the paper's values when the data has them, else the "
+        "most common value, as stated under each map). Failed cells show their status.",
+    )
+    for fam in sorted(data.hyperparameters):
+        hps = data.hyperparameters[fam]
+        if "batch" not in hps or len(hps) < 2:
+            continue
+        try:
+            hm = A.heatmap(data, fam)
+        except ConfigError as e:
+            s.notes.append(f"{fam}: {e}")
+            continue
+        if hm.cells < 2:
+            s.notes.append(
+                f"{fam}: {hm.cells} cell(s) at the fixed values "
+                f"({_fixed_text(hm)}): too few for a map."
+            )
+            continue
+        where = ", ".join(str(v) for v in hm.where.values())
+        cap = f"{fam} on {where}: {METRICS.get(hm.metric, hm.metric)}; fixed {_fixed_text(hm)}"
+        s.figures.append(w.figure(f"heatmap-{fam}", P.heatmap(hm), cap))
+    if not s.figures:
+        s.empty = (
+            "Needs a sweep over batch and width: `paradnn run --preset paper-fc` (or "
+            "paper-cnn, paper-rnn; `--preset cpu` for a CPU-sized one)."
+        )
+    return s
+
+
+def _fixed_text(hm) -> str:
+    return ", ".join(
+        f"{k}={v}" + ("" if hm.paper_fixed.get(k) else "*") for k, v in hm.fixed.items()
+    ) + (" (* not the paper's value)" if not all(hm.paper_fixed.values()) else "")
+
+
+def _sensitivity(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "sensitivity",
+        "Hyperparameter sensitivity (paper Figure 2(d)-(f))",
+        "Ordinary least squares of the metric on z-scored hyperparameters (log2 for "
+        "geometric axes), with 95% confidence intervals: the weights rank importance, "
+        "they do not predict.",
+    )
+    for fam in sorted(data.hyperparameters):
+        if not (data.ok["family"] == fam).any():
+            continue
+        sens = A.sensitivity(data, fam)
+        if sens.reason:
+            s.notes.append(f"{fam}: no fit ({sens.reason}).")
+            continue
+        s.figures.append(
+            w.figure(f"sensitivity-{fam}", P.sensitivity(sens), f"{fam}: weights on {sens.metric}")
+        )
+        t = sens.table.assign(n=sens.n, r2=sens.r2)
+        s.tables.append(w.table(f"sensitivity-{fam}", t, f"{fam} regression weights"))
+        if sens.excluded:
+            s.notes.append(
+                f"{fam}: not in the fit: "
+                + "; ".join(f"{k} ({v})" for k, v in sens.excluded.items())
+            )
+    if not s.figures:
+        s.empty = (
+            f"Needs at least {A.regression.MIN_ROWS} ok runs of a family with varying "
+            "hyperparameters: `paradnn run --preset cpu` or a paper preset."
+        )
+    return s
+
+
+def _rooflines(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "rooflines",
+        "Rooflines (paper Figure 3)",
+        "Achieved FLOP/s against arithmetic intensity. Model intensity is counted from "
+        "the shape list (GEMM/conv operand traffic without reuse), so it is an upper "
+        "bound; crosses are measured per-op profiles. Datasheet roof dashed, measured "
+        "roof solid.",
+    )
+    pts = A.model_points(data)
+    ops = A.op_points(data)
+    for (plat, prec), g in pts.groupby(["platform", "precision"]):
+        rs = A.roofs(data, plat, prec)
+        o = ops[(ops["platform"] == plat) & (ops["precision"] == prec)] if len(ops) else None
+        s.figures.append(
+            w.figure(
+                f"roofline-{plat}-{prec}", P.roofline(g, rs, f"{plat} {prec}", o), f"{plat}, {prec}"
+            )
+        )
+        if not rs:
+            s.notes.append(
+                f"{plat} {prec}: no roof (no datasheet entry matches and no "
+                "`paradnn calibrate` ceilings)."
+            )
+    if len(pts):
+        s.tables.append(w.table("roofline-points", pts, "Model points"))
+    if len(ops):
+        s.tables.append(w.table("roofline-ops", ops, "Profiled op points"))
+    else:
+        s.notes.append("No per-op profiles: `paradnn bench FAMILY ... --profile` records them.")
+    if not s.figures:
+        s.empty = "No ok runs with FLOP counts: `paradnn run`."
+    return s
+
+
+SPEEDUP_AXES = (
+    ("platform", None),
+    ("precision", "fp32"),
+    ("torch_version", None),
+    ("mode", "eager"),
+)
+
+
+def _speedups(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "speedups",
+        "Speedups (paper Figures 6-10, 12-13)",
+        "Groups matched by configuration: every other identity column (platform, "
+        "precision, mode, optimizer) is equal within a pair. Speedup = examples/s of the "
+        "second group over the first.",
+    )
+    for by, base in SPEEDUP_AXES:
+        vals = A.speedup.values(data, by)
+        if len(vals) < 2:
+            continue
+        a = base if base in vals else (sorted(vals)[0] if by == "torch_version" else vals[0])
+        for b in [v for v in vals if v != a][:4]:
+            c = A.compare(data, by, a, b)
+            if not len(c.pairs):
+                s.notes.append(f"{by}: no configuration ran ok in both {a} and {b}.")
+                continue
+            name = f"speedup-{by}-{b}-over-{a}"
+            color = "batch" if "batch" in c.pairs else None
+            s.figures.append(
+                w.figure(
+                    name, P.speedup_scatter(c, color), f"{by}: {b} over {a}, coloured by {color}"
+                )
+            )
+            s.tables.append(
+                w.table(
+                    name, c.summary, f"{by}: {b} over {a} — share faster, geometric mean, range"
+                )
+            )
+            if len(c.failed):
+                s.tables.append(
+                    w.table(
+                        name + "-failed",
+                        c.failed,
+                        "Configurations that succeeded in one group only",
+                    )
+                )
+    if not s.figures:
+        s.empty = (
+            "Needs two platforms, precisions, versions or modes over the same configs: "
+            "e.g. `paradnn run --preset cpu` (fp32 and bf16), or merge databases from two "
+            "machines: `paradnn report --db a.db --db b.db`. For a table in the terminal: "
+            "`paradnn compare --by precision --a fp32 --b bf16`."
+        )
+    return s
+
+
+def _batch(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "batch",
+        "Batch-size effect",
+        "The metric at each batch size relative to the "
+        "smallest, median over configurations that ran at several batch sizes.",
+    )
+    metric = default_metric(data.ok) if len(data.ok) else "examples_per_s"
+    df = A.batch_effect(data, metric)
+    if not len(df):
+        s.empty = "Needs configs run at several batch sizes: `paradnn run --preset cpu`."
+        return s
+    s.figures.append(w.figure("batch-effect", P.batch_effect(df, metric), f"{metric} vs batch"))
+    s.tables.append(w.table("batch-effect", df, "Batch-size effect"))
+    return s
+
+
+def _ops(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "ops", "Op micro-benchmarks and CPU thread scaling (accelerator study Table 4, Figures 2-6)"
+    )
+    df = A.ops_table(data)
+    if not len(df):
+        s.empty = (
+            "`paradnn ops` (matmul and conv2d at the study's shapes) and `paradnn ops "
+            "--thread-sweep` (CPU thread scaling)."
+        )
+        return s
+    s.figures.append(w.figure("ops", P.ops_bars(df), "Achieved FLOP/s per op"))
+    s.tables.append(w.table("ops", df, "Op micro-benchmarks"))
+    ts = A.thread_scaling(data)
+    if len(ts):
+        s.figures.append(w.figure("thread-scaling", P.thread_scaling(ts), "Thread scaling"))
+        s.tables.append(w.table("thread-scaling", ts, "Speedup and parallel efficiency"))
+    else:
+        s.notes.append("No thread sweep: `paradnn ops --thread-sweep`.")
+    return s
+
+
+def _table8(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "table8",
+        "Performance, power and energy per model and device (accelerator study Table 8 layout)",
+    )
+    t = A.table8(data)
+    if not len(t):
+        s.empty = "`paradnn run`; add `--energy` for the power and energy rows."
+        return s
+    s.tables.append(w.table("table8", t.reset_index(), "Median per model and platform/precision"))
+    energy_cols = set(A.summaries.ENERGY_ROWS)
+    if not energy_cols & set(data.runs.columns) or not any(
+        data.runs[c].notna().any() for c in energy_cols & set(data.runs.columns)
+    ):
+        s.notes.append(
+            "No energy measurements: `paradnn run --energy` (NVML on GPUs, RAPL on "
+            "CPUs where readable); where a counter is missing the run stores why."
+        )
+    return s
+
+
+def _prediction(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "prediction",
+        "Predicted vs measured (what-if model)",
+        "Step times predicted by `paradnn simulate` for configurations measured here. "
+        "Predictions are labelled as such.",
+    )
+    try:
+        from paradnn.sim import validate as sim_validate
+    except ImportError:
+        s.empty = "The simulator is not installed in this version."
+        return s
+    fn = getattr(sim_validate, "predicted_vs_measured_data", None)
+    if fn is None or not len(data.ok):
+        s.empty = "Needs ok runs on a device the platform database or ceilings describe."
+        return s
+    try:
+        df = fn(data)
+    except ConfigError as e:
+        s.empty = str(e)
+        return s
+    if df is None or not len(df):
+        s.empty = (
+            "No run matches a described platform: `paradnn calibrate` describes this "
+            "device from measurements; `paradnn simulate --validate` explains."
+        )
+        return s
+    s.figures.append(
+        w.figure(
+            "predicted-vs-measured",
+            P.predicted_vs_measured(df),
+            "Predicted (what-if model) vs measured step time",
+        )
+    )
+    s.tables.append(w.table("predicted-vs-measured", df, "Per-config prediction error"))
+    return s
+
+
+def _failures(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "failures",
+        "Failed and skipped runs",
+        "Every attempted configuration is stored; these did not finish `ok`.",
+    )
+    runs = latest(data.runs)
+    bad = runs[runs["status"] != "ok"] if len(runs) else runs
+    if not len(bad):
+        s.empty = "None."
+        return s
+    cols = [
+        c for c in ("family", "config_key", "platform", "precision", "status", "error") if c in bad
+    ]
+    t = bad[cols].copy()
+    if "error" in t:
+        t["error"] = t["error"].map(lambda e: (e or "")[:200])
+    s.tables.append(w.table("failures", t, "Runs that did not finish ok"))
+    return s
+
+
+_SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
+    ("summary", _summary),
+    ("findings", _findings),
+    ("parameter ranges", _param_ranges),
+    ("heat maps", _heatmaps),
+    ("sensitivity", _sensitivity),
+    ("rooflines", _rooflines),
+    ("speedups", _speedups),
+    ("batch effect", _batch),
+    ("ops", _ops),
+    ("table 8", _table8),
+    ("prediction", _prediction),
+    ("failures", _failures),
+    ("provenance", _provenance),
+]
+
+
+def _render(data: A.Data, sections: list[Section]) -> str:
+    env = Environment(
+        loader=PackageLoader("paradnn.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("report.html.j2").render(
+        sections=sections,
+        sources=data.sources,
+        version=paradnn.__version__,
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )

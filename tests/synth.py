@@ -1,0 +1,136 @@
+"""Synthetic result rows with a known structure, for the analysis and report tests.
+
+Counts (params, FLOPs per step) come from the families' analytic formulas, so the rows look like
+real ones; the timing metric comes from a formula the test chooses, so the test knows the answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from paradnn import families
+from paradnn.records import RunRecord
+from paradnn.store import open_store
+
+PEAK = 1e12  # FLOP/s of the synthetic platforms: utilization = achieved / PEAK
+
+
+def grid(space: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
+    keys = list(space)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*space.values())]
+
+
+def row(
+    family: str,
+    cfg: dict[str, Any],
+    util: float | None,
+    *,
+    platform: str = "SynthCPU",
+    device: str = "cpu",
+    precision: str = "fp32",
+    status: str = "ok",
+    torch_version: str = "2.13.0",
+    hostname: str = "host-a",
+    error: str | None = None,
+) -> dict[str, Any]:
+    """One run: achieved FLOP/s = util × PEAK; the step time and examples/s follow from it."""
+    fam = families.get(family)
+    c = fam.config(cfg)
+    full = {f.name: getattr(c, f.name) for f in fam.fields()}
+    flops = fam.train_flops(c)
+    key = hashlib.sha1(
+        json.dumps([family, full, platform, precision, torch_version, hostname]).encode()
+    ).hexdigest()[:16]
+    base = dict(
+        run_key=key,
+        family=family,
+        config=full,
+        precision=precision,
+        optimizer="rmsprop",
+        device=device,
+        device_name=platform,
+        status=status,
+        params=fam.params(c),
+        params_analytic=fam.params(c),
+        flops_per_step=flops,
+        flops_analytic=flops,
+        examples_per_step=full["batch"],
+        torch_version=torch_version,
+        hostname=hostname,
+        error=error,
+        threads=2,
+        fingerprint=hashlib.sha1(f"{platform}{torch_version}{hostname}".encode()).hexdigest()[:12],
+    )
+    if status == "ok" and util is not None:
+        achieved = util * PEAK
+        step = flops / achieved
+        base |= dict(
+            achieved_flops=achieved,
+            step_time_s=step,
+            examples_per_s=full["batch"] / step,
+            utilization_datasheet=None,
+            utilization_measured=None,
+        )
+    return base
+
+
+def rows(
+    family: str,
+    space: Mapping[str, Iterable[Any]],
+    util: Callable[[dict[str, Any]], float | None],
+    **kw: Any,
+) -> list[dict[str, Any]]:
+    """A row per config of the grid; `util` returning None marks the run as out of memory."""
+    out = []
+    for cfg in grid(space):
+        u = util(cfg)
+        out.append(row(family, cfg, u, status="ok" if u is not None else "oom", **kw))
+    return out
+
+
+def write_db(
+    path,
+    run_rows: list[dict[str, Any]],
+    ceilings: list[dict] | None = None,
+    ops: list[dict] | None = None,
+) -> str:
+    with open_store(path) as store:
+        for r in run_rows:
+            r = dict(r)
+            env = {"torch": r.pop("torch_version"), "hostname": r.pop("hostname")}
+            store.insert(RunRecord(**r, env=env))
+        if ceilings:
+            store.insert_rows("ceilings", ceilings)
+        if ops:
+            store.insert_rows("ops", ops)
+    return str(path)
+
+
+def op_row(
+    name: str,
+    flops: int,
+    time_s: float,
+    threads: int = 2,
+    precision: str = "fp32",
+    device_name: str = "SynthCPU",
+) -> dict[str, Any]:
+    return dict(
+        op="matmul",
+        name=name,
+        shape={"n": name},
+        precision=precision,
+        **{"pass": "fwd"},
+        threads=threads,
+        device="cpu",
+        device_name=device_name,
+        fingerprint="f",
+        status="ok",
+        flops=flops,
+        time_s=time_s,
+        achieved_flops=flops / time_s,
+        measured_at="2026-11-21T00:00:00",
+    )
