@@ -6,6 +6,7 @@ TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.paradnn-installed
 DB     ?= paradnn.db
+REPORT ?= report
 PYTEST_ARGS ?= -n 2
 
 .PHONY: demo test lint setup bench clean
@@ -21,6 +22,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/paradnn run --db $(DB)
+	$(BIN)/paradnn report --db $(DB) --out $(REPORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -33,4 +35,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/harness_overhead.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache $(REPORT)

@@ -288,3 +288,28 @@ def test_roofs_come_from_datasheet_and_ceilings_separately():
     assert rs["measured"].peak_flops == 6e14 and rs["measured"].bandwidth == 2.8e12
     assert rs["datasheet"].peak_flops > rs["measured"].peak_flops
     assert rs["measured"].ridge == pytest.approx(6e14 / 2.8e12)
+
+
+def test_software_versions_order_numerically_not_as_text():
+    old = synth.rows("fc", FC_SPACE, lambda c: 0.2, torch_version="2.9.1")
+    new = synth.rows("fc", FC_SPACE, lambda c: 0.3, torch_version="2.10.0+cu128")
+    f = _by_id(A.from_frames(old + new))["software-updates"]
+    assert f.verdict == F.HOLDS and "2.10.0+cu128 over 2.9.1" in f.evidence
+
+
+def test_thread_counts_compare_as_groups():
+    one = synth.rows("fc", FC_SPACE, lambda c: 0.1)
+    two = [
+        dict(
+            r,
+            threads=4,
+            run_key=r["run_key"] + "-4t",  # a thread count is part of a run's identity
+            achieved_flops=r["achieved_flops"] * 1.5,
+            examples_per_s=r["examples_per_s"] * 1.5,
+        )
+        for r in one
+    ]
+    data = A.from_frames(one + two)
+    assert A.speedup.values(data, "threads") == ["2", "4"]
+    c = A.compare(data, "threads", "2", "4")
+    assert c.overall()["geomean"] == pytest.approx(1.5) and c.overall()["n"] == 48

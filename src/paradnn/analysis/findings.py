@@ -16,7 +16,7 @@ import pandas as pd
 from paradnn.analysis.frames import Data, default_metric, latest
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.roofline import model_points, roofs
-from paradnn.analysis.speedup import compare, geomean, values
+from paradnn.analysis.speedup import compare, geomean, values, version_key
 from paradnn.analysis.summaries import thread_scaling
 
 HOLDS, FAILS, NO_DATA, UNTESTABLE = "holds", "does not hold", "not enough data", "untestable"
@@ -274,7 +274,7 @@ def software_versions(data: Data) -> Finding:
     fid, src = "software-updates", "seed 000 observations 12, 14"
     claim = "A newer software stack trains the same models faster"
     rule = "holds when the newest torch version's geometric-mean speedup over the oldest is > 1"
-    versions = sorted(values(data, "torch_version"))
+    versions = sorted(values(data, "torch_version"), key=version_key)
     if len(versions) < 2:
         return Finding(
             fid,

@@ -115,6 +115,8 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
         df["id"] = range(1, len(df) + 1)
     if "run_key" not in df:
         df["run_key"] = df["id"].astype(str)
+    if "threads" in df:  # a count, printed as one ("2", not "2.0") even beside nulls
+        df["threads"] = pd.to_numeric(df["threads"], errors="coerce").astype("Int64")
     df["uid"] = df["db_index"].astype(str) + ":" + df["id"].astype(str)
     # The platform a row ran on: the device's own name (GPU model or CPU model), else the
     # device string. Two machines with one GPU model are one platform, as in the paper.

@@ -105,6 +105,13 @@ def compare(
     return Comparison(by, str(a), str(b), metric, pairs, summary, unmatched, failed)
 
 
+def version_key(v: str) -> tuple:
+    """'2.10.0+cu128' after '2.9.1': numbers compare as numbers."""
+    import re
+
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|[a-z]+", v))
+
+
 def _only_in(x: pd.DataFrame, y: pd.DataFrame, key: list[str]) -> int:
     m = x[key].merge(y[key], on=key, how="left", indicator=True)
     return int((m["_merge"] == "left_only").sum())

@@ -372,6 +372,7 @@ SPEEDUP_AXES = (
     ("precision", "fp32"),
     ("torch_version", None),
     ("mode", "eager"),
+    ("threads", None),
 )
 
 
@@ -387,7 +388,14 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
         vals = A.speedup.values(data, by)
         if len(vals) < 2:
             continue
-        a = base if base in vals else (sorted(vals)[0] if by == "torch_version" else vals[0])
+        if base in vals:
+            a = base
+        elif by == "threads":  # the fewest threads is the baseline of a scaling curve
+            a = min(vals, key=lambda v: int(v) if v.isdigit() else 1 << 30)
+        elif by == "torch_version":
+            a = min(vals, key=A.speedup.version_key)
+        else:
+            a = vals[0]
         for b in [v for v in vals if v != a][:4]:
             c = A.compare(data, by, a, b)
             if not len(c.pairs):
