@@ -232,6 +232,28 @@ def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> list[dict[str,
         return store.rows(table, {k: v for k, v in where.items() if v is not None})
 
 
+def report(dbs: Sequence[str], out: str = "report", progress: Callable[[str], None] | None = None):
+    """Write the HTML report (+ figures/ and tables/) of one or more databases into `out`."""
+    from paradnn import report as report_mod
+
+    return report_mod.build(list(dbs) or [DEFAULT_DB], out, progress=progress)
+
+
+def compare(
+    dbs: Sequence[str],
+    by: str,
+    a: str,
+    b: str,
+    metric: str = "examples_per_s",
+    family: str | None = None,
+):
+    """Speedup of group b over group a (by platform, precision, version, …) per matched config."""
+    from paradnn import analysis
+
+    data = analysis.load(list(dbs) or [DEFAULT_DB])
+    return analysis.compare(data, by, a, b, metric=metric, family=family)
+
+
 def family_info() -> list[dict[str, Any]]:
     out = []
     for name in families.names():

@@ -511,6 +511,72 @@ def platforms(
     out.print_json(data=local)
 
 
+DbsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--db", help="Result database; repeat to merge several (machines).", show_default=False
+    ),
+]
+
+
+@app.command()
+def report(
+    db: DbsOpt = None,
+    out_dir: Annotated[str, typer.Option("--out", help="Directory for the report.")] = "report",
+) -> None:
+    """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
+    (also PNG figures and CSV tables next to it)."""
+    with err.status("building report…") as status:
+        rep = api.report(db or [DEFAULT_DB], out_dir, progress=lambda s: status.update(s + "…"))
+    empty = sum(1 for s in rep.sections if s.empty)
+    out.print(
+        f"Report: [bold]{rep.html}[/] ({len(rep.sections) - empty} sections with data, "
+        f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {rep.html.parent})"
+    )
+
+
+@app.command()
+def compare(
+    by: Annotated[
+        str,
+        typer.Option("--by", help="platform, precision, torch_version, mode, optimizer, threads…"),
+    ],
+    a: Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")],
+    b: Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")],
+    db: DbsOpt = None,
+    metric: Annotated[
+        str, typer.Option("--metric", help="examples_per_s, achieved_flops or step_time_s.")
+    ] = "examples_per_s",
+    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="table, csv (per config) or json.")
+    ] = Format.table,
+    limit: Annotated[
+        int, typer.Option("--limit", help="Configs shown in the table (slowest and fastest).")
+    ] = 10,
+) -> None:
+    """Speedup of group B over group A for every configuration both ran (matched on family,
+    config and every other identity column)."""
+    c = api.compare(db or [DEFAULT_DB], by, a, b, metric=metric, family=family)
+    if fmt is Format.csv:
+        sys.stdout.write(c.pairs.to_csv(index=False))
+        return
+    if fmt is Format.json:
+        sys.stdout.write(tables.comparison_json(c) + "\n")
+        return
+    out.print(tables.speedup_summary(c))
+    if len(c.pairs):
+        out.print(tables.speedup_pairs(c, limit))
+    if len(c.failed):
+        out.print(
+            f"{len(c.failed)} configs ran ok in one group and failed in the other "
+            "(see --format json)."
+        )
+    missing = {k: v for k, v in c.unmatched.items() if v}
+    if missing:
+        out.print("Ran ok in one group only: " + ", ".join(f"{k}: {v}" for k, v in missing.items()))
+
+
 def main() -> None:
     """Entry point: bad input of any kind is one line on stderr and exit status 2."""
     try:  # recent typer vendors click; older releases use click itself

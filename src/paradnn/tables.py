@@ -113,6 +113,73 @@ def to_json(rows: Sequence[dict[str, Any]]) -> str:
     return json.dumps(list(rows), indent=1, default=str)
 
 
+def _records(df: Any) -> list[dict[str, Any]]:
+    """DataFrame rows as JSON-safe dicts (NaN becomes null)."""
+    return [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+        for r in df.to_dict("records")
+    ]
+
+
+def comparison_json(c: Any) -> str:
+    doc = {
+        "by": c.by,
+        "a": c.a,
+        "b": c.b,
+        "metric": c.metric,
+        "unmatched": c.unmatched,
+        "summary": _records(c.summary),
+        "pairs": _records(c.pairs),
+        "failed": _records(c.failed),
+    }
+    return json.dumps(doc, indent=1, default=str)
+
+
+def _x(v: Any) -> str:
+    return "—" if v is None or v != v else f"{v:.3g}×"
+
+
+def speedup_summary(c: Any) -> Table:
+    t = Table(title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric})", header_style="bold")
+    for col in ("family", "configs", "faster", "geomean", "median", "min", "max"):
+        t.add_column(col, justify="left" if col == "family" else "right")
+    for r in c.summary.to_dict("records"):
+        t.add_row(
+            str(r["family"]),
+            str(r["n"]),
+            f"{100 * r['faster_share']:.0f}%",
+            _x(r["geomean"]),
+            _x(r["median"]),
+            _x(r["min"]),
+            _x(r["max"]),
+        )
+    if not len(c.summary):
+        t.add_row("(no configuration ran ok in both groups)", *[""] * 6)
+    return t
+
+
+def speedup_pairs(c: Any, limit: int) -> Table:
+    """The slowest and fastest matched configs (all of them when there are few)."""
+    p = c.pairs.sort_values("speedup")
+    shown = p if len(p) <= 2 * limit else p.iloc[list(range(limit)) + list(range(-limit, 0))]
+    t = Table(
+        title=f"per config ({len(shown)} of {len(p)}; --format csv for all)", header_style="bold"
+    )
+    for col in ("family", "config", "params", c.a, c.b, "speedup"):
+        t.add_column(col, justify="left" if col in ("family", "config") else "right")
+    for r in shown.to_dict("records"):
+        cfg = json.loads(r["config_key"])
+        t.add_row(
+            str(r["family"]),
+            compact_config(cfg),
+            _si(r.get("params")),
+            _si(r["value_a"]),
+            _si(r["value_b"]),
+            _x(r["speedup"]),
+        )
+    return t
+
+
 def duration(seconds: float) -> str:
     if seconds < 10:
         return f"{max(0.0, seconds):.1f}s"
