@@ -111,14 +111,14 @@ def test_migrations_apply_in_order(tmp_path, monkeypatch):
     path = tmp_path / "m.db"
     with open_store(path) as s:
         s.insert(_record())
-    extra = "ALTER TABLE runs ADD COLUMN energy_j REAL;"
+    extra = "ALTER TABLE runs ADD COLUMN future_metric REAL;"
     monkeypatch.setattr(db, "MIGRATIONS", [*schema.MIGRATIONS, extra])
     monkeypatch.setattr(db, "LATEST", LATEST + 1)
     conn = sqlite3.connect(path)
     db.migrate(conn, str(path))
     assert schema_version(conn) == LATEST + 1
     cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
-    assert "energy_j" in cols
+    assert "future_metric" in cols
     assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # rows survive
 
 

@@ -29,6 +29,9 @@ def bench(
     timing: TimingPolicy | None = None,
     timeout_s: float = 900.0,
     profile: bool = False,
+    energy: bool = False,
+    energy_period_s: float = 0.05,
+    energy_idle_s: float = 2.0,
     db: str = DEFAULT_DB,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
@@ -44,6 +47,9 @@ def bench(
         threads=threads,
         timing=timing or TimingPolicy(),
         profile=profile,
+        energy=energy,
+        energy_period_s=energy_period_s,
+        energy_idle_s=energy_idle_s,
     )
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
@@ -63,6 +69,9 @@ def run(
     db: str = DEFAULT_DB,
     settings: SweepSettings | None = None,
     profile: bool = False,
+    energy: bool = False,
+    energy_period_s: float = 0.05,
+    energy_idle_s: float = 2.0,
     on_event: Callable[[Event], None] | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
@@ -71,7 +80,13 @@ def run(
 
     sweep, specs = _plan(preset, precisions, optimizer)
     options = RunOptions(
-        device=device, threads=threads, timing=timing or sweep.timing, profile=profile
+        device=device,
+        threads=threads,
+        timing=timing or sweep.timing,
+        profile=profile,
+        energy=energy,
+        energy_period_s=energy_period_s,
+        energy_idle_s=energy_idle_s,
     )
     settings = settings or SweepSettings()
     with open_store(db) as store:

@@ -98,6 +98,21 @@ MinTimeOpt = Annotated[
 MaxTimeOpt = Annotated[
     float | None, typer.Option("--max-time", help="Cap on the timed phase per config, in seconds.")
 ]
+EnergyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--energy",
+        help="Also measure energy over the timed window (NVML on GPUs, RAPL for CPU packages; "
+        "the window grows to what the counter needs for ≤1% error). See docs/energy.md.",
+    ),
+]
+EnergyPeriodOpt = Annotated[
+    float, typer.Option("--energy-period", help="Power sampling period in seconds (≥ 0.05).")
+]
+EnergyIdleOpt = Annotated[
+    float,
+    typer.Option("--energy-idle", help="Seconds of idle power measured before the runs (0: none)."),
+]
 
 
 class ProgressMode(StrEnum):
@@ -162,6 +177,9 @@ def run(
     ] = ProgressMode.bar,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")] = False,
     profile: Annotated[bool, ProfileOpt] = False,
+    energy: EnergyOpt = False,
+    energy_period: EnergyPeriodOpt = 0.05,
+    energy_idle: EnergyIdleOpt = 2.0,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -199,6 +217,9 @@ def run(
                 db=db,
                 settings=settings,
                 profile=profile,
+                energy=energy,
+                energy_period_s=energy_period,
+                energy_idle_s=energy_idle,
                 on_event=reporter,
             )
     except KeyboardInterrupt:
@@ -215,6 +236,9 @@ def run(
         f", {skipped} already done" if skipped else ""
     )
     out.print(tables.rich_table(rows, title=title))
+    if energy:
+        for line in tables.energy_notes(rows):
+            out.print(line)
     out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
     if rows and all(r["utilization_measured"] is None for r in rows):
         out.print(
@@ -335,6 +359,9 @@ def bench(
         float, typer.Option("--timeout", help="Seconds the run may take before it is killed.")
     ] = 900.0,
     profile: Annotated[bool, ProfileOpt] = False,
+    energy: EnergyOpt = False,
+    energy_period: EnergyPeriodOpt = 0.05,
+    energy_idle: EnergyIdleOpt = 2.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole record as JSON.")
     ] = False,
@@ -353,6 +380,9 @@ def bench(
         timing=_timing(min_time, max_time),
         timeout_s=timeout,
         profile=profile,
+        energy=energy,
+        energy_period_s=energy_period,
+        energy_idle_s=energy_idle,
         db=db,
     )
     row = rec.as_dict()
@@ -370,6 +400,9 @@ def bench(
             f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
             f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads"
         )
+    if energy:
+        for line in tables.energy_notes([row]):
+            out.print(line)
     out.print(f"Stored in [bold]{db}[/].")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
-from paradnn.validate import int_at_least, one_of
+from paradnn.validate import int_at_least, number_at_least, one_of
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 OPTIMIZERS = ("rmsprop", "sgd", "momentum")
@@ -41,6 +41,9 @@ class RunOptions:
     mode: str = "eager"
     seed: int = 0
     profile: bool = False  # also record a per-op profile of one extra step (not in the key)
+    energy: bool = False  # measure energy over the timed window (docs/energy.md)
+    energy_period_s: float = 0.05  # power sampling period; NVML polled faster returns junk
+    energy_idle_s: float = 2.0  # idle baseline before a sweep (0: none); reported, not subtracted
     timing: TimingPolicy = field(default_factory=TimingPolicy)
 
     def __post_init__(self) -> None:
@@ -51,7 +54,29 @@ class RunOptions:
         if self.threads is not None:
             int_at_least("threads", self.threads, 1)
         int_at_least("seed", self.seed, 0)
+        if not isinstance(self.energy, bool):
+            raise ConfigError("energy", self.energy, "must be true or false")
+        ok = isinstance(self.energy_period_s, (int, float)) and not isinstance(
+            self.energy_period_s, bool
+        )
+        if not ok or not 0.05 <= self.energy_period_s <= 10:
+            raise ConfigError(
+                "energy_period",
+                self.energy_period_s,
+                "must be seconds in [0.05, 10] (NVML polled faster than 50 ms returns zeros)",
+            )
+        number_at_least("energy_idle", self.energy_idle_s, 0.0)
 
     def key_fields(self) -> dict[str, object]:
-        """What enters the run key (timing budgets do not: they change precision, not meaning)."""
-        return {"precision": self.precision, "optimizer": self.optimizer, "mode": self.mode}
+        """What enters the run key (timing budgets do not: they change precision, not meaning).
+
+        An energy run is its own measurement (a longer window, a sampler thread beside the
+        steps), so `energy` enters the key, only when on: keys of other runs are unchanged."""
+        key: dict[str, object] = {
+            "precision": self.precision,
+            "optimizer": self.optimizer,
+            "mode": self.mode,
+        }
+        if self.energy:
+            key["energy"] = True
+        return key

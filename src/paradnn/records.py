@@ -71,6 +71,18 @@ class RunRecord:
     worker_pid: int | None = None
     worker_index: int | None = None  # how many runs this worker process did before this one
     op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
+    # Energy of the run's device over the timed window (--energy; docs/energy.md).
+    energy_j: float | None = None
+    energy_window_s: float | None = None
+    avg_power_w: float | None = None  # energy_j / energy_window_s
+    energy_per_step_j: float | None = None
+    energy_per_sample_j: float | None = None
+    samples_per_j: float | None = None
+    energy_method: str | None = None  # nvml_energy_counter, nvml_power_instant, …, rapl_powercap
+    energy_scope: str | None = None  # gpu, cpu_package
+    energy_period_s: float | None = None  # power sampling period
+    idle_power_w: float | None = None  # idle baseline before the sweep; reported, not subtracted
+    energy: dict[str, Any] | None = None  # per device/domain detail, totals, sampling, idle
     threads: int | None = None
     fingerprint: str | None = None
     env: dict[str, Any] = field(default_factory=dict)
@@ -151,4 +163,29 @@ def start_record(
     )
     for name in ("utilization_datasheet", "utilization_measured"):  # until the store fills them
         rec.null(name, "computed against the platform database and ceilings when stored")
+    null_energy(rec, "not_measured" if getattr(options, "energy", False) else "not_requested")
     return rec
+
+
+ENERGY_FIELDS = (
+    "energy_j",
+    "energy_window_s",
+    "avg_power_w",
+    "energy_per_step_j",
+    "energy_per_sample_j",
+    "samples_per_j",
+    "energy_method",
+    "energy_scope",
+    "energy_period_s",
+    "idle_power_w",
+)
+
+
+def null_energy(rec: RunRecord, code: str) -> None:
+    """Every energy column null with `code: hint` (codes: paradnn.measure.energy.REASONS)."""
+    hint = {
+        "not_requested": "the run was measured without --energy",
+        "not_measured": "the run did not reach its timed window",
+    }.get(code, "")
+    for name in ENERGY_FIELDS:
+        rec.null(name, f"{code}: {hint}" if hint else code)

@@ -20,7 +20,7 @@ STATUS_STYLE = {
     "timeout": "red",
     "crashed": "red",
 }
-SCALAR_SKIP = ("samples", "env")
+SCALAR_SKIP = ("samples", "env", "energy")
 
 
 def compact_config(cfg: dict[str, Any]) -> str:
@@ -46,9 +46,55 @@ def _ms(row: dict[str, Any]) -> str:
     return f"{med * 1e3:.3g}" + (f" ±{ci * 100:.1f}%" if ci is not None else "")
 
 
+def _energy_requested(r: dict[str, Any]) -> bool:
+    why = (r.get("nulls") or {}).get("energy_j")
+    return r.get("energy_j") is not None or (why is not None and not why.startswith("not_req"))
+
+
+def _energy_null(r: dict[str, Any], col: str) -> str:
+    why = (r.get("nulls") or {}).get(col) or (r.get("nulls") or {}).get("energy_j") or ""
+    return f"n/a ({why.split(':')[0]})" if why else "—"
+
+
+def _energy_cells(r: dict[str, Any]) -> tuple[str, str]:
+    """Average W and J per sample of the run's device, or `n/a (reason code)`."""
+    if r.get("energy_j") is None:
+        cell = _energy_null(r, "energy_j")
+        return cell, cell
+    w, jps = r.get("avg_power_w"), r.get("energy_per_sample_j")
+    return f"{w:.3g}", ("—" if jps is None else f"{jps:.3g}")
+
+
+def energy_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per measured run (J, W, J/sample, method) and one per reason energy is null."""
+    lines, reasons = [], {}
+    for r in rows:
+        if r.get("energy_j") is not None:
+            idle = r.get("idle_power_w")
+            lines.append(
+                f"energy: {r['energy_j']:.4g} J over {r['energy_window_s']:.3g} s = "
+                f"{r['avg_power_w']:.4g} W"
+                + (
+                    f", {r['energy_per_sample_j']:.3g} J/sample, {r['samples_per_j']:.3g} samples/J"
+                    if r.get("energy_per_sample_j") is not None
+                    else ""
+                )
+                + f" ({r['energy_method']}, {r['energy_scope']}"
+                + (f"; idle {idle:.3g} W" if idle is not None else "")
+                + ")"
+            )
+        elif _energy_requested(r):
+            why = (r.get("nulls") or {}).get("energy_j", "unknown")
+            reasons[why] = reasons.get(why, 0) + 1
+    for why, n in reasons.items():
+        lines.append(f"energy: n/a{f' for {n} runs' if n > 1 else ''} ({why})")
+    return lines
+
+
 def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
     t = Table(title=title, header_style="bold", show_lines=False)
     with_id = any(r.get("id") is not None for r in rows)
+    with_energy = any(_energy_requested(r) for r in rows)
     for col, just in ((("id", "right"),) if with_id else ()) + (
         ("family", "left"),
         ("config", "left"),
@@ -60,6 +106,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("examples/s", "right"),
         ("FLOP/s", "right"),
         ("util", "right"),
+        *((("W", "right"), ("J/sample", "right")) if with_energy else ()),
     ):
         t.add_column(col, justify=just, overflow="fold")
     for r in rows:
@@ -76,6 +123,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             _si(r.get("examples_per_s")),
             _si(r.get("achieved_flops")),
             _util(r),
+            *(_energy_cells(r) if with_energy else ()),
         )
     return t
 
@@ -90,8 +138,8 @@ def _util(r: dict[str, Any]) -> str:
 
 
 def to_csv(rows: Sequence[dict[str, Any]]) -> str:
-    """Scalar columns; JSON columns (config, flags, nulls) as JSON text; samples and env left out
-    (use --format json for those)."""
+    """Scalar columns; JSON columns (config, flags, nulls) as JSON text; samples, env and the
+    energy detail left out (use --format json for those)."""
     buf = io.StringIO()
     if not rows:
         return ""

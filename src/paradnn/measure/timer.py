@@ -61,6 +61,9 @@ class TimingPolicy:
     warmup_tolerance: float = 0.05
     min_block_s: float = 0.001
     max_chunk: int = 50
+    # Energy: the timed window lasts at least this long, so counter resolution gives ≤1% error
+    # (set from the energy sources when --energy is on; it also lifts the time and sample caps).
+    min_window_s: float = 0.0
 
     def __post_init__(self) -> None:
         int_at_least("timing.min_samples", self.min_samples, 2)
@@ -79,6 +82,7 @@ class TimingPolicy:
         number_at_least("timing.warmup_tolerance", self.warmup_tolerance, 0.0, strict=True)
         number_at_least("timing.min_block_s", self.min_block_s, 0.0)
         int_at_least("timing.max_chunk", self.max_chunk, 1)
+        number_at_least("timing.min_window_s", self.min_window_s, 0.0)
 
 
 # A short policy for smoke runs and the `quick` preset: same rules, smaller budgets.
@@ -101,9 +105,22 @@ class Timing:
     measure_wall_s: float  # host wall clock of the whole measurement phase
     host_step_s: float  # measure_wall_s / steps: the host's view, includes sync gaps
     extras: dict[str, Any] = field(default_factory=dict)
+    steps: int = 0  # steps in the timed window (what an energy window divides by)
 
 
-def measure(step: Callable[[], Any], clock: BlockClock, policy: TimingPolicy) -> Timing:
+class Window(Protocol):
+    """Called at the edges of the timed phase, after a device sync (an energy meter)."""
+
+    def begin(self) -> None: ...
+    def end(self) -> None: ...
+
+
+def measure(
+    step: Callable[[], Any],
+    clock: BlockClock,
+    policy: TimingPolicy,
+    window: Window | None = None,
+) -> Timing:
     # P1: the cold step, synchronised on both sides.
     clock.sync()
     t0 = clock.now()
@@ -136,9 +153,12 @@ def measure(step: Callable[[], Any], clock: BlockClock, policy: TimingPolicy) ->
     k = max(1, math.ceil(policy.min_block_s / est - 1e-6))  # tolerate float noise in est
     block_s = k * est
     # At least min_samples samples even when one step outlasts the cap (timing.md: T_max ≥ 10×est).
-    cap = max(policy.max_time_s, policy.min_samples * block_s)
+    cap = max(policy.max_time_s, policy.min_samples * block_s, policy.min_window_s)
     chunk = max(1, min(policy.max_chunk, int(0.1 * cap / block_s)))
     samples: list[float] = []
+    if window is not None:
+        clock.sync()
+        window.begin()
     m0 = clock.now()
     steps = 0
     stop_reason = "max_time"
@@ -154,17 +174,20 @@ def measure(step: Callable[[], Any], clock: BlockClock, policy: TimingPolicy) ->
         samples += [d / k for d in clock.elapsed(pairs)]
         spent = clock.now() - m0
         n = len(samples)
-        ready = n >= policy.min_samples and spent >= policy.min_time_s
+        long_enough = spent >= policy.min_window_s
+        ready = n >= policy.min_samples and spent >= policy.min_time_s and long_enough
         if ready and summarize(samples, policy.confidence).ci_rel <= policy.target_ci_rel:
             converged, stop_reason = True, "ci_target"
             break
-        if n >= policy.max_samples:
+        if n >= policy.max_samples and long_enough:
             stop_reason = "max_samples"
             break
         if spent >= cap and n >= policy.min_samples:
             break
     clock.sync()
     wall = clock.now() - m0
+    if window is not None:
+        window.end()
     return Timing(
         first_step_s=first,
         warmup_steps=len(warm),
@@ -177,4 +200,5 @@ def measure(step: Callable[[], Any], clock: BlockClock, policy: TimingPolicy) ->
         stop_reason=stop_reason,
         measure_wall_s=wall,
         host_step_s=wall / steps,
+        steps=steps,
     )

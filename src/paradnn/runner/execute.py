@@ -8,6 +8,7 @@ exception is `crashed` with its message. Hangs and segfaults are the sweep super
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import traceback
@@ -95,6 +96,7 @@ def measure_into(
     family = families.get(family_name)
     cfg = family.config(rec.config)
     step = None
+    meter = None
     # Denormal operands slow CPU math by up to ~80× for stretches of a training run, so a step
     # time would depend on which steps got timed. TensorFlow (ParaDnn's framework) flushes them
     # by default; so do we during a run (the environment records it), and restore after.
@@ -110,8 +112,14 @@ def measure_into(
             rec.params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
             step = TrainStep(built, options.optimizer, options.precision, device)
             del built
-            timing = measure(step, clock_for(device), options.timing)
+            meter = _open_meter(options, device, rec)
+            policy = options.timing
+            if meter is not None and meter.min_window_s > policy.min_window_s:
+                policy = dataclasses.replace(policy, min_window_s=meter.min_window_s)
+            timing = measure(step, clock_for(device), policy, window=meter)
             synchronize(device)
+            if meter is not None:
+                _fill_energy(rec, meter, timing.steps, options.energy_period_s)
             count = flops.count_step(step, device)  # one more step, untimed, under the counter
             if options.profile:
                 from paradnn.measure.profile import profile_step
@@ -133,11 +141,43 @@ def measure_into(
         if rec.status == "crashed":
             rec.error += " | " + _where(e)
     finally:
+        if meter is not None:
+            meter.close()
         torch.set_flush_denormal(False)
         del step
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
+
+
+def _open_meter(options: RunOptions, device: torch.device, rec: RunRecord):
+    """The energy meter for this run, or None without --energy (its nulls are already set).
+    A meter that fails to open nulls the energy (read_failed) rather than failing the run."""
+    if not options.energy:
+        return None
+    from paradnn.measure.energy import open_meter
+
+    try:
+        return open_meter(
+            str(device), period_s=options.energy_period_s, sync=lambda: synchronize(device)
+        )
+    except Exception as e:
+        from paradnn.measure.energy import fill_record
+
+        fill_record(rec, None, options.energy_period_s, reason="read_failed", detail=one_line(e))
+        return None
+
+
+def _fill_energy(rec: RunRecord, meter: Any, steps: int, period_s: float) -> None:
+    """The window's energy into the record; an error here nulls the energy, never the run."""
+    from paradnn.measure.energy import fill_record
+
+    try:
+        res = meter.result(steps, rec.examples_per_step)
+    except Exception as e:
+        fill_record(rec, None, period_s, reason="read_failed", detail=one_line(e))
+        return
+    fill_record(rec, res, period_s)
 
 
 def _where(exc: BaseException) -> str:

@@ -173,6 +173,13 @@ class Supervisor:
             raise ConfigError(
                 "workers", settings.workers, "more than 1 needs --device cpu (one run per GPU)"
             )
+        if settings.workers > 1 and options.energy:
+            raise ConfigError(
+                "workers",
+                settings.workers,
+                "--energy needs 1 (RAPL and NVML measure whole devices: parallel runs would "
+                "share their energy)",
+            )
         self.store, self.options, self.settings = store, options, settings
         self.sweep = sweep
         self.on_event = on_event or (lambda e: None)
@@ -183,6 +190,7 @@ class Supervisor:
         self.cost_left = 0.0
         self.measured_s = 0.0
         self._last: RunRecord | None = None
+        self.idle: dict[str, Any] | None = None  # the idle power baseline (--energy)
 
     # -- planning ----------------------------------------------------------------------------
     def _options(self, spec: RunSpec) -> RunOptions:
@@ -270,6 +278,8 @@ class Supervisor:
             if hello["capacity_kind"] == "host":  # parallel CPU workers share the host's memory
                 capacity //= self.settings.workers
             capacity = (capacity, hello["env"]["device_type"])
+            if self.options.energy and jobs and self.options.energy_idle_s > 0:
+                self.idle = self._idle_baseline(hello["env"]["device"])
             self._emit("start", slots, skipped)
             queue = list(jobs)
             while queue or any(w is not None and w.job for w in slots):
@@ -285,6 +295,27 @@ class Supervisor:
                 _stop(w, kill=False)
         self._emit("end", [])
         return results
+
+    def _idle_baseline(self, device: str) -> dict[str, Any]:
+        """Idle power of the sweep's device, measured here (torch-free) while the first worker
+        waits with its device set up and nothing runs; once per sweep, before any job."""
+        from paradnn.measure.energy import measure_idle, open_meter
+
+        try:
+            meter = open_meter(device, period_s=self.options.energy_period_s)
+        except Exception as e:  # the baseline is context: never the reason a sweep fails
+            return {"power_w": None, "reason": "read_failed", "method": None, "detail": str(e)}
+        try:
+            if not meter.sources:  # nothing to measure: no point waiting
+                meter.begin(threaded=False)
+                meter.end()
+                head = meter.result()["headline"]
+                return {"power_w": None, "reason": head["reason"], "method": None}
+            return measure_idle(meter, self.options.energy_idle_s)
+        except Exception as e:
+            return {"power_w": None, "reason": "read_failed", "method": None, "detail": str(e)}
+        finally:
+            meter.close()
 
     def _dispatch(
         self,
@@ -329,6 +360,10 @@ class Supervisor:
         rec.predicted_mem_lower_bytes = job.record.predicted_mem_lower_bytes
         if rec.finished_at is None:
             rec.finished_at = now()
+        if self.options.energy:
+            from paradnn.measure.energy import attach_idle
+
+            attach_idle(rec, self.idle)
         utilization.fill(rec, self.store)
         self.store.insert(rec)
         self.done += 1

@@ -17,7 +17,7 @@ from paradnn.records import RECORD_FIELDS, RunRecord
 from paradnn.store.schema import LATEST, MIGRATIONS
 
 DEFAULT_DB = "paradnn.db"
-JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls")
+JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls", "energy")
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",

@@ -135,6 +135,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX op_profile_run ON op_profile(run_id);
     """,
+    # v4: energy of the run's device over the timed window (--energy; docs/energy.md). Earlier
+    # rows keep nulls: they were measured without energy.
+    """
+    ALTER TABLE runs ADD COLUMN energy_j REAL;              -- J, the run's device
+    ALTER TABLE runs ADD COLUMN energy_window_s REAL;       -- s, the timed window
+    ALTER TABLE runs ADD COLUMN avg_power_w REAL;           -- W = energy_j / energy_window_s
+    ALTER TABLE runs ADD COLUMN energy_per_step_j REAL;     -- J per training step
+    ALTER TABLE runs ADD COLUMN energy_per_sample_j REAL;   -- J per training example
+    ALTER TABLE runs ADD COLUMN samples_per_j REAL;         -- training examples per J
+    ALTER TABLE runs ADD COLUMN energy_method TEXT;
+    ALTER TABLE runs ADD COLUMN energy_scope TEXT;
+    ALTER TABLE runs ADD COLUMN energy_period_s REAL;       -- s, power sampling period
+    ALTER TABLE runs ADD COLUMN idle_power_w REAL;          -- W, before the sweep; not subtracted
+    ALTER TABLE runs ADD COLUMN energy TEXT;                -- JSON: devices, totals, sampling
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
