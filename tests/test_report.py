@@ -203,3 +203,25 @@ def test_compare_cli_table_csv_json(tmp_path, capsys):
 def test_compare_bad_input_is_one_line(tmp_path, capsys, extra, needle):
     code, _out, err = run_cli(capsys, "compare", "--db", cpu_db(tmp_path), *extra)
     assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_table8_has_energy_rows_when_measured_and_reasons_when_not(tmp_path):
+    rows = synth.rows("fc", FC, _util)
+    for i, r in enumerate(rows):
+        if i % 2:
+            r.update(
+                avg_power_w=250.0,
+                energy_per_sample_j=0.5,
+                samples_per_j=2.0,
+                energy_method="nvml_energy_counter",
+                idle_power_w=60.0,
+            )
+        else:
+            r["nulls"] = {"energy_j": "vm_guest: no RAPL counters"}
+    rep = report.build([synth.write_db(tmp_path / "e.db", rows)], tmp_path / "out")
+    t8 = _sections(rep)["table8"]
+    with open(tmp_path / "out" / "tables" / "table8.csv") as f:
+        quantities = {r["quantity"] for r in csv.DictReader(f)}
+    assert {"examples/s", "average power (W)", "energy per sample (J)"} <= quantities
+    notes = " ".join(t8.notes)
+    assert "9 × vm_guest: no RAPL counters" in notes and "60.0 W" in notes

@@ -80,7 +80,9 @@ def param_ranges(data: Data, include_space: bool = True) -> pd.DataFrame:
                     {
                         "family": name,
                         "kind": family_kind(name),
-                        "source": "paper space (analytic)",
+                        "source": "paper space (analytic)"
+                        if family_kind(name) != "real"
+                        else "as defined (analytic)",
                         "configs": n,
                         "min": lo,
                         "median": None,
@@ -160,6 +162,19 @@ ENERGY_ROWS = {
     "energy_per_sample_j": "energy per sample (J)",
     "samples_per_j": "samples per J",
 }
+
+
+def energy_null_reasons(data: Data) -> dict[str, int]:
+    """How many runs asked for energy and got none, by reason (`nulls['energy_j']`)."""
+    runs = latest(data.runs)
+    if not len(runs) or "nulls" not in runs:
+        return {}
+    out: dict[str, int] = {}
+    for nulls in runs["nulls"]:
+        why = (nulls or {}).get("energy_j") if isinstance(nulls, dict) else None
+        if why and not why.startswith("not_requested"):
+            out[why] = out.get(why, 0) + 1
+    return out
 
 
 def table8(data: Data, max_models: int = 16) -> pd.DataFrame:

@@ -480,13 +480,25 @@ def _table8(data: A.Data, w: _Writer) -> Section:
         s.empty = "`paradnn run`; add `--energy` for the power and energy rows."
         return s
     s.tables.append(w.table("table8", t.reset_index(), "Median per model and platform/precision"))
-    energy_cols = set(A.summaries.ENERGY_ROWS)
-    if not energy_cols & set(data.runs.columns) or not any(
-        data.runs[c].notna().any() for c in energy_cols & set(data.runs.columns)
-    ):
+    reasons = A.summaries.energy_null_reasons(data)
+    if reasons:
         s.notes.append(
-            "No energy measurements: `paradnn run --energy` (NVML on GPUs, RAPL on "
-            "CPUs where readable); where a counter is missing the run stores why."
+            "Energy was requested but not measured for some runs: "
+            + "; ".join(f"{n} × {why}" for why, n in reasons.items())
+        )
+    elif not any(c in data.runs and data.runs[c].notna().any() for c in A.summaries.ENERGY_ROWS):
+        s.notes.append(
+            "No energy measurements: `paradnn run --energy` (NVML on GPUs, RAPL on CPUs where "
+            "readable); where a counter is missing the run stores why."
+        )
+    idle = data.runs.get("idle_power_w")
+    if idle is not None and idle.notna().any():
+        s.notes.append(
+            "Idle power measured before the sweeps (reported, not subtracted): "
+            + ", ".join(
+                f"{p} {w:.1f} W"
+                for p, w in data.runs.groupby("platform")["idle_power_w"].median().dropna().items()
+            )
         )
     return s
 
