@@ -34,6 +34,20 @@ TORCH_FREE_MODULES = (
     "paradnn.families.fc",
     "paradnn.families.cnn",
     "paradnn.families.rnn",
+    "paradnn.families.transformer",
+    "paradnn.zoo",
+    "paradnn.zoo.layers",
+    "paradnn.zoo.images",
+    "paradnn.zoo.resnet",
+    "paradnn.zoo.vgg",
+    "paradnn.zoo.inception",
+    "paradnn.zoo.mobilenet",
+    "paradnn.zoo.densenet",
+    "paradnn.zoo.squeezenet",
+    "paradnn.zoo.retinanet",
+    "paradnn.zoo.translation",
+    "paradnn.zoo.lstm_lm",
+    "paradnn.zoo.deepspeech",
     "paradnn.memory",
     "paradnn.sweep",
     "paradnn.sweep.spec",
@@ -69,7 +83,7 @@ def test_torch_free_modules_import_without_torch():
         f" if (__import__('pathlib').Path({str(SRC)!r}) / p).exists())\n"
         "for m in mods: importlib.import_module(m)\n"
         "from paradnn import families\n"
-        "for n in ('fc', 'cnn', 'rnn'):\n"
+        "for n in families.names():\n"
         "    f = families.get(n); c = f.default_config(); f.params(c); f.train_flops(c)\n"
         "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
         "print(len(bad)); sys.exit(1 if bad else 0)\n"

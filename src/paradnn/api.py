@@ -278,6 +278,7 @@ def family_info() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "title": fam.title,
+                "kind": fam.kind,
                 "fields": {f.name: getattr(default, f.name) for f in fam.fields()},
                 "paper_space": {k: list(v) for k, v in fam.paper_space.items()},
                 "paper_configs": _space_size(fam.paper_space),

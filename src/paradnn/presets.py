@@ -36,7 +36,8 @@ def names() -> list[str]:
     found = sorted(
         f.name.removesuffix(".toml") for f in files.iterdir() if f.name.endswith(".toml")
     )
-    return sorted(found, key=lambda n: n != DEFAULT)
+    # the default, then `cpu`: the two that run anywhere come first in help and error messages
+    return sorted(found, key=lambda n: (n != DEFAULT, n != "cpu"))
 
 
 def get(name: str) -> Sweep:

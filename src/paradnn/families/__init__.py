@@ -7,11 +7,14 @@ import os
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import Built, Family
+from paradnn.zoo import MODELS as ZOO_MODELS
 
 _REGISTRY: dict[str, str] = {
     "fc": "paradnn.families.fc",
     "cnn": "paradnn.families.cnn",
     "rnn": "paradnn.families.rnn",
+    "transformer": "paradnn.families.transformer",
+    **ZOO_MODELS,  # the real-world models of seeds 000 and 002 (kind "real")
 }
 # Families of your own: PARADNN_FAMILIES="name=package.module,other=mod" (each module defines
 # FAMILY). An environment variable, so sweep worker processes see them too.

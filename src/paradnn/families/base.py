@@ -48,6 +48,9 @@ class Family(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
     config_cls: ClassVar[type]
+    # "generated" for parameterized families (a space of models), "real" for the fixed
+    # published models of paradnn.zoo, which the analysis places among them as reference points.
+    kind: ClassVar[str] = "generated"
     # Table 2 of the ParaDnn paper (what a sweep spans by default); axis -> values.
     paper_space: ClassVar[Mapping[str, Sequence[Any]]]
     # The paper's fixed values for heat maps (seed 000 §4); analysis uses them as defaults.

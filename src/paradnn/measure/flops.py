@@ -10,6 +10,9 @@ counter sees. Two corrections (reference/flops.md §2.3–2.4):
   the data gradient less its t = 0 hidden-state term. The initial state is a constant, so that
   term is no model FLOP (the meta path skips it; fused kernels compute it anyway): leaving it
   out makes the count the same on every device.
+Attention (`scaled_dot_product_attention`) is counted as model FLOPs too: CPU's flash kernel has
+no stock formula (it counted 0 in torch 2.13), and flash backward's recompute of QKᵀ is left out,
+so every backend counts what the meta (math) path does: backward = 2× forward.
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ from math import prod
 from typing import Any
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
+from torch.utils.flop_counter import (
+    FlopCounterMode,
+    bmm_flop,
+    conv_flop_count,
+    sdpa_backward_flop_count,
+    sdpa_flop_count,
+)
 
 from paradnn.families.base import Family
 
@@ -87,7 +96,26 @@ def _cudnn_rnn_backward(inp, weights, stride0, *args: Any, out_shape=None, **_: 
     return data * int(any(mask)) + fwd * int(mask[3])
 
 
+def _sdpa_fwd(query, key, value, *_: Any, out_shape=None, **__: Any) -> int:
+    return sdpa_flop_count(query, key, value)
+
+
+def _sdpa_backward(grad_out, query, key, value, *_: Any, out_shape=None, **__: Any) -> int:
+    """Model FLOPs of attention backward: the four gradient matmuls (2× forward). Flash-style
+    kernels also recompute QKᵀ (stock count 2.5×), math paths do not: leaving the recompute out
+    makes the count the same on every device and backend (PaLM's 12·L·d·T per token)."""
+    b, h, s_q, d_q = query
+    return sdpa_backward_flop_count(grad_out, query, key, value) - bmm_flop(
+        (b * h, s_q, d_q), (b * h, d_q, key[2])
+    )
+
+
 CORRECTIONS: dict[Any, Any] = {
+    aten._scaled_dot_product_flash_attention_for_cpu: _sdpa_fwd,  # no stock formula: 0 on CPU
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: _sdpa_backward,
+    aten._scaled_dot_product_flash_attention_backward: _sdpa_backward,
+    aten._scaled_dot_product_efficient_attention_backward: _sdpa_backward,
+    aten._scaled_dot_product_cudnn_attention_backward: _sdpa_backward,
     aten.convolution_backward: _conv_backward,
     aten.mkldnn_rnn_layer: _mkldnn_rnn,
     aten.mkldnn_rnn_layer_backward: _mkldnn_rnn_backward,
