@@ -177,3 +177,10 @@ def test_quick_preset_spans_families_cells_and_precisions():
     assert {s.config.get("block") for s in specs if s.family == "cnn"} == {"residual", "bottleneck"}
     assert len({s.precision for s in specs}) >= 2
     assert p.name == "quick" and p.timing.max_time_s <= 3.0  # short budgets: minutes, not hours
+
+
+def test_families_lists_real_models_in_one_table_with_their_parameters(capsys):
+    code, out, _err = run_cli(capsys, "families")
+    assert code == 0
+    assert "Real-world models" in out and "25,557,032" in out  # ResNet-50, exact
+    assert "resnet50: " not in out  # not one table per real model

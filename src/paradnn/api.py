@@ -282,6 +282,8 @@ def family_info() -> list[dict[str, Any]]:
                 "fields": {f.name: getattr(default, f.name) for f in fam.fields()},
                 "paper_space": {k: list(v) for k, v in fam.paper_space.items()},
                 "paper_configs": _space_size(fam.paper_space),
+                "default_params": fam.params(default),
+                "default_train_flops": fam.train_flops(default),
             }
         )
     return out

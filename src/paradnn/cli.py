@@ -462,7 +462,7 @@ def families_cmd(
     if as_json:
         out.print_json(data=info)
         return
-    for fam in info:
+    for fam in (f for f in info if f["kind"] != "real"):
         t = Table(
             title=f"{fam['name']}: {fam['title']}  ({fam['paper_configs']:,} paper configs)",
             title_justify="left",
@@ -474,6 +474,22 @@ def families_cmd(
         for name, default in fam["fields"].items():
             space = fam["paper_space"].get(name, [])
             t.add_row(name, str(default), ", ".join(map(str, space)))
+        out.print(t)
+    real = [f for f in info if f["kind"] == "real"]
+    if real:
+        t = Table(
+            title="Real-world models (docs/models.md)", title_justify="left", header_style="bold"
+        )
+        for col in ("name", "model", "params", "train FLOP/step", "defaults"):
+            t.add_column(col, justify="right" if col in ("params", "train FLOP/step") else "left")
+        for f in real:
+            t.add_row(
+                f["name"],
+                f["title"],
+                f"{f['default_params']:,}",
+                tables.si(f["default_train_flops"]),
+                " ".join(f"{k}={v}" for k, v in f["fields"].items()),
+            )
         out.print(t)
 
 

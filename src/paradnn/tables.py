@@ -38,6 +38,9 @@ def _si(x: float | None, unit: str = "", digits: int = 3) -> str:
     return f"{x:.{digits}g} {unit}".strip()
 
 
+si = _si  # for other modules (the CLI's families table)
+
+
 def _ms(row: dict[str, Any]) -> str:
     med = row.get("step_time_s")
     if med is None:
