@@ -54,6 +54,17 @@ TORCH_FREE_MODULES = (
     "paradnn.sweep.sampling",
     "paradnn.runner.supervisor",
     "paradnn.platforms",
+    "paradnn.sim.chip",
+    "paradnn.sim.interconnect",
+    "paradnn.sim.lowering",
+    "paradnn.sim.memory",
+    "paradnn.sim.model",
+    "paradnn.sim.precision",
+    "paradnn.sim.render",
+    "paradnn.sim.studies",
+    "paradnn.sim.systolic",
+    "paradnn.sim.topologies",
+    "paradnn.sim.validate",
 )
 
 

@@ -626,6 +626,150 @@ def compare(
         out.print("Ran ok in one group only: " + ", ".join(f"{k}: {v}" for k, v in missing.items()))
 
 
+@app.command()
+def simulate(
+    family: Annotated[
+        str | None,
+        typer.Argument(help="Model family (`paradnn families`), unless --preset is given."),
+    ] = None,
+    assignments: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False
+        ),
+    ] = None,
+    platform: Annotated[
+        str | None,
+        typer.Option("--platform", help="Platform id (`paradnn platforms`) or a chip .toml file."),
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Predict every run of a preset or sweep file.")
+    ] = None,
+    precision: Annotated[
+        str | None,
+        typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16 (default bf16)."),
+    ] = None,
+    optimizer: Annotated[
+        str | None, typer.Option("--optimizer", help="rmsprop (default), sgd or momentum.")
+    ] = None,
+    chips: Annotated[int, typer.Option("--chips", help="Data-parallel chips.")] = 1,
+    topology: Annotated[
+        str | None,
+        typer.Option("--topology", help="e.g. torus2d:16x16, torus3d:4x4x4, ring:8, biring:8."),
+    ] = None,
+    overlap: Annotated[
+        float, typer.Option("--overlap", help="Share of backward that hides the all-reduce.")
+    ] = 0.0,
+    concurrent: Annotated[
+        bool, typer.Option("--concurrent", help="Torus: drive all dimensions at once.")
+    ] = False,
+    scaling: Annotated[
+        int | None,
+        typer.Option("--scaling", help="Scaling curve: 1, 2, 4 … up to this many chips."),
+    ] = None,
+    mxu_study: Annotated[
+        bool, typer.Option("--mxu-study", help="Utilization of 1×256², 4×128², 16×64² on CNNs.")
+    ] = False,
+    precision_study: Annotated[
+        bool, typer.Option("--precision-study", help="bf16/fp16/fp32 matmul error vs float64.")
+    ] = False,
+    batch: Annotated[int, typer.Option("--batch", help="Batch of the --mxu-study.")] = 8,
+    dataflow: Annotated[
+        str, typer.Option("--dataflow", help="Dataflow of the --mxu-study: ws, os or is.")
+    ] = "ws",
+    validate: Annotated[
+        bool,
+        typer.Option("--validate", help="Predict the runs measured in --db; error per family."),
+    ] = False,
+    db: DbOpt = DEFAULT_DB,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="table, csv or json.")
+    ] = Format.table,
+    csv_path: Annotated[
+        str | None, typer.Option("--csv", help="Also write the rows to this CSV file.")
+    ] = None,
+) -> None:
+    """Predict ("what if") a workload's training step on any platform, real or hypothetical:
+    step time, utilization, bottleneck, multi-chip all-reduce and scaling. Every figure is a
+    prediction of an analytical model (docs/simulate.md), not a measurement."""
+    from paradnn.errors import ConfigError
+    from paradnn.validate import parse_assignments
+
+    modes = [
+        m
+        for m, on in (
+            ("--mxu-study", mxu_study),
+            ("--precision-study", precision_study),
+            ("--validate", validate),
+            ("--scaling", scaling is not None),
+        )
+        if on
+    ]
+    if len(modes) > 1:
+        raise ConfigError("mode", " ".join(modes), "choose one of them")
+    values = parse_assignments(assignments or [], what=f"{family} config")
+    summary: list[dict[str, Any]] | None = None
+    if mxu_study:
+        rows = api.simulate_mxu_study(batch, dataflow)
+        title = f"MXU size study (prediction; compute-only, {dataflow.upper()}, 65,536 MACs each)"
+    elif precision_study:
+        rows = api.simulate_precision_study()
+        title = "Matmul error vs float64, inputs rounded, fp32 accumulation (emulated)"
+    elif validate:
+        rows, summary = api.simulate_validate(db, platform)
+        title = f"predicted vs measured: {len(rows)} runs from {db}"
+    else:
+        if platform is None:
+            raise ConfigError("--platform", None, "required: a platform id or a chip .toml file")
+        if scaling is not None:
+            if family is None:
+                raise ConfigError("--scaling", scaling, "needs a FAMILY (and key=value config)")
+            rows = api.simulate_scaling(
+                platform,
+                family,
+                values,
+                precision=precision or "bf16",
+                optimizer=optimizer or "rmsprop",
+                max_chips=scaling,
+                overlap=overlap,
+                concurrent=concurrent,
+            )
+            title = f"predicted weak scaling of {family} on {platform}"
+        else:
+            rows = api.simulate(
+                platform,
+                family,
+                values,
+                preset=preset,
+                precision=precision,
+                optimizer=optimizer,
+                chips=chips,
+                topology=topology,
+                overlap=overlap,
+                concurrent=concurrent,
+            )
+            title = f"predicted on {platform}: {len(rows)} configs"
+    if csv_path:
+        from pathlib import Path
+
+        Path(csv_path).write_text(tables.to_csv(rows))
+    if fmt is Format.csv:
+        sys.stdout.write(tables.to_csv(rows))
+    elif fmt is Format.json:
+        import json
+
+        data: Any = {"rows": rows, "summary": summary} if summary is not None else rows
+        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+    else:
+        from paradnn.sim.render import sim_table
+
+        out.print(sim_table(rows, title=title))
+        if summary is not None:
+            out.print(sim_table(summary, title="median absolute % error per family (prediction)"))
+    if csv_path:
+        out.print(f"Wrote [bold]{csv_path}[/].")
+
+
 def main() -> None:
     """Entry point: bad input of any kind is one line on stderr and exit status 2."""
     try:  # recent typer vendors click; older releases use click itself

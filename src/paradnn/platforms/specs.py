@@ -268,6 +268,13 @@ def load_file(path: str | Path) -> Platform:
     The file holds either one table ``[my-chip]`` or the keys at top level plus ``id = "..."``.
     ``sources`` is optional here: a what-if chip need not have a datasheet.
     """
+    pid, data = read_table(path)
+    return parse_entry(pid, data, require_sources=False)
+
+
+def read_table(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """(id, raw keys) of a one-platform TOML file, unvalidated: `load_file` validates them, and
+    the simulator takes its own keys out first (`paradnn.sim.chip`)."""
     path = Path(path)
     try:
         text = path.read_text("utf-8")
@@ -283,4 +290,5 @@ def load_file(path: str | Path) -> Platform:
                 str(path), sorted(raw), "must hold exactly one [platform-id] table, or id = ..."
             )
         ((pid, data),) = raw.items()
-    return parse_entry(pid, data, require_sources=False)
+        data = dict(data)
+    return pid, data

@@ -1,0 +1,212 @@
+"""The chip the simulator models: a platform (datasheet entry, a user's TOML, or this machine's
+measured ceilings) plus what the simulator needs beyond a datasheet: the dataflow of its matrix
+units and its chip-to-chip links.
+
+A user file uses the platform database's keys (docs/platforms.md) plus these, all optional:
+
+    dataflow = "ws"              # os | ws | is, for chips with an `mxu` table
+    link_bw = 62e9               # bytes/s per link, one direction
+    links = 4                    # links per chip
+    link_latency_s = 1e-6        # per hop (α)
+    topology = "torus2d"         # ring | biring | torus2d | torus3d: how its chips connect
+
+Any other key is rejected with one line naming it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from paradnn.errors import ConfigError
+from paradnn.platforms import specs
+from paradnn.platforms.specs import Platform
+from paradnn.sim.interconnect import KINDS as TOPOLOGY_KINDS
+from paradnn.sim.interconnect import Link
+from paradnn.sim.systolic import DATAFLOWS, Arrays
+
+SIM_KEYS = ("dataflow", "link_bw", "links", "link_latency_s", "topology")
+DEFAULT_LATENCY_S = 1e-6  # scaling-book: T_min ≈ 1 µs per ICI hop (modelling.md §2.6)
+
+# Chip-to-chip links of the database's platforms (modelling.md §2.6 and §3.1 note 3): bytes/s per
+# link and direction, links per chip, topology, source. The database stores per-chip aggregates
+# or prose; these are the per-link figures the α–β model needs.
+LINKS: dict[str, tuple[float, int, str, str]] = {
+    "tpu-v2": (496e9 / 8, 4, "torus2d", "CACM20: 4 ICI links × 496 Gbit/s per direction"),
+    "tpu-v3": (656e9 / 8, 4, "torus2d", "CACM20: 4 ICI links × 656 Gbit/s per direction"),
+    "tpu-v4": (45e9, 6, "torus3d", "scaling-book tpus.md: 4.5e10 B/s one-way per link, 6 links"),
+    "tpu-v5e": (45e9, 4, "torus2d", "scaling-book tpus.md: 4.5e10 B/s one-way per link, 4 ports"),
+    "tpu-v5p": (90e9, 6, "torus3d", "scaling-book tpus.md: 9e10 B/s one-way per link, 6 links"),
+    "tpu-v6e": (90e9, 4, "torus2d", "scaling-book tpus.md: 9e10 B/s one-way per link, 4 ports"),
+}
+
+
+@dataclass(frozen=True)
+class Chip:
+    """A platform as the simulator sees it; ``origin`` says where its figures came from."""
+
+    platform: Platform
+    origin: str  # "datasheet", "file PATH" or "measured ceilings (...)"
+    dataflow: str = "ws"
+    link: Link | None = None
+    links: int | None = None
+    topology_kind: str = "ring"
+    link_source: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.platform.id
+
+    @property
+    def arrays(self) -> Arrays | None:
+        m = self.platform.mxu
+        return None if m is None else Arrays(m.rows, m.cols, m.per_core, m.cores)
+
+    @property
+    def memory_bytes(self) -> float | None:
+        return self.platform.memory_bytes
+
+    @property
+    def mem_bandwidth(self) -> float:
+        return self.platform.mem_bandwidth
+
+    def peak(self, precision: str) -> float:
+        """Dense peak FLOP/s for ``precision``; one line naming what the chip has otherwise."""
+        p = self.platform.peak(precision)
+        if p is None:
+            have = ", ".join(
+                k for k in ("fp32", "tf32", "bf16", "fp16") if k in self.platform.peak_dense
+            )
+            raise ConfigError(
+                "precision", precision, f"{self.id} has no dense {precision} peak; it has {have}"
+            )
+        return p
+
+    def clock(self, precision: str) -> float | None:
+        """Matrix-unit clock (Hz) the dense peak of ``precision`` implies, so that predicted
+        utilization is relative to that peak (TPU v2: 0.70 GHz, its published clock)."""
+        if self.platform.mxu is None:
+            return None
+        return self.platform.mxu.implied_clock(self.peak(precision))
+
+    def require_link(self) -> Link:
+        if self.link is None:
+            raise ConfigError(
+                "--chips",
+                self.id,
+                "this chip has no per-link interconnect figures: give link_bw (and links) in a "
+                "platform file",
+            )
+        return self.link
+
+
+def from_platform(plat: Platform, origin: str = "datasheet") -> Chip:
+    """A database entry, with the per-link figures from `LINKS` (TPUs) or, for GPUs, the
+    vendor's aggregate NVLink/Infinity Fabric bandwidth halved per direction on a ring."""
+    if plat.id in LINKS:
+        bw, n, kind, src = LINKS[plat.id]
+        return Chip(plat, origin, "ws", Link(bw, DEFAULT_LATENCY_S), n, kind, src)
+    if plat.interconnect_bw is not None:
+        agg = plat.interconnect_bw / 1e9
+        src = f"{plat.id} interconnect_bw {agg:g} GB/s aggregate ÷ 2 per direction"
+        link = Link(plat.interconnect_bw / 2, DEFAULT_LATENCY_S)
+        return Chip(plat, origin, "ws", link, 1, "ring", src)
+    return Chip(plat, origin)
+
+
+def load(spec: str) -> Chip:
+    """A database id, or a path to a TOML file describing a (possibly hypothetical) chip."""
+    db_ids = [p.id for p in specs.all_platforms()]
+    if spec in db_ids:
+        return from_platform(specs.get(spec))
+    if spec.endswith(".toml") or Path(spec).is_file():
+        return load_file(spec)
+    raise ConfigError(
+        "--platform", spec, "must be one of " + ", ".join(db_ids) + " or a .toml file"
+    )
+
+
+def load_file(path: str | Path) -> Chip:
+    pid, data = specs.read_table(path)
+    extra = {k: data.pop(k) for k in SIM_KEYS if k in data}
+    for key in data:
+        if key not in specs.ALLOWED:
+            allowed = ", ".join((*specs.ALLOWED, *SIM_KEYS))
+            raise ConfigError(f"{pid}.{key}", data[key], "unknown key; allowed: " + allowed)
+    plat = specs.parse_entry(pid, data, require_sources=False)
+    _check_clock(plat)
+    chip = from_platform(plat, origin=f"file {path}")
+    dataflow = extra.get("dataflow", chip.dataflow)
+    if dataflow not in DATAFLOWS:
+        raise ConfigError(f"{pid}.dataflow", dataflow, "must be one of " + ", ".join(DATAFLOWS))
+    kind = extra.get("topology", chip.topology_kind)
+    if kind not in TOPOLOGY_KINDS:
+        raise ConfigError(f"{pid}.topology", kind, "must be one of " + ", ".join(TOPOLOGY_KINDS))
+    link, links, source = chip.link, chip.links, chip.link_source
+    if "link_bw" in extra or "link_latency_s" in extra:
+        bw = _positive(pid, "link_bw", extra.get("link_bw", link.bandwidth if link else None))
+        lat = _positive(
+            pid, "link_latency_s", extra.get("link_latency_s", DEFAULT_LATENCY_S), zero=True
+        )
+        link, source = Link(bw, lat), f"file {path}"
+    if "links" in extra:
+        links = extra["links"]
+        if isinstance(links, bool) or not isinstance(links, int) or links < 1:
+            raise ConfigError(f"{pid}.links", links, "must be an integer ≥ 1")
+    return replace(
+        chip, dataflow=dataflow, topology_kind=kind, link=link, links=links, link_source=source
+    )
+
+
+def _check_clock(plat: Platform) -> None:
+    """A what-if chip's peaks must be what its arrays and clock deliver (±5 %): otherwise the
+    cycle model and the utilization would disagree about the same chip."""
+    if plat.mxu is None or plat.clock_hz is None:
+        return
+    expected = plat.mxu.flop_per_cycle() * plat.clock_hz
+    for prec, peak in plat.peak_dense.items():
+        if prec in ("fp32", "tf32", "bf16", "fp16") and abs(peak / expected - 1) > 0.05:
+            raise ConfigError(
+                f"{plat.id}.peak_dense.{prec}",
+                peak,
+                f"must be 2·rows·cols·per_core·cores·clock_hz = {expected:.4g} FLOP/s (±5%)",
+            )
+
+
+def _positive(pid: str, key: str, v: Any, zero: bool = False) -> float:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or v < 0 or (v == 0 and not zero):
+        raise ConfigError(
+            f"{pid}.{key}", v, f"must be a {'non-negative' if zero else 'positive'} number"
+        )
+    return float(v)
+
+
+def from_ceilings(rows: list[dict[str, Any]], device_name: str) -> Chip | None:
+    """This machine as a chip built from its *measured* ceilings (`paradnn calibrate`): the best
+    matmul FLOP/s per precision as the peak, the best copy bandwidth as memory bandwidth. Not
+    datasheet figures, and labelled so. None without a matmul and a copy/triad ceiling."""
+    mine = [r for r in rows if r.get("device_name") == device_name]
+    peaks: dict[str, float] = {}
+    for r in mine:
+        if r["kind"] == "matmul" and r.get("precision"):
+            peaks[r["precision"]] = max(peaks.get(r["precision"], 0.0), float(r["value"]))
+    bw = max((float(r["value"]) for r in mine if r["kind"] in ("copy", "triad")), default=None)
+    if not peaks or bw is None:
+        return None
+    when = max(str(r.get("measured_at", "")) for r in mine)[:10] or str(_dt.date.today())
+    kind = "cpu" if all(str(r.get("device", "cpu")).startswith("cpu") for r in mine) else "gpu"
+    entry = {
+        "name": f"{device_name} (measured ceilings)",
+        "vendor": "measured",
+        "kind": kind,
+        "peak_dense": peaks,
+        "mem_bandwidth": bw,
+        "sources": {"calibrate": f"paradnn calibrate on {device_name}, {when}"},
+        "notes": "measured ceilings (large-matmul FLOP/s, copy bandwidth), not datasheet figures",
+    }
+    plat = specs.parse_entry("measured", entry)
+    return Chip(plat, f"measured ceilings ({device_name}, {when})")

@@ -1,0 +1,101 @@
+"""Bytes per layer, roofline bounds, and whether a model fits a chip's memory.
+
+Per GEMM the time is bounded below by the roofline, ``max(t_compute, bytes / BW)`` (perfect
+overlap of compute and memory traffic), and above by the serial sum ``t_compute + bytes / BW``
+(no overlap); the two differ by at most 2× (modelling.md §2.5). Bytes are the op's input, weight
+and output tensors each moved once (on-chip reuse within an op, none between ops).
+
+Traffic that is not a GEMM is counted too, because on a real step it is not free: the optimizer
+reads and writes every parameter and its state, and each GEMM's output passes through
+elementwise ops (bias, activation, normalisation) forward and backward. `ELEMENTWISE_PASSES`
+states how many times such an output is read or written; it is a modelling assumption, not a
+measurement, and `paradnn simulate --validate` shows what it costs in accuracy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from paradnn.sim.lowering import Op
+
+# fp32 words read + written per parameter by one optimizer step (weights, gradient, state):
+# SGD reads w, g and writes w; momentum adds a buffer read and write; RMSProp with momentum adds
+# square_avg and the momentum buffer, each read and written.
+OPTIMIZER_WORDS = {"sgd": 3, "momentum": 5, "rmsprop": 7}
+# Reads + writes of each forward GEMM output by the elementwise ops around it, forward and
+# backward (an assumption; see the module docstring): FC bias + ReLU, CNN BatchNorm + ReLU
+# (+ residual), RNN gate nonlinearities and the state update.
+ELEMENTWISE_PASSES = {"gemm": 4, "conv2d": 10, "recurrent": 6, "attention": 4}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    compute_s: float
+    memory_s: float
+
+    @property
+    def lower_s(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+    @property
+    def upper_s(self) -> float:
+        return self.compute_s + self.memory_s
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+def op_bytes(op: Op, itemsize: int) -> int:
+    return op.elements() * itemsize
+
+
+def roofline(flops: float, nbytes: float, peak: float, bandwidth: float) -> Bounds:
+    """Compute time at ``peak`` and memory time at ``bandwidth``; see `Bounds`."""
+    return Bounds(flops / peak, nbytes / bandwidth)
+
+
+def attainable(intensity: float, peak: float, bandwidth: float) -> float:
+    """Roofline FLOP/s at ``intensity`` FLOP/byte: min(peak, BW × intensity)."""
+    return min(peak, bandwidth * intensity)
+
+
+def optimizer_bytes(params: int, optimizer: str) -> int:
+    return OPTIMIZER_WORDS[optimizer] * 4 * params
+
+
+def elementwise_bytes(fwd_outputs: int, kind: str, itemsize: int) -> int:
+    return ELEMENTWISE_PASSES.get(kind, ELEMENTWISE_PASSES["gemm"]) * fwd_outputs * itemsize
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Per-chip memory of data-parallel training: every chip holds the whole model (weights,
+    gradients, optimizer state) and the activations of its share of the batch."""
+
+    needed_bytes: int  # paradnn.memory's estimate of the peak
+    lower_bound_bytes: int  # what certainly must fit
+    capacity_bytes: float | None
+    fits: bool | None  # None when the chip's memory is unknown
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "needed_bytes": self.needed_bytes,
+            "lower_bound_bytes": self.lower_bound_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "fits": self.fits,
+        }
+
+
+def capacity(
+    family: str, cfg: Any, precision: str, optimizer: str, capacity_bytes: float | None
+) -> Capacity:
+    """Uses `paradnn.memory` (the same model `run` trusts to skip configs) on the per-chip
+    config; it fits when the lower bound does (never claim an OOM that might not happen)."""
+    from paradnn import memory
+
+    prec = "fp32" if precision == "tf32" else precision
+    est = memory.predict(family, cfg, prec, optimizer, device_type="cuda")
+    fits = None if capacity_bytes is None else est.lower_bound <= capacity_bytes
+    return Capacity(est.total, est.lower_bound, capacity_bytes, fits)

@@ -1,0 +1,238 @@
+"""Predict one training step of a workload on a chip, or on a data-parallel machine of chips.
+
+Per lowered GEMM (`lowering`): compute time from the systolic cycle model when the chip has
+matrix units (`systolic`; clock from the datasheet or implied by the peak), else FLOPs ÷ peak;
+memory time from bytes ÷ bandwidth (`memory`). The predicted time of an op is its roofline lower
+bound; the serial sum is reported as an upper bound. Non-GEMM traffic (optimizer, elementwise) is
+added as memory time. With ``chips > 1`` the config's batch is the per-chip batch (weak scaling,
+as the TPU supercomputer scales), every chip holds the model, and the fp32 gradients are
+all-reduced once per step; the step is compute plus the all-reduce that backward does not hide.
+
+Everything here is a prediction and is labelled so (`Prediction.kind`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from paradnn import families
+from paradnn.errors import ConfigError
+from paradnn.families.shapes import Conv2d, Gemm, Recurrent
+from paradnn.sim import memory as mem
+from paradnn.sim import precision as prec
+from paradnn.sim.chip import Chip
+from paradnn.sim.interconnect import AllReduce, Topology, allreduce, default_topology, step_time
+from paradnn.sim.lowering import Op, lower
+from paradnn.sim.systolic import array_cycles
+from paradnn.validate import int_at_least
+
+KIND = "prediction"
+
+
+@dataclass(frozen=True)
+class OpPrediction:
+    layer: str
+    phase: str
+    m: int
+    n: int
+    k: int
+    count: int
+    flops: int
+    bytes: int
+    compute_s: float
+    memory_s: float
+    array_utilization: float | None  # systolic: useful MACs ÷ (cycles × PEs); None otherwise
+
+    @property
+    def time_s(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    kind: str
+    family: str
+    config: dict[str, Any]
+    platform: str
+    origin: str
+    precision: str
+    chips: int
+    topology: str | None
+    flops_per_chip: int
+    compute_s: float  # sum of GEMM compute times
+    memory_s: float  # sum of all memory times (GEMMs, elementwise, optimizer)
+    step_lower_s: float  # roofline per op, summed
+    step_upper_s: float  # serial per op, summed, plus the whole all-reduce
+    allreduce_s: float | None
+    exposed_comm_s: float
+    predicted_step_s: float  # lower bound + exposed all-reduce
+    utilization: float  # FLOPs ÷ (predicted step × peak)
+    bottleneck: str  # compute, memory or interconnect
+    examples_per_s: float
+    memory: dict[str, Any]
+    ops: tuple[OpPrediction, ...] = field(repr=False)
+
+    def row(self) -> dict[str, Any]:
+        """A flat row (no per-op list) for tables, CSV and JSON."""
+        d = asdict(self)
+        d.pop("ops")
+        fits = d.pop("memory")
+        d.update({f"mem_{k}": v for k, v in fits.items()})
+        return d
+
+
+def predict_op(op: Op, chip: Chip, precision: str) -> OpPrediction:
+    peak = chip.peak(precision)
+    nbytes = mem.op_bytes(op, prec.itemsize(precision))
+    arrays = chip.arrays
+    if arrays is not None:
+        cycles = array_cycles(op.m, op.n, op.k, arrays, chip.dataflow) * op.count
+        compute = cycles / chip.clock(precision)
+        util = op.macs / (cycles * arrays.macs)
+    else:
+        compute, util = op.flops / peak, None
+    memory = nbytes / chip.mem_bandwidth
+    return OpPrediction(
+        op.layer, op.phase, op.m, op.n, op.k, op.count, op.flops, nbytes, compute, memory, util
+    )
+
+
+def _other_bytes(shapes: list, params: int, optimizer: str, itemsize: int) -> int:
+    total = mem.optimizer_bytes(params, optimizer)
+    for s in shapes:
+        if isinstance(s, Gemm):
+            out = s.m * s.n
+        elif isinstance(s, Conv2d):
+            out = s.batch * s.out_ch * s.out_h * s.out_w
+        elif isinstance(s, Recurrent):
+            out = s.seq * s.batch * s.gates * s.hidden
+        else:  # pragma: no cover
+            continue
+        total += mem.elementwise_bytes(out, s.kind, itemsize)
+    return total
+
+
+def predict(
+    family: str,
+    config: dict[str, Any] | Any,
+    chip: Chip,
+    precision: str = "bf16",
+    *,
+    optimizer: str = "rmsprop",
+    chips: int = 1,
+    topology: Topology | None = None,
+    overlap: float = 0.0,
+    concurrent: bool = False,
+) -> Prediction:
+    """A predicted training step of ``family`` ``config`` (a mapping or a config object) on
+    ``chips`` of ``chip``. Bad input raises ConfigError before any work."""
+    fam = families.get(family)
+    cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
+    int_at_least("--chips", chips, 1)
+    if topology is not None and topology.chips != chips:
+        raise ConfigError(
+            "--topology", topology.label(), f"has {topology.chips} chips but --chips is {chips}"
+        )
+    peak = chip.peak(precision)
+    itemsize = prec.itemsize(precision)
+    shapes = fam.shapes(cfg)
+    ops = tuple(predict_op(op, chip, precision) for s in shapes for op in lower(s))
+    params = fam.params(cfg)
+    other_s = _other_bytes(shapes, params, optimizer, itemsize) / chip.mem_bandwidth
+    compute = sum(o.compute_s for o in ops)
+    memory_s = sum(o.memory_s for o in ops) + other_s
+    lower_s = sum(o.time_s for o in ops) + other_s
+    upper_s = sum(o.compute_s + o.memory_s for o in ops) + other_s
+    flops = sum(o.flops for o in ops)
+
+    ar: AllReduce | None = None
+    exposed = 0.0
+    topo_label = None
+    if chips > 1:
+        link = chip.require_link()
+        topo = topology or default_topology(chip.topology_kind, chips)
+        topo_label = topo.label()
+        ar = allreduce(params * prec.GRADIENT_BYTES, topo, link, concurrent=concurrent)
+        backward = sum(o.time_s for o in ops if o.phase != "fwd")
+        _, exposed = step_time(lower_s, backward, ar, overlap=overlap)
+    step = lower_s + exposed
+    gemm_bound = "compute" if compute >= memory_s else "memory"
+    bottleneck = "interconnect" if exposed > max(compute, memory_s) else gemm_bound
+    cap = mem.capacity(family, cfg, precision, optimizer, chip.memory_bytes)
+    return Prediction(
+        kind=KIND,
+        family=family,
+        config=dict(cfg.__dict__),
+        platform=chip.id,
+        origin=chip.origin,
+        precision=precision,
+        chips=chips,
+        topology=topo_label,
+        flops_per_chip=flops,
+        compute_s=compute,
+        memory_s=memory_s,
+        step_lower_s=lower_s,
+        step_upper_s=upper_s + (0.0 if ar is None else ar.time_s),
+        allreduce_s=None if ar is None else ar.time_s,
+        exposed_comm_s=exposed,
+        predicted_step_s=step,
+        utilization=flops / (step * peak),
+        bottleneck=bottleneck,
+        examples_per_s=fam.examples_per_step(cfg) * chips / step,
+        memory=cap.as_dict(),
+        ops=ops,
+    )
+
+
+def scaling(
+    family: str,
+    config: dict[str, Any] | Any,
+    chip: Chip,
+    precision: str = "bf16",
+    *,
+    max_chips: int = 1024,
+    optimizer: str = "rmsprop",
+    overlap: float = 0.0,
+    concurrent: bool = False,
+) -> list[dict[str, Any]]:
+    """Weak-scaling curve: per-chip batch fixed, chips 1, 2, 4 … ``max_chips``; efficiency is
+    the one-chip step time over the N-chip step time (1.0 = perfect linear speedup)."""
+    from paradnn.sim.interconnect import bisection_bandwidth, chip_counts
+
+    int_at_least("--scaling", max_chips, 1, 1 << 20)
+    rows = []
+    base = None
+    for n in chip_counts(max_chips):
+        p = predict(
+            family,
+            config,
+            chip,
+            precision,
+            optimizer=optimizer,
+            chips=n,
+            overlap=overlap,
+            concurrent=concurrent,
+        )
+        base = base or p.predicted_step_s
+        topo = default_topology(chip.topology_kind, n) if n > 1 else None
+        rows.append(
+            {
+                "kind": KIND,
+                "chips": n,
+                "topology": p.topology,
+                "predicted_step_s": p.predicted_step_s,
+                "allreduce_s": p.allreduce_s,
+                "exposed_comm_s": p.exposed_comm_s,
+                "speedup": n * base / p.predicted_step_s,
+                "efficiency": base / p.predicted_step_s,
+                "bisection_bytes_per_s": (
+                    None if topo is None else bisection_bandwidth(topo, chip.require_link())
+                ),
+            }
+        )
+    return rows

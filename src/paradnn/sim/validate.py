@@ -1,0 +1,183 @@
+"""Check the model against measurements: predict every measured run of a results database on
+the chip that describes its device, and report the error per family.
+
+Two predictions per run, both labelled:
+
+* ``predicted_s`` — the analytical model alone (roofline per op, `model.predict`), with the
+  device's measured ceilings (or its datasheet) as peak and bandwidth. Nothing is fitted.
+* ``calibrated_s`` — the same times a per-family efficiency factor (median measured ÷ predicted)
+  fitted on the *other* runs of the family on that device (leave-one-out), so a run never
+  calibrates its own prediction. None when the family has no other run.
+
+The error of a run is ``|predicted − measured| / measured``; a family's figure is the median
+(MdAPE). For the report: `predicted_vs_measured(frame, platform)` returns a DataFrame with
+columns family, config, precision, device_name, measured_s, predicted_s, ape, calibrated_s,
+ape_calibrated, bound, basis, kind ("prediction").
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from paradnn.errors import ConfigError
+from paradnn.sim import chip as chips
+from paradnn.sim.chip import Chip
+from paradnn.sim.model import KIND, predict
+from paradnn.sim.precision import BYTES
+
+COLUMNS = (
+    "family",
+    "config",
+    "precision",
+    "device_name",
+    "measured_s",
+    "predicted_s",
+    "ape",
+    "calibrated_s",
+    "ape_calibrated",
+    "bound",
+    "basis",
+    "kind",
+)
+
+
+def _config(value: Any) -> dict[str, Any]:
+    return json.loads(value) if isinstance(value, str) else dict(value)
+
+
+def predicted_vs_measured(
+    frame: pd.DataFrame, platform: Chip | str | Mapping[str, Chip]
+) -> pd.DataFrame:
+    """One row per ok run of ``frame`` (runs as `Store.frame()` returns them; of several
+    attempts of a run key, the latest ok one) whose device the chip describes. ``platform``: a
+    `Chip` (used for every run), a database id or TOML path, or a mapping device_name → Chip.
+    Runs at a precision the chip has no peak for are left out."""
+    if isinstance(platform, str):
+        platform = chips.load(platform)
+    rows: list[dict[str, Any]] = []
+    if frame.empty:
+        return pd.DataFrame(columns=list(COLUMNS))
+    ok = frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
+    if {"run_key", "attempt"} <= set(ok.columns):  # a re-measured config counts once: its latest
+        ok = ok.sort_values("attempt").drop_duplicates("run_key", keep="last").sort_index()
+    for r in ok.to_dict("records"):
+        chip = platform.get(r.get("device_name")) if isinstance(platform, Mapping) else platform
+        if chip is None or r["precision"] not in BYTES:
+            continue
+        if chip.platform.peak(r["precision"]) is None:
+            continue
+        cfg = _config(r["config"])
+        p = predict(r["family"], cfg, chip, r["precision"], optimizer=r.get("optimizer", "rmsprop"))
+        measured = float(r["step_time_s"])
+        rows.append(
+            {
+                "family": r["family"],
+                "config": json.dumps(cfg, sort_keys=True),
+                "precision": r["precision"],
+                "device_name": r.get("device_name"),
+                "measured_s": measured,
+                "predicted_s": p.predicted_step_s,
+                "ape": abs(p.predicted_step_s - measured) / measured,
+                "bound": p.bottleneck,
+                "basis": chip.origin,
+                "kind": KIND,
+            }
+        )
+    df = pd.DataFrame(
+        rows, columns=[c for c in COLUMNS if c not in ("calibrated_s", "ape_calibrated")]
+    )
+    return _leave_one_out(df)[list(COLUMNS)]
+
+
+def _leave_one_out(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    cal: list[float | None] = []
+    for i, r in df.iterrows():
+        same = df[(df["family"] == r["family"]) & (df["device_name"] == r["device_name"])]
+        others = same.drop(index=i)
+        if others.empty:
+            cal.append(None)
+            continue
+        factor = statistics.median(others["measured_s"] / others["predicted_s"])
+        cal.append(r["predicted_s"] * factor)
+    df["calibrated_s"] = pd.Series(cal, index=df.index, dtype="float64")
+    df["ape_calibrated"] = (df["calibrated_s"] - df["measured_s"]).abs() / df["measured_s"]
+    return df
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per family: runs, MdAPE of the analytical and of the calibrated prediction."""
+    out = []
+    for fam, g in df.groupby("family", sort=True):
+        cal = g["ape_calibrated"].dropna()
+        out.append(
+            {
+                "family": fam,
+                "runs": len(g),
+                "mdape": float(g["ape"].median()),
+                "mdape_calibrated": float(cal.median()) if len(cal) else None,
+                "basis": "; ".join(sorted(set(g["basis"]))),
+                "kind": KIND,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def device_chips(runs: pd.DataFrame, ceilings: list[dict[str, Any]]) -> dict[str, Chip]:
+    """The chip for each device in ``runs``: its measured ceilings when `paradnn calibrate` ran
+    on it (same device, same software), else the datasheet entry that matches its name."""
+    from paradnn import platforms
+
+    out: dict[str, Chip] = {}
+    for name in sorted(set(runs.get("device_name", pd.Series(dtype=str)).dropna())):
+        chip = chips.from_ceilings(ceilings, name)
+        if chip is None and (plat := platforms.match(name)) is not None:
+            chip = chips.from_platform(plat)
+        if chip is not None:
+            out[name] = chip
+    return out
+
+
+def predicted_vs_measured_data(data: Any) -> pd.DataFrame:
+    """`predicted_vs_measured` for the report: ``data`` is `paradnn.analysis.frames.Data` (any
+    object with a ``runs`` and a ``ceilings`` DataFrame); each device gets `device_chips`.
+    Empty when no device is described by ceilings or the platform database."""
+    runs = data.runs
+    if runs is None or not len(runs):
+        return pd.DataFrame(columns=list(COLUMNS))
+    ceilings = data.ceilings
+    rows = ceilings.to_dict("records") if ceilings is not None and len(ceilings) else []
+    target = device_chips(runs, rows)
+    if not target:
+        return pd.DataFrame(columns=list(COLUMNS))
+    return predicted_vs_measured(runs, target)
+
+
+def validate_db(db: str, platform: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-run rows, per-family summary) for every ok run in ``db``. ``platform`` forces one
+    chip for all runs; by default each device gets `device_chips`."""
+    from paradnn.store import open_store
+
+    with open_store(db, readonly=True) as store:
+        frame = store.frame()
+        ceilings = store.rows("ceilings")
+    if frame.empty:
+        raise ConfigError("--db", db, "holds no runs: run `paradnn run --db ...` first")
+    target: Chip | Mapping[str, Chip] = (
+        chips.load(platform) if platform else device_chips(frame, ceilings)
+    )
+    if not platform and not target:
+        names = ", ".join(sorted(set(frame["device_name"].dropna())))
+        raise ConfigError(
+            "--db",
+            db,
+            f"no chip describes its devices ({names}): run `paradnn calibrate --db {db}` on "
+            "that machine, or pass --platform",
+        )
+    df = predicted_vs_measured(frame, target)
+    return df, summary(df)

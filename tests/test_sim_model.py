@@ -1,0 +1,280 @@
+"""Chips (database, user TOML, measured ceilings), the step prediction and its validation."""
+
+import itertools
+
+import pandas as pd
+import pytest
+
+from paradnn.errors import ConfigError
+from paradnn.records import RunRecord
+from paradnn.sim import chip as sim_chip
+from paradnn.sim.interconnect import Topology
+from paradnn.sim.memory import attainable, roofline
+from paradnn.sim.model import predict, scaling
+from paradnn.sim.validate import predicted_vs_measured, summary, validate_db
+from paradnn.store import open_store
+
+from conftest import TINY
+
+CPU = "Test CPU 9000"
+CEILINGS = [
+    {"device": "cpu", "device_name": CPU, "kind": "matmul", "precision": "fp32", "value": 1e11},
+    {"device": "cpu", "device_name": CPU, "kind": "matmul", "precision": "fp32", "value": 2e11},
+    {"device": "cpu", "device_name": CPU, "kind": "copy", "precision": None, "value": 2e10},
+    {"device": "cpu", "device_name": CPU, "kind": "triad", "precision": None, "value": 3e10},
+    {"device": "cpu", "device_name": "other", "kind": "copy", "precision": None, "value": 1e12},
+]
+
+
+def chip_file(tmp_path, body, name="chip.toml"):
+    path = tmp_path / name
+    path.write_text(body)
+    return str(path)
+
+
+WHATIF = """
+[whatif]
+name = "What-if"
+vendor = "hypothetical"
+kind = "tpu"
+peak_dense = { bf16 = 183.5e12 }
+mem_bandwidth = 700e9
+memory_bytes = 16e9
+mxu = { rows = 128, cols = 128, per_core = 4, cores = 2 }
+clock_hz = 700e6
+link_bw = 62e9
+links = 4
+topology = "torus2d"
+dataflow = "os"
+"""
+
+
+def test_user_toml_chip(tmp_path):
+    c = sim_chip.load(chip_file(tmp_path, WHATIF))
+    assert (c.id, c.dataflow, c.topology_kind, c.links) == ("whatif", "os", "torus2d", 4)
+    assert c.arrays.macs == 4 * 2 * 128 * 128 and c.link.bandwidth == 62e9
+    assert c.origin.startswith("file ")
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ("mxu_count = 4", "whatif.mxu_count"),
+        ('dataflow = "rs"', "whatif.dataflow"),
+        ('topology = "mesh"', "whatif.topology"),
+        ("links = 0", "whatif.links"),
+        ("link_bw = -1", "whatif.link_bw"),
+    ],
+)
+def test_bad_toml_field_is_one_line_naming_it(tmp_path, extra, field):
+    key = extra.split("=")[0].strip()
+    body = "\n".join(line for line in WHATIF.splitlines() if not line.startswith(key + " "))
+    body += "\n" + extra + "\n"
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load(chip_file(tmp_path, body))
+    msg = str(e.value)
+    assert msg.startswith(field) and "\n" not in msg
+
+
+def test_unknown_platform_is_one_line():
+    with pytest.raises(ConfigError, match=r"--platform = 'tpu-v9'.*tpu-v2"):
+        sim_chip.load("tpu-v9")
+
+
+def test_measured_ceilings_chip_is_labelled_and_takes_the_best():
+    c = sim_chip.from_ceilings(CEILINGS, CPU)
+    assert c.peak("fp32") == 2e11 and c.mem_bandwidth == 3e10
+    assert "measured ceilings" in c.origin and "measured" in c.platform.notes
+    assert c.platform.peak("bf16") is None
+    assert sim_chip.from_ceilings(CEILINGS, "other") is None  # bandwidth but no matmul
+
+
+def test_roofline_bounds():
+    b = roofline(2e12, 1e9, peak=1e12, bandwidth=1e11)
+    assert (b.compute_s, b.memory_s, b.lower_s, b.upper_s) == (2.0, 0.01, 2.0, 2.01)
+    assert b.bound == "compute"
+    assert attainable(10, 1e12, 1e11) == 1e12 and attainable(1, 1e12, 1e11) == 1e11
+
+
+def test_prediction_on_a_datasheet_tpu():
+    tpu = sim_chip.load("tpu-v2")
+    p = predict("cnn", {"filters": 64, "batch": 128}, tpu, "bf16")
+    assert p.kind == "prediction" and p.platform == "tpu-v2" and p.origin == "datasheet"
+    assert p.step_lower_s <= p.predicted_step_s <= p.step_upper_s <= 2 * p.step_lower_s
+    assert 0 < p.utilization < 1
+    assert p.bottleneck in ("compute", "memory")
+    assert p.memory["fits"] is True
+    for op in p.ops:
+        assert 0 < op.array_utilization <= 1
+    with pytest.raises(ConfigError, match="tpu-v2 has no dense fp32 peak; it has bf16"):
+        predict("cnn", {}, tpu, "fp32")
+
+
+def test_fc_is_memory_bound_at_batch_one_and_compute_bound_at_large_batch():
+    h100 = sim_chip.load("h100-sxm")
+    small = predict("fc", {"nodes": 4096, "batch": 1}, h100, "bf16")
+    big = predict("fc", {"nodes": 4096, "batch": 8192}, h100, "bf16")
+    assert small.bottleneck == "memory" and big.bottleneck == "compute"
+    assert small.utilization < big.utilization
+
+
+def test_more_mxus_help_until_memory_binds(tmp_path):
+    base = WHATIF.replace('dataflow = "os"', "")
+    single = base.replace("per_core = 4", "per_core = 1").replace("183.5e12", "45.875e12")
+    one = sim_chip.load(chip_file(tmp_path, single, "a.toml"))
+    four = sim_chip.load(chip_file(tmp_path, base, "b.toml"))
+    cfg = {"filters": 64, "batch": 64}
+    assert predict("cnn", cfg, four).compute_s < predict("cnn", cfg, one).compute_s
+
+
+def test_capacity_check_replicates_the_model():
+    tpu = sim_chip.load("tpu-v2")  # 16 GiB
+    huge = predict("fc", {"layers": 64, "nodes": 8192, "batch": 64}, tpu, "bf16")
+    assert huge.memory["fits"] is False
+    assert huge.memory["lower_bound_bytes"] > tpu.memory_bytes
+
+
+def test_data_parallel_step_adds_the_exposed_all_reduce():
+    tpu = sim_chip.load("tpu-v2")
+    one = predict("cnn", {"filters": 32, "batch": 64}, tpu)
+    pod = predict("cnn", {"filters": 32, "batch": 64}, tpu, chips=256)
+    assert pod.topology == "torus2d:16x16"
+    assert pod.predicted_step_s == pytest.approx(one.predicted_step_s + pod.exposed_comm_s)
+    assert pod.exposed_comm_s == pytest.approx(pod.allreduce_s)
+    hidden = predict("cnn", {"filters": 32, "batch": 64}, tpu, chips=256, overlap=1.0)
+    assert hidden.exposed_comm_s < pod.exposed_comm_s
+    with pytest.raises(ConfigError, match="has 64 chips but --chips is 256"):
+        predict("cnn", {}, tpu, chips=256, topology=Topology("torus2d", (8, 8)))
+    with pytest.raises(ConfigError, match="--chips"):
+        predict("cnn", {}, sim_chip.load("titan-x-pascal"), "fp32", chips=2)  # no link figures
+
+
+def test_scaling_curve_to_1024_chips():
+    rows = scaling("cnn", {"filters": 32, "batch": 64}, sim_chip.load("tpu-v3"), max_chips=1024)
+    assert [r["chips"] for r in rows] == [2**i for i in range(11)]
+    eff = [r["efficiency"] for r in rows]
+    assert eff[0] == 1.0 and all(a >= b for a, b in itertools.pairwise(eff))
+    assert 0 < eff[-1] < 1
+    assert rows[-1]["topology"] == "torus2d:32x32"
+    assert rows[-1]["bisection_bytes_per_s"] == pytest.approx(64 * 656e9 / 8)
+
+
+def _frame():
+    rows = []
+    for i, (fam, measured) in enumerate([("fc", 0.01), ("fc", 0.02), ("fc", 0.03), ("cnn", 0.05)]):
+        cfg = dict(TINY[fam], batch=TINY[fam]["batch"] * (i + 1))
+        rows.append(
+            {
+                "family": fam,
+                "config": cfg,
+                "precision": "fp32",
+                "optimizer": "sgd",
+                "status": "ok",
+                "step_time_s": measured,
+                "device_name": CPU,
+            }
+        )
+    rows.append({**rows[0], "status": "oom", "step_time_s": None})
+    rows.append({**rows[0], "precision": "bf16"})  # the chip has no bf16 ceiling: left out
+    return pd.DataFrame(rows)
+
+
+def test_predicted_vs_measured_and_mdape():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    df = predicted_vs_measured(_frame(), chip)
+    assert list(df["family"]) == ["fc", "fc", "fc", "cnn"]
+    assert (df["kind"] == "prediction").all()
+    assert df["ape"].tolist() == pytest.approx(
+        ((df["predicted_s"] - df["measured_s"]).abs() / df["measured_s"]).tolist()
+    )
+    # Leave-one-out: fc row 0 is scaled by the median ratio of fc rows 1 and 2 only.
+    ratios = (df["measured_s"] / df["predicted_s"]).tolist()
+    assert df["calibrated_s"][0] == pytest.approx(
+        df["predicted_s"][0] * (ratios[1] + ratios[2]) / 2
+    )
+    assert pd.isna(df["calibrated_s"][3])  # cnn has no other run
+    s = summary(df).set_index("family")
+    assert s.loc["fc", "mdape"] == pytest.approx(df["ape"][:3].median())
+    assert s.loc["fc", "runs"] == 3 and pd.isna(s.loc["cnn", "mdape_calibrated"])
+
+
+def make_db(path):
+    with open_store(path) as store:
+        for i, r in enumerate(_frame().to_dict("records")):
+            store.insert(RunRecord(run_key=f"k{i}", device="cpu", **{k: v for k, v in r.items()}))
+        store.insert_rows(
+            "ceilings",
+            [
+                {**c, "fingerprint": "f", "unit": "x", "measured_at": "2026-01-01T00:00:00"}
+                for c in CEILINGS
+            ],
+        )
+    return str(path)
+
+
+def test_validate_db_uses_the_measured_ceilings(tmp_path):
+    df, s = validate_db(make_db(tmp_path / "v.db"))
+    assert len(df) == 4 and set(s["family"]) == {"fc", "cnn"}
+    assert df["basis"].str.startswith("measured ceilings").all()
+
+
+def test_validate_db_without_any_chip_is_one_line(tmp_path):
+    path = tmp_path / "n.db"
+    with open_store(path) as store:
+        store.insert(
+            RunRecord(
+                "k",
+                "fc",
+                TINY["fc"],
+                "fp32",
+                "sgd",
+                "cpu",
+                "ok",
+                device_name="Unknown CPU",
+                step_time_s=0.1,
+            )
+        )
+    with pytest.raises(ConfigError, match="run `paradnn calibrate"):
+        validate_db(str(path))
+
+
+def test_every_registered_family_can_be_predicted():
+    from paradnn import families
+    from paradnn.sim.lowering import lower_all
+
+    tpu = sim_chip.load("tpu-v4")
+    for name in families.names():
+        if name == "fault":
+            continue
+        fam = families.get(name)
+        cfg = fam.default_config()
+        p = predict(name, cfg, tpu, "bf16")
+        assert p.predicted_step_s > 0 and 0 < p.utilization <= 1, name
+        assert p.flops_per_chip == sum(o.flops for o in lower_all(fam.shapes(cfg)))
+
+
+def test_report_entry_point_reads_analysis_data(tmp_path):
+    from paradnn.analysis import frames
+    from paradnn.sim.validate import predicted_vs_measured_data
+
+    data = frames.load([make_db(tmp_path / "r.db")])
+    df = predicted_vs_measured_data(data)
+    assert len(df) == 4 and (df["kind"] == "prediction").all()
+    assert {"family", "measured_s", "predicted_s", "ape"} <= set(df.columns)
+
+
+def test_what_if_peak_must_match_arrays_and_clock(tmp_path):
+    body = WHATIF.replace("183.5e12", "400e12")
+    with pytest.raises(
+        ConfigError, match=r"whatif\.peak_dense\.bf16 = 400000000000000\.0: must be 2·rows"
+    ):
+        sim_chip.load(chip_file(tmp_path, body))
+
+
+def test_a_remeasured_config_counts_once_with_its_latest_attempt():
+    frame = _frame().iloc[:4].copy()
+    frame["run_key"] = ["a", "b", "c", "d"]
+    frame["attempt"] = 1
+    again = frame.iloc[[0]].assign(attempt=2, step_time_s=0.5)
+    df = predicted_vs_measured(pd.concat([frame, again]), sim_chip.from_ceilings(CEILINGS, CPU))
+    assert len(df) == 4 and df["measured_s"].tolist()[0] == 0.5
