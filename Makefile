@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 demo: $(STAMP)
+	$(BIN)/paradnn calibrate --if-missing --db $(DB)
 	$(BIN)/paradnn run --db $(DB)
 	$(BIN)/paradnn report --db $(DB) --out $(REPORT)
 

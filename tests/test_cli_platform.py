@@ -110,6 +110,18 @@ def test_calibrate_then_ops_report_measured_utilization(capsys, tmp_path, monkey
         )
 
 
+def test_calibrate_if_missing_measures_once_per_environment(capsys, tmp_path, monkeypatch):
+    _tiny_measurements(monkeypatch)
+    db = str(tmp_path / "r.db")
+    args = ("calibrate", "--device", "cpu", "-p", "fp32", "--db", db, "--if-missing")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and "already in the database" not in out, err
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and "already in the database" in out, err
+    code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "ceilings", "-f", "json")
+    assert len(json.loads(out)) == 3  # matmul, copy, triad: measured once
+
+
 def test_ops_rejects_unknown_names_and_gpu_thread_sweeps(capsys, tmp_path):
     db = str(tmp_path / "r.db")
     code, _, err = run_cli(capsys, "ops", "--name", "matmul-3", "--db", db)

@@ -118,6 +118,7 @@ def test_report_from_a_cpu_database(tmp_path):
         "table8",
         "failures",
         "provenance",
+        "prediction",
     ):
         assert secs[sid].empty is None, sid
     names = {f.name for s in rep.sections for f in s.figures}

@@ -192,14 +192,28 @@ def calibrate(
     *,
     threads: int | None = None,
     db: str = DEFAULT_DB,
+    if_missing: bool = False,
 ) -> list[dict[str, Any]]:
     """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
-    on the device report utilization against them."""
+    on the device report utilization against them. With `if_missing`, a database that already
+    holds ceilings of this device in this environment (same fingerprint) is left as it is and
+    those rows are returned."""
     from paradnn.measure.calibrate import calibrate as measure_ceilings
 
     RunOptions(device=device, threads=threads)
     for p in precisions or ():
         RunOptions(precision=p)
+    if if_missing:
+        from paradnn.measure.calibrate import device_name
+        from paradnn.runner.execute import prepare
+
+        _, env = prepare(RunOptions(device=device, threads=threads))
+        with open_store(db) as store:
+            have = store.rows(
+                "ceilings", {"device_name": device_name(env), "fingerprint": env["fingerprint"]}
+            )
+        if have:
+            return have
     rows = measure_ceilings(device, precisions, threads=threads)
     with open_store(db) as store:
         store.insert_rows("ceilings", rows)

@@ -502,12 +502,24 @@ def calibrate(
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
+    if_missing: Annotated[
+        bool,
+        typer.Option(
+            "--if-missing",
+            help="Measure only if the database has no ceilings of this device and environment.",
+        ),
+    ] = False,
 ) -> None:
     """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
     (copy, triad). Later runs report utilization against them."""
     with err.status("calibrating (large matmuls, then copy and triad)…"):
-        rows = api.calibrate(device, precision, threads=threads, db=db)
-    out.print(tables.side_table("ceilings", rows, title="measured ceilings"))
+        rows = api.calibrate(device, precision, threads=threads, db=db, if_missing=if_missing)
+    title = "measured ceilings" + (
+        " (already in the database)"
+        if if_missing and rows and rows[0].get("id") is not None
+        else ""
+    )
+    out.print(tables.side_table("ceilings", rows, title=title))
     out.print(f"Stored in [bold]{db}[/].")
 
 

@@ -537,6 +537,16 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
             "Predicted (what-if model) vs measured step time",
         )
     )
+    summary = getattr(sim_validate, "summary", None)
+    if summary is not None:
+        s.tables.append(
+            w.table(
+                "prediction-error",
+                summary(df),
+                "Median absolute percentage error per family (calibrated: scaled by the other "
+                "runs of the family, leave-one-out)",
+            )
+        )
     s.tables.append(w.table("predicted-vs-measured", df, "Per-config prediction error"))
     return s
 
