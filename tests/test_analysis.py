@@ -313,3 +313,18 @@ def test_thread_counts_compare_as_groups():
     assert A.speedup.values(data, "threads") == ["2", "4"]
     c = A.compare(data, "threads", "2", "4")
     assert c.overall()["geomean"] == pytest.approx(1.5) and c.overall()["n"] == 48
+
+
+def test_heatmap_marks_only_values_that_differ_from_the_papers():
+    space = {
+        "layers": [9],
+        "embed": [32, 64],
+        "length": [50],
+        "vocab": [32],
+        "batch": [8, 16],
+        "cell": ["lstm"],
+    }
+    data = A.from_frames(synth.rows("rnn", space, lambda c: 0.2))
+    hm = A.heatmap(data, "rnn", x="batch", y="embed", metric="achieved_flops")
+    assert hm.fixed == {"layers": 9, "length": 50, "vocab": 32, "cell": "lstm"}
+    assert all(hm.paper_fixed.values())  # the paper fixes no cell type: nothing to differ from

@@ -32,7 +32,8 @@ class HeatMap:
     values: pd.DataFrame  # index: y values, columns: x values; NaN where no ok run
     status: pd.DataFrame  # same shape: 'ok', a failure status, or None (not run)
     fixed: dict[str, Any] = field(default_factory=dict)  # the other hyperparameters' values
-    paper_fixed: dict[str, bool] = field(default_factory=dict)  # was that the paper's value?
+    # False where the paper fixes the hyperparameter at another value (marked * in figures)
+    paper_fixed: dict[str, bool] = field(default_factory=dict)
     where: dict[str, Any] = field(default_factory=dict)  # platform, precision, ...
 
     @property
@@ -150,6 +151,7 @@ def _fixed_values(
         else:
             continue
         value = _clean(value)
-        chosen[k], is_paper[k] = value, k in paper and value == paper[k]
+        # True unless the paper fixes this hyperparameter at another value
+        chosen[k], is_paper[k] = value, k not in paper or value == paper[k]
         pool = pool[pool[k] == value]
     return chosen, is_paper

@@ -93,7 +93,9 @@ def sensitivity(
             excluded[h] = "not numeric in every run"
             continue
         if x.nunique() < 2:
-            excluded[h] = f"constant ({x.iloc[0] if len(x) else 'no runs'}) in this slice"
+            v = x.iloc[0] if len(x) else "no runs"
+            v = int(v) if isinstance(v, float) and v.is_integer() else v
+            excluded[h] = f"constant ({v}) in this slice"
             continue
         transform = "log2" if log_axes and geometric(x.unique()) else "linear"
         x = np.log2(x.astype(float)) if transform == "log2" else x.astype(float)
