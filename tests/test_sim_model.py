@@ -89,6 +89,48 @@ def test_measured_ceilings_chip_is_labelled_and_takes_the_best():
     assert sim_chip.from_ceilings(CEILINGS, "other") is None  # bandwidth but no matmul
 
 
+def _curve_rows():
+    sizes = {"128": {"flop_per_s": 5e10}, "512": {"flop_per_s": 1.6e11}, "2048": 2e11}
+    return [
+        {
+            "device": "cpu",
+            "device_name": CPU,
+            "kind": "matmul",
+            "precision": "fp32",
+            "value": 1.9e11,
+            "detail": {"sizes": {"1024": 1.9e11}},
+            "measured_at": "2026-01-01",
+        },
+        {
+            "device": "cpu",
+            "device_name": CPU,
+            "kind": "matmul",
+            "precision": "fp32",
+            "value": 2e11,
+            "detail": {"sizes": sizes},
+            "measured_at": "2026-02-01",
+        },
+        {"device": "cpu", "device_name": CPU, "kind": "copy", "precision": None, "value": 2e10},
+    ]
+
+
+def test_measured_matmul_rate_by_size_slows_small_gemms():
+    c = sim_chip.from_ceilings(_curve_rows(), CPU)
+    assert "matmul rate by size" in c.origin
+    assert c.gemm_rates == {"fp32": ((128, 5e10), (512, 1.6e11), (2048, 2e11))}  # newest run
+    assert c.gemm_rate("fp32", 512, 512, 512) == pytest.approx(1.6e11)
+    assert c.gemm_rate("fp32", 4096, 4096, 4096) == pytest.approx(2e11)  # the best, not more
+    mid = c.gemm_rate("fp32", 256, 256, 256)  # halfway in log size: the log-log midpoint
+    assert mid == pytest.approx((5e10 * 1.6e11) ** 0.5)
+    assert c.gemm_rate("fp32", 64, 64, 64) < 5e10  # below the smallest size, slower still
+    assert c.gemm_rate("fp32", 64, 64, 64) >= 5e10 / 2  # but never faster than linear decay
+    assert c.gemm_rate("fp32", 128, 512, 32) == pytest.approx(5e10)  # equal volume to 128³
+    assert sim_chip.from_ceilings(CEILINGS, CPU).gemm_rates is None  # no sizes: the peak
+    small = predict("fc", {**TINY["fc"]}, c, "fp32")
+    flat = predict("fc", {**TINY["fc"]}, sim_chip.from_ceilings(CEILINGS, CPU), "fp32")
+    assert small.compute_s > flat.compute_s
+
+
 def test_roofline_bounds():
     b = roofline(2e12, 1e9, peak=1e12, bandwidth=1e11)
     assert (b.compute_s, b.memory_s, b.lower_s, b.upper_s) == (2.0, 0.01, 2.0, 2.01)

@@ -55,6 +55,33 @@ class Chip:
     links: int | None = None
     topology_kind: str = "ring"
     link_source: str | None = None
+    # Measured matmul FLOP/s by square size n, per precision (`paradnn calibrate` tries several
+    # sizes); a chip without matrix units uses it for GEMMs of other sizes. None: datasheet peak.
+    gemm_rates: dict[str, tuple[tuple[int, float], ...]] | None = None
+
+    def gemm_rate(self, precision: str, m: int, n: int, k: int) -> float:
+        """FLOP/s of one (m, n, k) GEMM: the measured rate at the square size of equal volume
+        (cube root of m·n·k), interpolated log-log between calibrated sizes; below the smallest
+        size the first segment's slope continues (capped at linear), above the largest the best
+        rate holds. The chip's peak when no curve was measured for this precision."""
+        curve = (self.gemm_rates or {}).get(precision)
+        best = self.peak(precision)
+        if not curve:
+            return best
+        size = max(1.0, (m * n * k) ** (1 / 3))
+        sizes = [math.log(x) for x, _ in curve]
+        rates = [math.log(r) for _, r in curve]
+        x = math.log(size)
+        if len(curve) == 1 or x >= sizes[-1]:
+            return min(best, curve[-1][1]) if x >= sizes[-1] else curve[0][1]
+        if x <= sizes[0]:
+            slope = min(1.0, max(0.0, (rates[1] - rates[0]) / (sizes[1] - sizes[0])))
+            return math.exp(rates[0] + slope * (x - sizes[0]))
+        for i in range(1, len(sizes)):
+            if x <= sizes[i]:
+                t = (x - sizes[i - 1]) / (sizes[i] - sizes[i - 1])
+                return math.exp(rates[i - 1] + t * (rates[i] - rates[i - 1]))
+        return curve[-1][1]  # pragma: no cover - covered by the first test
 
     @property
     def id(self) -> str:
@@ -209,4 +236,35 @@ def from_ceilings(rows: list[dict[str, Any]], device_name: str) -> Chip | None:
         "notes": "measured ceilings (large-matmul FLOP/s, copy bandwidth), not datasheet figures",
     }
     plat = specs.parse_entry("measured", entry)
-    return Chip(plat, f"measured ceilings ({device_name}, {when})")
+    curves = _size_curves(mine)
+    origin = f"measured ceilings ({device_name}, {when})"
+    if curves:
+        origin += "; matmul rate by size"
+    return Chip(plat, origin, gemm_rates=curves or None)
+
+
+def _size_curves(rows: list[dict[str, Any]]) -> dict[str, tuple[tuple[int, float], ...]]:
+    """Per precision, the matmul FLOP/s at each size the newest `calibrate` run tried; kept
+    only with two or more sizes, since one point is just the peak."""
+    import json
+
+    out: dict[str, tuple[tuple[int, float], ...]] = {}
+    newest: dict[str, str] = {}
+    for r in rows:
+        p = r.get("precision")
+        when = str(r.get("measured_at", ""))
+        if r.get("kind") != "matmul" or not p or when < newest.get(p, ""):
+            continue
+        detail = r.get("detail") or {}
+        detail = json.loads(detail) if isinstance(detail, str) else detail
+        points = []
+        for n, d in (detail.get("sizes") or {}).items():
+            rate = d.get("flop_per_s") if isinstance(d, dict) else d
+            if rate and float(rate) > 0:
+                points.append((int(n), float(rate)))
+        newest[p] = when
+        if len(points) >= 2:
+            out[p] = tuple(sorted(points))
+        else:
+            out.pop(p, None)
+    return out

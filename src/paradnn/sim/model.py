@@ -95,7 +95,8 @@ def predict_op(op: Op, chip: Chip, precision: str) -> OpPrediction:
         compute = cycles / chip.clock(precision)
         util = op.macs / (cycles * arrays.macs)
     else:
-        compute, util = op.flops / peak, None
+        rate = chip.gemm_rate(precision, op.m, op.n, op.k) if chip.gemm_rates else peak
+        compute, util = op.flops / rate, None
     memory = nbytes / chip.mem_bandwidth
     return OpPrediction(
         op.layer, op.phase, op.m, op.n, op.k, op.count, op.flops, nbytes, compute, memory, util
