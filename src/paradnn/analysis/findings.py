@@ -101,8 +101,8 @@ def depth_unexploited(data: Data) -> Finding:
     return Finding(fid, claim, src, FAILS if row.ci_low > 0 else HOLDS, _fmt_w(s, "layers"), rule)
 
 
-def _precision_speedups(data: Data) -> dict[str, float] | str:
-    """Geomean speedup of 16-bit over fp32 per family on each platform that ran both."""
+def _precision_speedups(data: Data):
+    """(comparison of 16-bit over fp32, geomean speedup per family), or why there is none."""
     if not len(data.runs):
         return "no runs"
     have = set(values(data, "precision"))
@@ -113,21 +113,20 @@ def _precision_speedups(data: Data) -> dict[str, float] | str:
     c = compare(data, "precision", "fp32", low)
     if not len(c.pairs):
         return f"no config ran ok in both fp32 and {low}"
-    return {f: geomean(g["speedup"]) for f, g in c.pairs.groupby("family")} | {"_low": low}
+    return c, {f: geomean(g["speedup"]) for f, g in c.pairs.groupby("family")}
 
 
 def precision_helps(data: Data) -> Finding:
     fid, src = "precision-helps", "seed 000 observation 13"
     claim = "16-bit precision (bf16/fp16) trains faster than fp32"
     rule = "holds when the geometric-mean speedup over matched configs is above 1"
-    sp = _precision_speedups(data)
-    if isinstance(sp, str):
-        return Finding(fid, claim, src, NO_DATA, sp, rule)
-    low = sp.pop("_low")
-    c = compare(data, "precision", "fp32", low)
+    found = _precision_speedups(data)
+    if isinstance(found, str):
+        return Finding(fid, claim, src, NO_DATA, found, rule)
+    c, per_family = found
     g = c.overall()
-    ev = f"{low} over fp32: geomean {g['geomean']:.2f}× over {g['n']} configs, " + ", ".join(
-        f"{f} {v:.2f}×" for f, v in sp.items()
+    ev = f"{c.b} over fp32: geomean {g['geomean']:.2f}× over {g['n']} configs, " + ", ".join(
+        f"{f} {v:.2f}×" for f, v in per_family.items()
     )
     return Finding(fid, claim, src, HOLDS if g["geomean"] > 1 else FAILS, ev, rule)
 
@@ -136,14 +135,14 @@ def precision_cnn_over_rnn(data: Data) -> Finding:
     fid, src = "precision-cnn-over-rnn", "seed 000 §6 (Figure 13)"
     claim = "Mixed precision helps CNNs more than RNNs"
     rule = "holds when the CNN geometric-mean 16-bit speedup exceeds the RNN one"
-    sp = _precision_speedups(data)
-    if isinstance(sp, str):
-        return Finding(fid, claim, src, NO_DATA, sp, rule)
+    found = _precision_speedups(data)
+    if isinstance(found, str):
+        return Finding(fid, claim, src, NO_DATA, found, rule)
+    c, sp = found
     if "cnn" not in sp or "rnn" not in sp:
-        return Finding(
-            fid, claim, src, NO_DATA, "need matched fp32/16-bit runs of cnn and rnn", rule
-        )
-    ev = f"cnn {sp['cnn']:.2f}× vs rnn {sp['rnn']:.2f}× ({sp['_low']} over fp32)"
+        why = "need matched fp32/16-bit runs of cnn and rnn"
+        return Finding(fid, claim, src, NO_DATA, why, rule)
+    ev = f"cnn {sp['cnn']:.2f}× vs rnn {sp['rnn']:.2f}× ({c.b} over fp32)"
     return Finding(fid, claim, src, HOLDS if sp["cnn"] > sp["rnn"] else FAILS, ev, rule)
 
 

@@ -21,20 +21,10 @@ from paradnn.measure.energy import nvml as nvml_mod
 from paradnn.measure.energy import rapl
 from paradnn.measure.energy.base import REASONS, Reading, Unavailable, reason_text
 from paradnn.measure.energy.sampler import MIN_PERIOD_S, Sampler
+from paradnn.records import ENERGY_FIELDS
 
 # Columns of `runs` this module fills (schema v4; docs/energy.md documents them).
-ENERGY_COLUMNS = (
-    "energy_j",
-    "energy_window_s",
-    "avg_power_w",
-    "energy_per_step_j",
-    "energy_per_sample_j",
-    "samples_per_j",
-    "energy_method",
-    "energy_scope",
-    "energy_period_s",
-    "idle_power_w",
-)
+ENERGY_COLUMNS = ENERGY_FIELDS
 POWER_METHOD = {"instant": "nvml_power_instant", "average": "nvml_power_average"}
 
 
