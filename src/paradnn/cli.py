@@ -17,8 +17,10 @@ app = typer.Typer(
     name="paradnn",
     help=(
         "Benchmark deep-learning training on this machine the way the ParaDnn paper did: "
-        "generated FC, CNN and RNN models, timed training steps, counted FLOPs, and a SQLite "
-        "result store.\n\nStart with `paradnn run` (the quick preset), then `paradnn results`."
+        "generated FC, CNN, RNN and Transformer models and the studies' real models, timed "
+        "training steps, counted FLOPs, energy where it can be read, and a SQLite result "
+        "store.\n\nStart with `paradnn run` (the quick preset), then `paradnn report` (HTML) "
+        "or `paradnn results`."
     ),
     no_args_is_help=True,
     add_completion=False,
