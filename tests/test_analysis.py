@@ -251,14 +251,15 @@ def test_param_ranges_cover_database_and_paper_space():
 
 
 def test_model_roofline_points_use_analytic_bytes():
-    from paradnn.families import shapes
+    from paradnn.sim.lowering import lower_all
 
     data = fc_data()
     pts = A.model_points(data)
     assert len(pts) == 48
     r = data.ok.iloc[0]
     fam = __import__("paradnn.families", fromlist=["get"]).get("fc")
-    nbytes = sum(shapes.train_bytes(s, 4) for s in fam.shapes(fam.config(r["config"])))
+    ops = lower_all(fam.shapes(fam.config(r["config"])))
+    nbytes = sum(op.elements() for op in ops) * 4  # fp32: operand traffic of every GEMM
     first = pts[pts["config_key"] == r["config_key"]].iloc[0]
     assert first["intensity"] == pytest.approx(r["flops_per_step"] / nbytes)
 

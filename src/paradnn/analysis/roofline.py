@@ -3,9 +3,9 @@
 The datasheet roof (peak FLOP/s and memory bandwidth of the matching platform entry) and the
 measured roof (`paradnn calibrate`: best matmul FLOP/s and copy bandwidth on that device) are
 drawn side by side and never mixed. A model's arithmetic intensity is counted from its shape
-list (`families.shapes.train_bytes`: operand traffic without reuse between ops), so it is an
-analytic upper bound on intensity; per-operation points come from measured profiles when
-`paradnn bench --profile` stored them.
+list as the simulator lowers it (`sim.lowering`: operand traffic without reuse between ops), so
+it is an analytic upper bound on intensity; per-operation points come from measured profiles
+when `paradnn bench --profile` stored them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from paradnn.analysis.frames import Data, latest
-
-ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,9 @@ def model_points(data: Data) -> pd.DataFrame:
     """One point per ok run: analytic intensity (FLOP/byte) and achieved FLOP/s."""
     from paradnn import families
     from paradnn.errors import ConfigError
-    from paradnn.families.shapes import train_bytes
+    from paradnn.sim.lowering import lower_all
+    from paradnn.sim.memory import op_bytes
+    from paradnn.sim.precision import itemsize
 
     cols = [
         "family",
@@ -94,8 +94,8 @@ def model_points(data: Data) -> pd.DataFrame:
             try:
                 fam = families.get(r["family"])
                 cfg = fam.config(r["config"] if isinstance(r["config"], dict) else {})
-                size = ITEMSIZE.get(r["precision"], 4)
-                cache[key] = sum(train_bytes(s, size) for s in fam.shapes(cfg))
+                size = itemsize(r["precision"])
+                cache[key] = sum(op_bytes(op, size) for op in lower_all(fam.shapes(cfg)))
             except (ConfigError, ImportError, AttributeError, TypeError, ValueError):
                 cache[key] = None  # a family this installation does not know
         nbytes = cache[key]

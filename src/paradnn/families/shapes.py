@@ -115,25 +115,3 @@ class Recurrent:
 
 
 Shape = Gemm | Conv2d | Recurrent
-
-
-def operand_elements(shape: Shape) -> tuple[int, int, int]:
-    """(input, weight, output) elements one forward of the op reads and writes. Recurrent layers
-    count per time step (weights are re-read every step: what makes RNNs memory-bound)."""
-    if isinstance(shape, Gemm):
-        return shape.m * shape.k, shape.weights, shape.m * shape.n
-    if isinstance(shape, Conv2d):
-        inp = shape.batch * shape.in_ch * shape.in_h * shape.in_w
-        return inp, shape.weights, shape.batch * shape.out_ch * shape.out_h * shape.out_w
-    steps = shape.seq
-    inp = steps * shape.batch * (shape.input + shape.hidden)
-    return inp, steps * shape.weights, steps * shape.batch * shape.gates * shape.hidden
-
-
-def train_bytes(shape: Shape, itemsize: int) -> int:
-    """Operand traffic of one training step of the op with no reuse between ops: forward,
-    data-gradient (when the input needs one) and weight-gradient each touch input, weight and
-    output once. Elementwise ops, norms and the optimizer are not counted, so this is a lower
-    bound on a model's memory traffic and its FLOP/byte an upper bound on intensity."""
-    passes = 3 if shape.input_grad else 2
-    return passes * sum(operand_elements(shape)) * itemsize

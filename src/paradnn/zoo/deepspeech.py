@@ -59,9 +59,6 @@ class DeepSpeech2(RealModel):
     config_cls = DeepSpeech2Config
     paper_space = {"batch": (8, 16, 32)}
 
-    def examples_per_step(self, cfg: DeepSpeech2Config) -> int:
-        return cfg.batch  # utterances
-
     def plan(self, cfg: DeepSpeech2Config) -> Plan:
         plan = Plan(cfg.batch)
         hw = plan.conv(
