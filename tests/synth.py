@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from paradnn import families
 from paradnn.records import RunRecord
 from paradnn.store import open_store
@@ -36,8 +38,16 @@ def row(
     torch_version: str = "2.13.0",
     hostname: str = "host-a",
     error: str | None = None,
+    n_samples: int = 0,
+    spread: float = 0.01,
+    seed: int = 0,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """One run: achieved FLOP/s = util × PEAK; the step time and examples/s follow from it."""
+    """One run: achieved FLOP/s = util × PEAK; the step time and examples/s follow from it.
+
+    `n_samples` > 0 adds raw step-time samples: the step time times (1 + spread × z), z standard
+    normal from `seed` and shifted so the samples' median is exactly the step time. `extra`
+    sets any other record field (converged, quality, quality_reasons, emulated, ...)."""
     fam = families.get(family)
     c = fam.config(cfg)
     full = {f.name: getattr(c, f.name) for f in fam.fields()}
@@ -75,7 +85,12 @@ def row(
             utilization_datasheet=None,
             utilization_measured=None,
         )
-    return base
+        if n_samples:
+            z = np.random.default_rng(seed).standard_normal(n_samples)
+            z -= np.median(z)
+            base["samples"] = [float(step * (1 + spread * x)) for x in z]
+            base["n_samples"] = n_samples
+    return base | extra
 
 
 def rows(

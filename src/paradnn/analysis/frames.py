@@ -103,7 +103,9 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     frames = [f for f in frames if len(f)]
     if not frames:
-        return pd.DataFrame(columns=["family", "config", "status", "precision", "platform"])
+        return add_quality(
+            pd.DataFrame(columns=["family", "config", "status", "precision", "platform"])
+        )
     df = pd.concat(frames, ignore_index=True)
     for col in ("device_name", "device", "optimizer", "torch_version", "hostname"):
         if col not in df:
@@ -122,7 +124,99 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     # device string. Two machines with one GPU model are one platform, as in the paper.
     df["platform"] = df["device_name"].where(df["device_name"].notna(), df["device"])
     df["config_key"] = df["config"].map(_canonical)
-    return df
+    return add_quality(df)
+
+
+OLD_UNCONVERGED = "did not reach its CI target (recorded before quality flags)"
+
+
+def add_quality(runs: pd.DataFrame) -> pd.DataFrame:
+    """Boolean `noisy` and `emulated` columns and a `quality_reasons` list per run, in place.
+
+    A run is noisy when the store rated it so (`quality` = 'noisy', schema v5). A timed run
+    stored before the ratings (NULL quality, status ok or nan with a step time) is noisy when
+    its timer did not converge to the CI target. `emulated` is False where the column is absent.
+    Comparisons and the report leave noisy runs out by default; both read these columns.
+    """
+    n = len(runs)
+    quality = runs["quality"] if "quality" in runs else pd.Series([None] * n, index=runs.index)
+    reasons = (
+        runs["quality_reasons"].map(_reason_list)
+        if "quality_reasons" in runs
+        else pd.Series([[] for _ in range(n)], index=runs.index, dtype=object)
+    )
+    rated = quality.notna()
+    noisy = rated & (quality == "noisy")
+    status = runs["status"] if "status" in runs else pd.Series([None] * n, index=runs.index)
+    step = (
+        pd.to_numeric(runs["step_time_s"], errors="coerce")
+        if "step_time_s" in runs
+        else pd.Series(float("nan"), index=runs.index)
+    )
+    timed = status.isin(["ok", "nan"]) & step.notna()
+    unconverged = (
+        runs["converged"].map(lambda v: v is not None and not pd.isna(v) and not bool(v))
+        if "converged" in runs
+        else pd.Series(False, index=runs.index)
+    )
+    old_noisy = ~rated & timed & unconverged.astype(bool)
+    reasons = reasons.where(~old_noisy, pd.Series([[OLD_UNCONVERGED]] * n, index=runs.index))
+    flagged = noisy & (reasons.map(len) == 0)
+    reasons = reasons.where(~flagged, pd.Series([["rated noisy"]] * n, index=runs.index))
+    runs["noisy"] = (noisy | old_noisy).astype(bool)
+    runs["quality_reasons"] = reasons
+    runs["emulated"] = (
+        runs["emulated"].map(lambda v: v is not None and not pd.isna(v) and bool(v)).astype(bool)
+        if "emulated" in runs
+        else False
+    )
+    return runs
+
+
+def _reason_list(v) -> list[str]:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return [v]
+    if isinstance(v, (list, tuple)):
+        return [str(x) for x in v]
+    return []
+
+
+def noisy_ok(runs: pd.DataFrame) -> pd.Series:
+    """Rows that finished ok but are flagged noisy: the ones comparisons leave out."""
+    if not len(runs) or "noisy" not in runs:
+        return pd.Series(False, index=runs.index)
+    return (runs["status"] == "ok") & runs["noisy"].astype(bool)
+
+
+def reason_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """How many noisy ok runs give each reason, most common first."""
+    out: dict[str, int] = {}
+    for rs in runs.loc[noisy_ok(runs), "quality_reasons"]:
+        for r in rs or ["rated noisy"]:
+            out[r] = out.get(r, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def without_noisy(data: Data) -> tuple[Data, pd.DataFrame]:
+    """The data with noisy ok runs left out, and those runs.
+
+    The newest attempt of each run key is chosen first, so a noisy re-run does not bring back
+    an older attempt (or an older failure) in its place; the other tables are shared.
+    """
+    runs = latest(data.runs)
+    drop = noisy_ok(runs)
+    kept = Data(
+        runs=runs[~drop],
+        ceilings=data.ceilings,
+        ops=data.ops,
+        op_profile=data.op_profile,
+        sources=data.sources,
+        hyperparameters=data.hyperparameters,
+    )
+    return kept, runs[drop]
 
 
 def _canonical(cfg) -> str:
