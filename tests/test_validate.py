@@ -9,16 +9,16 @@ from paradnn.validate import parse_assignments
 @pytest.mark.parametrize(
     ("family", "values", "needle"),
     [
-        ("fc", {"layers": 0}, "fc.layers = 0: must be an integer ≥ 1"),
+        ("fc", {"layers": 0}, "fc.layers = 0: must be an integer in [1, 512]"),
         ("fc", {"nodes": -3}, "fc.nodes = -3"),
-        ("fc", {"output": 1}, "fc.output = 1: must be an integer ≥ 2"),
+        ("fc", {"output": 1}, "fc.output = 1: must be an integer in [2, 1048576]"),
         ("fc", {"batch": "many"}, "fc.batch = 'many': must be an integer"),
         ("fc", {"layers": 2.5}, "fc.layers = 2.5"),
         ("fc", {"layers": True}, "fc.layers = True"),
         ("cnn", {"block": "dense"}, "cnn.block = 'dense': must be one of residual, bottleneck"),
         ("cnn", {"image": 0}, "cnn.image = 0"),
         ("rnn", {"cell": "transformer"}, "rnn.cell = 'transformer': must be one of rnn, gru, lstm"),
-        ("rnn", {"vocab": 1}, "rnn.vocab = 1: must be an integer ≥ 2"),
+        ("rnn", {"vocab": 1}, "rnn.vocab = 1: must be an integer in [2, 1048576]"),
     ],
 )
 def test_bad_values_name_field_value_and_range(family, values, needle):

@@ -9,7 +9,7 @@ Linear(output). As in the TensorFlow original, the last BN of each block starts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import (
@@ -22,7 +22,7 @@ from paradnn.families.base import (
 )
 from paradnn.families.shapes import Conv2d, Gemm, Shape
 from paradnn.space import arithmetic, geometric
-from paradnn.validate import int_at_least, one_of
+from paradnn.validate import limits, one_of
 
 BlockType = Literal["residual", "bottleneck"]
 GROUP_WIDTH = (1, 2, 4, 8)
@@ -38,12 +38,18 @@ class CNNConfig:
     batch: int = 64
     block: BlockType = "residual"
 
+    # (low, high) per field, docs/limits.md: 4× the paper's deepest blocks, 8× its filters,
+    # 3× its images, 16× its batch; FLOPs per step stay ≤ 3.9e18 (SQLite's 64-bit INTEGER).
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "blocks": (1, 32),
+        "filters": (1, 512),
+        "image": (1, 1024),
+        "output": (2, 1 << 20),
+        "batch": (1, 16_384),
+    }
+
     def __post_init__(self) -> None:
-        int_at_least("cnn.blocks", self.blocks, 1)
-        int_at_least("cnn.filters", self.filters, 1)
-        int_at_least("cnn.image", self.image, 1)
-        int_at_least("cnn.output", self.output, 2)
-        int_at_least("cnn.batch", self.batch, 1)
+        limits("cnn", self, self.LIMITS)
         one_of("cnn.block", self.block, ("residual", "bottleneck"))
         if self.batch * self.final_map**2 < 2:
             raise ConfigError(

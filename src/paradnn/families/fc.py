@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import (
     AUTOCAST,
@@ -15,7 +15,7 @@ from paradnn.families.base import (
 )
 from paradnn.families.shapes import Gemm, Shape
 from paradnn.space import arithmetic, geometric
-from paradnn.validate import int_at_least
+from paradnn.validate import limits
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,19 @@ class FCConfig:
     output: int = 1000
     batch: int = 128
 
+    # (low, high) per field, docs/limits.md: 4× the paper's deepest and widest model, 128×
+    # its input and output sizes, 64× its largest batch; the product keeps every count of a
+    # config (FLOPs per step ≤ 3.9e18) inside SQLite's 64-bit INTEGER.
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "layers": (1, 512),
+        "nodes": (1, 32_768),
+        "input": (1, 1 << 20),
+        "output": (2, 1 << 20),
+        "batch": (1, 1 << 20),
+    }
+
     def __post_init__(self) -> None:
-        int_at_least("fc.layers", self.layers, 1)
-        int_at_least("fc.nodes", self.nodes, 1)
-        int_at_least("fc.input", self.input, 1)
-        int_at_least("fc.output", self.output, 2)
-        int_at_least("fc.batch", self.batch, 1)
+        limits("fc", self, self.LIMITS)
 
 
 class FC(Family):

@@ -9,7 +9,7 @@ real axes here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import (
     AUTOCAST,
@@ -20,7 +20,7 @@ from paradnn.families.base import (
 )
 from paradnn.families.shapes import GATES, Cell, Gemm, Recurrent, Shape
 from paradnn.space import arithmetic, geometric
-from paradnn.validate import int_at_least, one_of
+from paradnn.validate import limits, one_of
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,19 @@ class RNNConfig:
     batch: int = 64
     cell: Cell = "lstm"
 
+    # (low, high) per field, docs/limits.md: ~5× the paper's deepest stack and 9× its widest
+    # embedding, 45× its longest sequences, 1024× its vocabulary, 4× its batch; FLOPs per step
+    # stay ≤ 4.4e18 (SQLite's 64-bit INTEGER).
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "layers": (1, 64),
+        "embed": (1, 8192),
+        "length": (1, 4096),
+        "vocab": (2, 1 << 20),
+        "batch": (1, 4096),
+    }
+
     def __post_init__(self) -> None:
-        int_at_least("rnn.layers", self.layers, 1)
-        int_at_least("rnn.embed", self.embed, 1)
-        int_at_least("rnn.length", self.length, 1)
-        int_at_least("rnn.vocab", self.vocab, 2)
-        int_at_least("rnn.batch", self.batch, 1)
+        limits("rnn", self, self.LIMITS)
         one_of("rnn.cell", self.cell, tuple(GATES))
 
 

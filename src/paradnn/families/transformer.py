@@ -19,7 +19,7 @@ count exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import (
@@ -31,7 +31,7 @@ from paradnn.families.base import (
 )
 from paradnn.families.shapes import Gemm, Shape
 from paradnn.space import geometric
-from paradnn.validate import int_at_least
+from paradnn.validate import limits
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,21 @@ class TransformerConfig:
     vocab: int = 50304
     batch: int = 8
 
+    # (low, high) per field, docs/limits.md: 4× the space's deepest model, ~5× its widest,
+    # 4× its longest context, 20× GPT-2's vocabulary, 4× its batch; FLOPs per step stay
+    # ≤ 2.5e18 (SQLite's 64-bit INTEGER). heads must also divide d_model.
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "layers": (1, 128),
+        "d_model": (1, 8192),
+        "heads": (0, 8192),
+        "ffn": (1, 8),
+        "length": (1, 8192),
+        "vocab": (2, 1 << 20),
+        "batch": (1, 256),
+    }
+
     def __post_init__(self) -> None:
-        int_at_least("transformer.layers", self.layers, 1)
-        int_at_least("transformer.d_model", self.d_model, 1)
-        int_at_least("transformer.heads", self.heads, 0)
-        int_at_least("transformer.ffn", self.ffn, 1)
-        int_at_least("transformer.length", self.length, 1)
-        int_at_least("transformer.vocab", self.vocab, 2)
-        int_at_least("transformer.batch", self.batch, 1)
+        limits("transformer", self, self.LIMITS)
         if self.heads and self.d_model % self.heads:
             raise ConfigError(
                 "transformer.heads",

@@ -19,6 +19,14 @@ from typing import Any, Protocol
 from paradnn.measure.stats import Summary, summarize
 from paradnn.validate import int_at_least, number_at_least
 
+MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
+MAX_TIMING_COUNT = 1_000_000  # samples, warm-up steps, steps per chunk
+
+
+def _finite(value: object) -> bool:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return ok and math.isfinite(value)  # type: ignore[arg-type]
+
 
 class BlockClock(Protocol):
     """Where time comes from. `mark()` is cheap and never waits for the device; `elapsed` turns
@@ -66,23 +74,28 @@ class TimingPolicy:
     min_window_s: float = 0.0
 
     def __post_init__(self) -> None:
-        int_at_least("timing.min_samples", self.min_samples, 2)
-        int_at_least("timing.max_samples", self.max_samples, self.min_samples)
-        number_at_least("timing.target_ci_rel", self.target_ci_rel, 0.0, strict=True)
-        if not 0.5 <= self.confidence < 1.0:
+        # Upper bounds (docs/limits.md): a day of timing per config, a million samples or
+        # steps; past them a run never ends in practice, and floats stay finite.
+        count, day = MAX_TIMING_COUNT, MAX_TIMING_S
+        int_at_least("timing.min_samples", self.min_samples, 2, count)
+        int_at_least("timing.max_samples", self.max_samples, self.min_samples, count)
+        number_at_least("timing.target_ci_rel", self.target_ci_rel, 0.0, strict=True, high=1.0)
+        if not _finite(self.confidence) or not 0.5 <= self.confidence < 1.0:
             from paradnn.errors import ConfigError
 
             raise ConfigError("timing.confidence", self.confidence, "must be in [0.5, 1)")
-        number_at_least("timing.min_time_s", self.min_time_s, 0.0)
-        number_at_least("timing.max_time_s", self.max_time_s, self.min_time_s)
-        int_at_least("timing.warmup_min_steps", self.warmup_min_steps, 1)
-        int_at_least("timing.warmup_max_steps", self.warmup_max_steps, self.warmup_min_steps)
-        number_at_least("timing.warmup_min_time_s", self.warmup_min_time_s, 0.0)
-        number_at_least("timing.warmup_max_time_s", self.warmup_max_time_s, 0.0)
-        number_at_least("timing.warmup_tolerance", self.warmup_tolerance, 0.0, strict=True)
-        number_at_least("timing.min_block_s", self.min_block_s, 0.0)
-        int_at_least("timing.max_chunk", self.max_chunk, 1)
-        number_at_least("timing.min_window_s", self.min_window_s, 0.0)
+        number_at_least("timing.min_time_s", self.min_time_s, 0.0, high=day)
+        number_at_least("timing.max_time_s", self.max_time_s, self.min_time_s, high=day)
+        int_at_least("timing.warmup_min_steps", self.warmup_min_steps, 1, count)
+        int_at_least("timing.warmup_max_steps", self.warmup_max_steps, self.warmup_min_steps, count)
+        number_at_least("timing.warmup_min_time_s", self.warmup_min_time_s, 0.0, high=day)
+        number_at_least("timing.warmup_max_time_s", self.warmup_max_time_s, 0.0, high=day)
+        number_at_least(
+            "timing.warmup_tolerance", self.warmup_tolerance, 0.0, strict=True, high=1.0
+        )
+        number_at_least("timing.min_block_s", self.min_block_s, 0.0, high=3600.0)
+        int_at_least("timing.max_chunk", self.max_chunk, 1, count)
+        number_at_least("timing.min_window_s", self.min_window_s, 0.0, high=day)
 
 
 # A short policy for smoke runs and the `quick` preset: same rules, smaller budgets.

@@ -18,10 +18,10 @@ synthetic transcripts are `frames` / 8 characters, so CTC's alignment always exi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built, input_dtype
-from paradnn.validate import int_at_least
+from paradnn.validate import limits
 from paradnn.zoo.layers import Plan, RealModel, conv_out
 
 FREQ = 161
@@ -45,11 +45,17 @@ class DeepSpeech2Config:
     hidden: int = 800
     layers: int = 3
 
+    # docs/limits.md: 128× the study's largest batch, 40× its 4-second utterances (164 s at
+    # 100 frames/s), 5× its hidden width, 21× its depth; ≤ 2.5e18 FLOPs per step.
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "batch": (1, 4096),
+        "frames": (8, 16_384),
+        "hidden": (1, 4096),
+        "layers": (1, 64),
+    }
+
     def __post_init__(self) -> None:
-        int_at_least("deepspeech2.batch", self.batch, 1)
-        int_at_least("deepspeech2.frames", self.frames, 8)
-        int_at_least("deepspeech2.hidden", self.hidden, 1)
-        int_at_least("deepspeech2.layers", self.layers, 1)
+        limits("deepspeech2", self, self.LIMITS)
 
 
 class DeepSpeech2(RealModel):

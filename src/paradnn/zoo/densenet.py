@@ -6,10 +6,10 @@ memory-efficient checkpointing, so nothing is recomputed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config
+from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
 from paradnn.zoo.layers import Plan, RealModel, check_final_map, conv_out, pool_out
 
 BLOCKS = (6, 12, 24, 16)
@@ -27,6 +27,8 @@ def _final_map(image: int) -> int:
 class DenseNet121Config:
     batch: int = 64
     image: int = 224
+
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits()
 
     def __post_init__(self) -> None:
         check_image_config("densenet121", self.batch, self.image)

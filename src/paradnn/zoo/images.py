@@ -8,11 +8,21 @@ from paradnn.families.base import Built, input_dtype
 from paradnn.validate import int_at_least
 
 CLASSES = 1000  # ImageNet, as in every reference count
+# Upper bounds of every image model (docs/limits.md): 64× the studies' largest batch (1024)
+# and 3× RetinaNet's 640 px; VGG16 at both bounds needs 5e17 FLOPs per step, well inside
+# SQLite's 64-bit INTEGER.
+MAX_BATCH = 65_536
+MAX_IMAGE = 2048
+
+
+def image_limits(min_image: int = 1) -> dict[str, tuple[int, int]]:
+    """(low, high) of an image model's batch and image side."""
+    return {"batch": (1, MAX_BATCH), "image": (min_image, MAX_IMAGE)}
 
 
 def check_image_config(prefix: str, batch: Any, image: Any, min_image: int = 1) -> None:
-    int_at_least(f"{prefix}.batch", batch, 1)
-    int_at_least(f"{prefix}.image", image, min_image)
+    int_at_least(f"{prefix}.batch", batch, 1, MAX_BATCH)
+    int_at_least(f"{prefix}.image", image, min_image, MAX_IMAGE)
 
 
 def build_classifier(module: Any, batch: int, image: int, device: Any, precision: str) -> Built:

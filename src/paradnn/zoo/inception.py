@@ -11,11 +11,11 @@ network runs from 75 pixels up (torchvision's stated minimum).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config
+from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
 from paradnn.zoo.layers import Plan, RealModel, check_final_map, conv_out, pool_out
 
 
@@ -34,6 +34,8 @@ class InceptionV3Config:
     batch: int = 64
     image: int = 299
     aux: bool = True
+
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits(75)
 
     def __post_init__(self) -> None:
         check_image_config("inception_v3", self.batch, self.image, 75)

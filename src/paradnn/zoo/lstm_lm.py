@@ -6,11 +6,11 @@ parameters, sequences of 20): PyTorch's word_language_model example in its large
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built, activation_itemsize
 from paradnn.families.rnn import FAMILY as RNN_FAMILY
-from paradnn.validate import int_at_least
+from paradnn.validate import limits
 from paradnn.zoo.layers import Plan, RealModel
 
 VOCAB = 10_000  # PTB
@@ -24,9 +24,12 @@ class LSTMPTBConfig:
     batch: int = 64
     length: int = 20
 
+    # docs/limits.md: the ParaDnn RNN's bounds, whose memory model this one reuses: 16× the
+    # study's largest batch, 200× its 20-token sequences; ≤ 1e17 FLOPs per step.
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {"batch": (1, 4096), "length": (1, 4096)}
+
     def __post_init__(self) -> None:
-        int_at_least("lstm_ptb.batch", self.batch, 1)
-        int_at_least("lstm_ptb.length", self.length, 1)
+        limits("lstm_ptb", self, self.LIMITS)
 
 
 class LSTMPTB(RealModel):

@@ -7,10 +7,10 @@ Depthwise convolutions are why the FLOP counter needs its grouped-backward corre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config
+from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
 from paradnn.zoo.layers import Plan, RealModel, check_final_map, conv_out
 
 # (expansion t, channels c, repeats n, first stride s): the paper's Table 2
@@ -29,6 +29,8 @@ def _final_map(image: int) -> int:
 class MobileNetV2Config:
     batch: int = 64
     image: int = 224
+
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits()
 
     def __post_init__(self) -> None:
         check_image_config("mobilenet_v2", self.batch, self.image)

@@ -7,10 +7,10 @@ is RetinaNet's backbone, so the walk is shared.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config
+from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
 from paradnn.zoo.layers import Plan, RealModel, check_final_map, conv_out, pool_out
 
 BLOCKS = (3, 4, 6, 3)
@@ -48,6 +48,8 @@ def resnet50_final_map(image: int) -> int:
 class ResNet50Config:
     batch: int = 64
     image: int = 224
+
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits()
 
     def __post_init__(self) -> None:
         check_image_config("resnet50", self.batch, self.image)

@@ -19,11 +19,12 @@ loss's elementwise work has no model FLOPs, so the analytic count is exact.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import Built, input_dtype
-from paradnn.validate import int_at_least
+from paradnn.validate import limits
+from paradnn.zoo.images import image_limits
 from paradnn.zoo.layers import Plan, RealModel, check_final_map, conv_out, pool_out
 from paradnn.zoo.resnet import resnet50_body, resnet50_final_map
 
@@ -40,9 +41,10 @@ class RetinaNetConfig:
     image: int = 640
     frozen_bn: bool = False
 
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits(32)
+
     def __post_init__(self) -> None:
-        int_at_least("retinanet.batch", self.batch, 1)
-        int_at_least("retinanet.image", self.image, 32)
+        limits("retinanet", self, self.LIMITS)
         if not isinstance(self.frozen_bn, bool):
             raise ConfigError("retinanet.frozen_bn", self.frozen_bn, "must be true or false")
         if not self.frozen_bn:

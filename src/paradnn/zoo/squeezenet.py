@@ -5,10 +5,10 @@ and a 1×1 convolutional classifier. 1,235,496 parameters; no BatchNorm."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config
+from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
 from paradnn.zoo.layers import Plan, RealModel, pool_out
 
 # "M": 3×3/2 max-pool with ceil_mode; tuples: Fire(in, squeeze, expand 1×1, expand 3×3)
@@ -24,6 +24,8 @@ MIN_IMAGE = 17  # the smallest side for which every pool has an output (a test r
 class SqueezeNet11Config:
     batch: int = 64
     image: int = 224
+
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits(MIN_IMAGE)
 
     def __post_init__(self) -> None:
         check_image_config("squeezenet1_1", self.batch, self.image, MIN_IMAGE)

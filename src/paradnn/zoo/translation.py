@@ -16,13 +16,13 @@ studies' 4,096-token batch, and examples/s is sentence pairs per second.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import Built
 from paradnn.families.shapes import Gemm
 from paradnn.families.transformer import Attention
-from paradnn.validate import int_at_least
+from paradnn.validate import limits
 from paradnn.zoo.layers import Plan, RealModel
 
 LAYERS = 6
@@ -35,10 +35,16 @@ class TransformerBaseConfig:
     vocab: int = 37_000
     big: bool = False
 
+    # docs/limits.md: 512× the studies' largest batch, 16× their 512-token sentences, 28×
+    # their 37k vocabulary; ≤ 1.5e17 FLOPs per step (big) at the bounds.
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "batch": (1, 4096),
+        "length": (1, 8192),
+        "vocab": (2, 1 << 20),
+    }
+
     def __post_init__(self) -> None:
-        int_at_least("transformer_base.batch", self.batch, 1)
-        int_at_least("transformer_base.length", self.length, 1)
-        int_at_least("transformer_base.vocab", self.vocab, 2)
+        limits("transformer_base", self, self.LIMITS)
         if not isinstance(self.big, bool):
             raise ConfigError("transformer_base.big", self.big, "must be true or false")
 

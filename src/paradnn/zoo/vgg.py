@@ -5,10 +5,10 @@ connected layers. 138,357,544 parameters."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config
+from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
 from paradnn.zoo.layers import Plan, RealModel, pool_out
 
 PLAN_D: tuple[int | str, ...] = (
@@ -20,6 +20,8 @@ PLAN_D: tuple[int | str, ...] = (
 class VGG16Config:
     batch: int = 64
     image: int = 224
+
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = image_limits(32)
 
     def __post_init__(self) -> None:
         check_image_config("vgg16", self.batch, self.image, 32)  # five 2×2 pools
