@@ -20,7 +20,7 @@ def arithmetic(low: int, high: int, step: int) -> tuple[int, ...]:
     return tuple(range(low, high + 1, step))
 
 
-_RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?:([x*+])\s*(\d+))?\s*$")
+_RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?:([x*+])\s*(\d+))?\s*$", re.ASCII)
 
 
 MAX_VALUES = (

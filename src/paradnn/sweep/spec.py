@@ -63,11 +63,16 @@ from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
 from paradnn.space import parse_range
 from paradnn.sweep.sampling import METHODS, Sampling
-from paradnn.validate import coerce, from_mapping, one_of
+from paradnn.validate import SEED_MAX, coerce, from_mapping, one_of, plain_text
 
 # Per family. Bigger grids are nearly always a typo in a range (and would take seconds and
 # hundreds of MB just to list); sample them with method = "random" or "lhs" instead.
 MAX_CONFIGS = 100_000
+# Per sweep: configs × precisions × optimizers, counted from the axis sizes before any grid is
+# expanded (docs/limits.md). At one second a run that is more than a day, and listing it with
+# --dry-run takes minutes; a bigger study is several sweeps.
+MAX_RUNS = 100_000
+MAX_DESCRIPTION = 1000
 TOP_KEYS = (
     "name", "description", "precisions", "optimizers",
     "sampling", "filters", "timing", "families", "runs",
@@ -130,6 +135,7 @@ class Sweep:
         precision-major so a partial run covers all models."""
         precs = _override("precision", precisions, PRECISIONS) or self.precisions
         opts = _override("optimizer", optimizers, OPTIMIZERS) or self.optimizers
+        _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts))
         return [RunSpec(fam, cfg, p, o) for p in precs for o in opts for fam, cfg in self.configs]
 
 
@@ -178,10 +184,17 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
     sampling = _sampling(top / "sampling", doc.get("sampling", {}))
     filters = _filters(top / "filters", doc.get("filters", {}))
 
+    # Count first, from the axis sizes: a sweep too big to run is refused before expanding.
+    grids = {
+        fam: _family_grid(top / "families" / fam, fam, table, sampling)
+        for fam, table in family_tables.items()
+    }
+    planned = sum(count for _, _, count in grids.values()) + len(runs)
+    _check_runs(top, planned * len(precisions) * len(optimizers))
     configs: list[tuple[str, dict[str, Any]]] = []
     invalid = filtered = 0
-    for fam, table in family_tables.items():
-        got, bad, cut = _family_configs(top / "families" / fam, fam, table, sampling, filters)
+    for fam, (family, axes, _) in grids.items():
+        got, bad, cut = _family_configs(family, axes, sampling, filters)
         configs += [(fam, cfg) for cfg in got]
         invalid, filtered = invalid + bad, filtered + cut
     configs += [_run(top / "runs" / i, entry) for i, entry in enumerate(runs)]
@@ -279,21 +292,33 @@ def _table(at: _At, value: object) -> Mapping[Any, Any]:
 
 
 def _string(at: _At, value: object) -> str:
-    if not isinstance(value, str):
-        raise at.error(value, "must be a string")
+    if not (isinstance(value, str) and value.isprintable() and len(value) <= MAX_DESCRIPTION):
+        raise at.error(
+            value, f"must be a printable one-line string of at most {MAX_DESCRIPTION} characters"
+        )
     return value
 
 
 def _name(at: _At, value: object) -> str:
-    if not (isinstance(value, str) and value and value.isprintable() and len(value) <= 100):
-        raise at.error(value, "must be a non-empty printable string of at most 100 characters")
+    if not plain_text(value, 100):
+        raise at.error(value, "must be non-empty printable ASCII of at most 100 characters")
+    return value  # type: ignore[return-value]
+
+
+def _integer(at: _At, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise at.error(value, f"must be an integer in [{low}, {high}]")
     return value
 
 
-def _integer(at: _At, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise at.error(value, f"must be an integer ≥ {low}")
-    return value
+def _check_runs(at: _At, runs: int) -> None:
+    if runs > MAX_RUNS:
+        raise at.error(
+            _ABSENT,
+            f"expands to {runs:,} runs (configs × precisions × optimizers); at most "
+            f"{MAX_RUNS:,} per sweep: narrow the axes, sample them ([sampling] method = "
+            "'random' or 'lhs') or split the sweep",
+        )
 
 
 def _choices(at: _At, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
@@ -328,8 +353,8 @@ def _sampling(at: _At, value: object) -> Sampling:
         raise (at / "n").error(
             _ABSENT, f"is required with method = {method!r} (configs per family)"
         )
-    n = _integer(at / "n", table["n"], 1)
-    return Sampling(method, n, _integer(at / "seed", table.get("seed", 0), 0))
+    n = _integer(at / "n", table["n"], 1, MAX_CONFIGS)
+    return Sampling(method, n, _integer(at / "seed", table.get("seed", 0), 0, SEED_MAX))
 
 
 def _filters(at: _At, value: object) -> Filters:
@@ -356,11 +381,11 @@ def _timing(at: _At, value: object) -> TimingPolicy:
         raise _At(at.label, e.field).error(e.value, e.allowed) from None
 
 
-def _family_configs(
-    at: _At, fam: Any, value: object, sampling: Sampling, filters: Filters
-) -> tuple[list[dict[str, Any]], int, int]:
-    """The family's grid points that make valid models and pass the filters, and how many of
-    the sampled points did not (invalid, filtered)."""
+def _family_grid(
+    at: _At, fam: Any, value: object, sampling: Sampling
+) -> tuple[Family, dict[str, tuple[Any, ...]], int]:
+    """The family, its axes (each value checked alone) and how many points sampling takes
+    from them, counted without expanding the grid."""
     if fam not in families.names():
         raise at.error(_ABSENT, "unknown family; allowed: " + ", ".join(families.names()))
     family = families.get(fam)
@@ -383,6 +408,16 @@ def _family_configs(
             f"expands to {count:,} configs; at most {MAX_CONFIGS:,} per family: narrow the "
             "axes or sample them ([sampling] method = 'random' or 'lhs')",
         )
+    return family, axes, count
+
+
+def _family_configs(
+    family: Family, axes: dict[str, tuple[Any, ...]], sampling: Sampling, filters: Filters
+) -> tuple[list[dict[str, Any]], int, int]:
+    """The family's grid points that make valid models and pass the filters, and how many of
+    the sampled points did not (invalid, filtered)."""
+    fields = [f.name for f in family.fields()]
+    lengths = [len(v) for v in axes.values()]
     out: list[dict[str, Any]] = []
     invalid = filtered = 0
     for point in sampling.points(lengths):
