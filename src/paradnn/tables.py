@@ -172,17 +172,23 @@ def _records(df: Any) -> list[dict[str, Any]]:
     ]
 
 
-def comparison_json(c: Any) -> str:
+def comparison_json(c: Any, slower: Any = None) -> str:
     doc = {
         "by": c.by,
         "a": c.a,
         "b": c.b,
         "metric": c.metric,
+        "key": list(c.key),
         "unmatched": c.unmatched,
+        "noisy_left_out": c.noisy_left_out,
+        "noisy_reasons": c.noisy_reasons,
+        "include_noisy": c.include_noisy,
         "summary": _records(c.summary),
         "pairs": _records(c.pairs),
         "failed": _records(c.failed),
     }
+    if slower is not None:
+        doc["slower_than_threshold"] = _records(slower)
     return json.dumps(doc, indent=1, default=str)
 
 
@@ -190,45 +196,124 @@ def _x(v: Any) -> str:
     return "—" if v is None or v != v else f"{v:.3g}×"
 
 
+def _ci(lo: Any, hi: Any) -> str:
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return "—"
+    return f"{lo:.3g}–{hi:.3g}×"
+
+
+_CALL_STYLE = {"faster": "green", "slower": "red", "no detectable change": "dim"}
+
+
+def _call(call: Any) -> str:
+    style = _CALL_STYLE.get(str(call))
+    return f"[{style}]{call}[/]" if style else str(call)
+
+
+def noisy_note(c: Any) -> str | None:
+    """How many noisy runs a comparison left out (or kept), and their reasons."""
+    n = sum(c.noisy_left_out.values())
+    reasons = "; ".join(f"{k} ({v})" for k, v in list(c.noisy_reasons.items())[:3])
+    if n:
+        per = ", ".join(f"{k}: {v}" for k, v in c.noisy_left_out.items())
+        runs = "run" if n == 1 else "runs"
+        return f"{n} noisy {runs} left out ({per}): {reasons}. --include-noisy keeps them."
+    if c.include_noisy and c.noisy_reasons:
+        return f"Noisy runs kept (--include-noisy): {reasons}."
+    return None
+
+
 def speedup_summary(c: Any) -> Table:
-    t = Table(title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric})", header_style="bold")
-    for col in ("family", "configs", "faster", "geomean", "median", "min", "max"):
+    t = Table(
+        title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric}; 95% bootstrap CI)",
+        header_style="bold",
+    )
+    cols = ("family", "configs", "faster", "slower", "no change", "geomean", "95% CI")
+    for col in (*cols, "median", "min", "max"):
         t.add_column(col, justify="left" if col == "family" else "right")
     for r in c.summary.to_dict("records"):
         t.add_row(
             str(r["family"]),
             str(r["n"]),
-            f"{100 * r['faster_share']:.0f}%",
+            str(r["faster"]),
+            str(r["slower"]),
+            str(r["no_change"]) + (f" (+{r['no_interval']} no CI)" if r["no_interval"] else ""),
             _x(r["geomean"]),
+            _ci(r["geomean_ci_low"], r["geomean_ci_high"]),
             _x(r["median"]),
             _x(r["min"]),
             _x(r["max"]),
         )
     if not len(c.summary):
-        t.add_row("(no configuration ran ok in both groups)", *[""] * 6)
+        t.add_row("(no configuration ran ok in both groups)", *[""] * 9)
+    notes = []
+    overall = c.overall()
+    if overall:
+        notes.append(f"geomean: {overall['geomean_call']}")
+        if overall.get("emulated"):
+            notes.append(f"{overall['emulated']} configs with an emulated run (†)")
+    if noisy := noisy_note(c):
+        notes.append(noisy)
+    t.caption = "; ".join(notes) or None
     return t
 
 
 def speedup_pairs(c: Any, limit: int) -> Table:
-    """The slowest and fastest matched configs (all of them when there are few)."""
+    """The slowest and fastest matched configs (all of them when there are few), with every
+    identity column that differs between them; the ones that do not are in the title."""
     p = c.pairs.sort_values("speedup")
     shown = p if len(p) <= 2 * limit else p.iloc[list(range(limit)) + list(range(-limit, 0))]
-    t = Table(
-        title=f"per config ({len(shown)} of {len(p)}; --format csv for all)", header_style="bold"
-    )
-    for col in ("family", "config", "params", c.a, c.b, "speedup"):
-        t.add_column(col, justify="left" if col in ("family", "config") else "right")
+    varying, same = c.shown_identity()
+    title = f"per config ({len(shown)} of {len(p)}; --format csv for all)"
+    if same:
+        title += "; all " + ", ".join(f"{k}={v}" for k, v in same.items())
+    t = Table(title=title, header_style="bold")
+    for col in ("family", "config", *varying, "params", c.a, c.b, "speedup", "95% CI", "call"):
+        left = col in ("family", "config", "call", *varying)
+        t.add_column(col, justify="left" if left else "right")
+    emulated = False
     for r in shown.to_dict("records"):
         cfg = json.loads(r["config_key"])
+        mark_a = " †" if r.get("emulated_a") else ""
+        mark_b = " †" if r.get("emulated_b") else ""
+        emulated |= bool(mark_a or mark_b)
         t.add_row(
             str(r["family"]),
             compact_config(cfg),
+            *[str(r[k]) for k in varying],
             _si(r.get("params")),
-            _si(r["value_a"]),
-            _si(r["value_b"]),
+            _si(r["value_a"]) + mark_a,
+            _si(r["value_b"]) + mark_b,
             _x(r["speedup"]),
+            _ci(r.get("ci_low"), r.get("ci_high")),
+            _call(r.get("call", "")),
         )
+    if emulated:
+        t.caption = "† emulated: a low precision run without native hardware support"
     return t
+
+
+def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> list[str]:
+    """One line per config (or the geomean) that failed --fail-if-slower."""
+    if on == "geomean":
+        return [
+            f"geomean {r['geomean']:.3g}× (CI {_ci(r['geomean_ci_low'], r['geomean_ci_high'])})"
+            + ("" if r["basis"] == "interval" else f" — {r['basis']}")
+            for r in slower.to_dict("records")
+        ]
+    varying = c.shown_identity()[0]
+    lines = [
+        " ".join(
+            [str(r["family"]), compact_config(json.loads(r["config_key"]))]
+            + [f"{k}={r[k]}" for k in varying]
+        )
+        + f": {r['speedup']:.3g}× (CI {_ci(r['ci_low'], r['ci_high'])})"
+        + ("" if r["basis"] == "interval" else f" — {r['basis']}")
+        for r in slower.head(limit).to_dict("records")
+    ]
+    if len(slower) > limit:
+        lines.append(f"… and {len(slower) - limit} more (--format json lists them)")
+    return lines
 
 
 def duration(seconds: float) -> str:

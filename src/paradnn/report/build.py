@@ -20,7 +20,14 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 import paradnn
 from paradnn import analysis as A
 from paradnn import plots as P
-from paradnn.analysis.frames import METRICS, default_metric, latest
+from paradnn.analysis.frames import (
+    METRICS,
+    default_metric,
+    latest,
+    noisy_ok,
+    reason_counts,
+    without_noisy,
+)
 from paradnn.errors import ConfigError
 
 
@@ -111,36 +118,74 @@ def build(
     dbs: Sequence[str | Path],
     out: str | Path = "report",
     progress: Callable[[str], None] | None = None,
+    include_noisy: bool = False,
 ) -> Report:
-    """Read the databases, analyse, and write out/report.html (+ figures/, tables/)."""
+    """Read the databases, analyse, and write out/report.html (+ figures/, tables/).
+
+    Runs flagged noisy (analysis.frames.add_quality) are left out of every figure, table and
+    comparison unless `include_noisy`; the summary says how many and why. The run counts, the
+    failures and the provenance always see every run."""
     say = progress or (lambda _msg: None)
     if not dbs:
         raise ConfigError("--db", "(none)", "at least one result database")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", str(out), "a directory (it is an existing file)")
-    data = A.load(dbs)
+    full = A.load(dbs)
+    data, noisy = (full, None) if include_noisy else without_noisy(full)
     w = _Writer(out)
     sections: list[Section] = []
     for title, fn in _SECTIONS:
         say(title)
-        sections.append(fn(data, w))
+        if fn is _summary:
+            sections.append(_summary(data, w, every=full))
+        else:
+            sections.append(fn(full if fn in _EVERY_RUN else data, w))
+    note = _noisy_note(full, noisy)
+    if note:
+        for sec in sections:
+            if sec.id in ("summary", "speedups") and not sec.empty:
+                sec.notes.insert(0, note)
     html = _render(data, sections)
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
     return Report(path, w.figures, w.tables, sections)
 
 
+def _noisy_note(full: A.Data, left_out: pd.DataFrame | None) -> str | None:
+    """One line: how many noisy runs were left out (or kept) and the commonest reasons."""
+    runs = latest(full.runs)
+    n = int(noisy_ok(runs).sum())
+    if not n:
+        return None
+    reasons = "; ".join(f"{r} ({k})" for r, k in list(reason_counts(runs).items())[:4])
+    if left_out is None:
+        return f"{n} runs flagged noisy are included (--include-noisy): {reasons}."
+    return (
+        f"{n} of {int((runs['status'] == 'ok').sum())} ok runs were flagged noisy and are left "
+        f"out of every figure, table and comparison below: {reasons}. "
+        "`paradnn report --include-noisy` keeps them."
+    )
+
+
 # --- sections ------------------------------------------------------------------------------
 
 
-def _summary(data: A.Data, w: _Writer) -> Section:
+def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
+    """Run counts from every run (`every`: noisy ones too, as a column of their own); the
+    per-group medians from `data`."""
     s = Section("summary", "Summary")
+    all_runs = latest((every or data).runs)
     runs = latest(data.runs)
-    if not len(runs):
+    if not len(all_runs):
         s.empty = "No runs yet: `paradnn run` (default preset) or `paradnn run --preset paper`."
         return s
-    counts = pd.crosstab(runs["family"], runs["status"]).reset_index()
+    counts = pd.crosstab(all_runs["family"], all_runs["status"])
+    noisy = noisy_ok(all_runs)
+    if noisy.any():
+        counts["of which noisy"] = all_runs[noisy].groupby("family").size()
+        counts["of which noisy"] = counts["of which noisy"].fillna(0).astype(int)
+    counts = counts.reset_index()
     s.tables.append(
         w.table(
             "status-by-family",
@@ -381,8 +426,10 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
         "speedups",
         "Speedups (paper Figures 6-10, 12-13)",
         "Groups matched by configuration: every other identity column (platform, "
-        "precision, mode, optimizer) is equal within a pair. Speedup = examples/s of the "
-        "second group over the first.",
+        "precision, mode, optimizer, and the thread count where both groups ran it) is equal "
+        "within a pair. Speedup = examples/s of the second group over the first, with a 95% "
+        "bootstrap CI from the raw step-time samples; a config is called faster or slower "
+        "only when its CI excludes 1.",
     )
     for by, base in SPEEDUP_AXES:
         vals = A.speedup.values(data, by)
@@ -397,7 +444,7 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
         else:
             a = vals[0]
         for b in [v for v in vals if v != a][:4]:
-            c = A.compare(data, by, a, b)
+            c = A.compare(data, by, a, b, include_noisy=True)  # `data` is already filtered
             if not len(c.pairs):
                 s.notes.append(f"{by}: no configuration ran ok in both {a} and {b}.")
                 continue
@@ -410,7 +457,10 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
             )
             s.tables.append(
                 w.table(
-                    name, c.summary, f"{by}: {b} over {a} — share faster, geometric mean, range"
+                    name,
+                    c.summary,
+                    f"{by}: {b} over {a} — configs faster, slower, no detectable change; "
+                    "geometric mean with its 95% CI; range",
                 )
             )
             if len(c.failed):
@@ -587,6 +637,8 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("failures", _failures),
     ("provenance", _provenance),
 ]
+# Sections that list every run, noisy or not (the others analyse the kept runs).
+_EVERY_RUN = (_failures, _provenance)
 
 
 def _render(data: A.Data, sections: list[Section]) -> str:
