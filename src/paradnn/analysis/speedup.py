@@ -190,15 +190,9 @@ def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     """Configs (on="config") or the overall geometric mean (on="geomean") slower than
     1 - pct/100 beyond their interval: the upper end of the CI below the threshold. A config
     without an interval is judged on its point estimate (the `basis` column says which)."""
-    try:
-        pct = float(pct)
-    except (TypeError, ValueError):
-        pct = float("nan")
-    if not (0 <= pct <= 100):  # also rejects NaN
-        raise ConfigError("fail-if-slower", pct, "a percentage from 0 to 100")
+    limit = 1 - check_pct(pct) / 100
     if on not in ("config", "geomean"):
         raise ConfigError("fail-on", on, "config or geomean")
-    limit = 1 - pct / 100
     if on == "geomean":
         t = c.summary[c.summary["family"] == "all"].copy()
         hi, point = t["geomean_ci_high"], t["geomean"]
@@ -210,6 +204,17 @@ def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     bound = hi.where(hi.notna(), pd.to_numeric(point, errors="coerce"))
     t["threshold"] = limit
     return t[bound < limit]
+
+
+def check_pct(pct: float) -> float:
+    """A slowdown threshold in percent: a number from 0 to 100."""
+    try:
+        pct = float(pct)
+    except (TypeError, ValueError):
+        pct = float("nan")
+    if not (0 <= pct <= 100):  # also rejects NaN
+        raise ConfigError("fail-if-slower", pct, "a percentage from 0 to 100")
+    return pct
 
 
 def _attempt(runs: pd.DataFrame, v: str) -> pd.DataFrame:
