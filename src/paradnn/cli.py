@@ -693,7 +693,10 @@ def compare(
         what = "the geomean is not" if fail_on is FailOn.geomean else "no config is"
         err.print(f"{head}: {what} slower than {limit_x} beyond its 95% CI.", markup=False)
         return
-    what = "the geomean is" if fail_on is FailOn.geomean else f"{len(slower)} configs are"
+    n = len(slower)
+    what = f"{n} config is" if n == 1 else f"{n} configs are"
+    if fail_on is FailOn.geomean:
+        what = "the geomean is"
     err.print(f"{head}: {what} slower than {limit_x} beyond the 95% CI:", markup=False)
     for line in tables.slower_lines(c, slower, fail_on.value):
         err.print("  " + line, markup=False, highlight=False)
