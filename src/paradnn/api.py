@@ -39,7 +39,7 @@ def bench(
     Bad input raises before any work starts."""
     from paradnn.runner.supervisor import Supervisor
 
-    cfg = families.get(family).config(dict(config or {}))
+    cfg = families.get(family).config(_mapping(family, config))
     options = RunOptions(
         precision=precision,
         optimizer=optimizer,
@@ -89,6 +89,8 @@ def run(
         energy_idle_s=energy_idle_s,
     )
     settings = settings or SweepSettings()
+    if not isinstance(settings, SweepSettings):
+        raise ConfigError("settings", settings, "must be a SweepSettings")
     with open_store(db) as store:
         sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event)
         return sup.run(specs)
@@ -141,6 +143,15 @@ def dry_run(
             }
         )
     return rows
+
+
+def _mapping(family: str, config: Any) -> dict[str, Any]:
+    """A config given to the API as a mapping of field = value (None: the defaults)."""
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{family} config", config, "must be a mapping of field = value")
+    return dict(config)
 
 
 def _plan(preset: str, precisions: Sequence[str] | None, optimizer: str | None):
@@ -344,9 +355,9 @@ def simulate(
     gets a row with null predictions and the reason. Bad input raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
-    from paradnn.sim.interconnect import parse_topology
+    from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
     from paradnn.sim.model import KIND, predict
-    from paradnn.validate import int_at_least, number_at_least, one_of
+    from paradnn.validate import int_at_least, number_in, one_of
 
     if (family is None) == (preset is None):
         raise ConfigError("workload", family or preset, "give either --preset or a FAMILY")
@@ -354,10 +365,8 @@ def simulate(
         one_of("--precision", precision, PRECISIONS)
     if optimizer is not None:
         one_of("--optimizer", optimizer, OPTIMIZERS)
-    int_at_least("--chips", chips, 1)
-    number_at_least("--overlap", overlap, 0.0)
-    if overlap > 1:
-        raise ConfigError("--overlap", overlap, "must be a fraction in [0, 1]")
+    int_at_least("--chips", chips, 1, MAX_CHIPS)
+    number_in("--overlap", overlap, 0.0, 1.0)
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
         chips = topo.chips
@@ -367,7 +376,7 @@ def simulate(
     if preset is not None:
         specs = _plan(preset, [precision] if precision else None, optimizer)[1]
     else:
-        cfg = families.get(family).config(dict(config or {}))
+        cfg = families.get(family).config(_mapping(family, config))
         chip.peak(precision or "bf16")
         specs = [RunSpec(family, dict(cfg.__dict__), precision or "bf16", optimizer or "rmsprop")]
     rows = []
@@ -413,14 +422,22 @@ def simulate_scaling(
     concurrent: bool = False,
 ) -> list[dict[str, Any]]:
     """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config."""
+    from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
+    from paradnn.sim.interconnect import MAX_CHIPS
     from paradnn.sim.model import scaling
+    from paradnn.validate import int_at_least, number_in, one_of
 
+    one_of("--precision", precision, PRECISIONS)
+    one_of("--optimizer", optimizer, OPTIMIZERS)
+    int_at_least("--scaling", max_chips, 1, MAX_CHIPS)
+    number_in("--overlap", overlap, 0.0, 1.0)
+    config = families.get(family).config(_mapping(family, config))
     chip = sim_chip.load(platform)
     chip.require_link()
     return scaling(
         family,
-        config or {},
+        dict(config.__dict__),
         chip,
         precision,
         max_chips=max_chips,

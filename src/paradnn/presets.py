@@ -45,6 +45,13 @@ def get(name: str) -> Sweep:
     existing file). Shipped names win over files of the same name in the working directory."""
     from paradnn.sweep import load
 
+    if not isinstance(name, str) or not name or not name.isprintable() or len(name) > 4096:
+        raise ConfigError(
+            "preset",
+            name,
+            f"must be one of {', '.join(names())} or a path to a .toml sweep file "
+            "(printable, at most 4096 characters)",
+        )
     if name in names():
         return _preset(name)
     if name.endswith(".toml") or os.path.isfile(name):

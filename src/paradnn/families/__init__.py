@@ -34,7 +34,7 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Family:
-    if name not in _REGISTRY:
+    if not isinstance(name, str) or name not in _REGISTRY:
         raise ConfigError("family", name, "must be one of " + ", ".join(_REGISTRY))
     return importlib.import_module(_REGISTRY[name]).FAMILY
 

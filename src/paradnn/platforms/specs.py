@@ -5,7 +5,6 @@ Figures are datasheet values in SI units (FLOP/s, bytes, bytes/s, W, Hz); see do
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -36,6 +35,10 @@ FIGURES = (
 REQUIRED = ("name", "vendor", "kind", "peak_dense", "mem_bandwidth")
 ALLOWED = (*REQUIRED, *(f for f in FIGURES if f not in REQUIRED), "match", "sources")
 ALLOWED = (*ALLOWED, "source_of", "notes")
+# Upper bounds of a platform file's figures (docs/limits.md): 1e24 is a million times today's
+# largest (FLOP/s ~1e16, bytes/s ~1e13); a matrix unit's side, count or cores at most 65,536.
+MAX_FIGURE = 1e24
+MAX_MXU = 65_536
 MXU_KEYS = ("rows", "cols", "per_core", "cores")
 _ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
@@ -133,14 +136,18 @@ def parse_entry(pid: str, data: Any, *, require_sources: bool = True) -> Platfor
             return None
         if not isinstance(v, str) or not v.strip():
             raise ConfigError(f"{pid}.{key}", v, "must be a non-empty string")
+        if key != "notes" and not v.isprintable():
+            raise ConfigError(f"{pid}.{key}", v, "must be printable text on one line")
         return v
 
     def number(key: str, v: Any, optional: bool = False) -> float | None:
         if v is None and optional:
             return None
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-        if not ok:
-            raise ConfigError(f"{pid}.{key}", v, "must be a positive number (SI units)")
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_FIGURE
+        if not ok:  # NaN compares false; a huge integer compares exactly, never overflows
+            raise ConfigError(
+                f"{pid}.{key}", v, f"must be a positive number ≤ {MAX_FIGURE:g} (SI units)"
+            )
         return float(v)
 
     def peaks(key: str) -> Mapping[str, float]:
@@ -200,8 +207,8 @@ def parse_entry(pid: str, data: Any, *, require_sources: bool = True) -> Platfor
         if not isinstance(mxu, dict) or set(mxu) != set(MXU_KEYS):
             raise ConfigError(f"{pid}.mxu", mxu, "must be { " + ", ".join(MXU_KEYS) + " }")
         for k, v in mxu.items():
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{pid}.mxu.{k}", v, "must be an integer ≥ 1")
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_MXU:
+                raise ConfigError(f"{pid}.mxu.{k}", v, f"must be an integer in [1, {MAX_MXU}]")
         mxu = Mxu(**mxu)
 
     return Platform(
@@ -229,6 +236,8 @@ def _parse_toml(text: str, where: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
+        raise ConfigError(where, "…", f"invalid TOML: {' '.join(str(e).split())}") from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
         raise ConfigError(where, "…", f"invalid TOML: {' '.join(str(e).split())}") from None
 
 
@@ -280,6 +289,8 @@ def read_table(path: str | Path) -> tuple[str, dict[str, Any]]:
         text = path.read_text("utf-8")
     except OSError as e:
         raise ConfigError("platform file", str(path), f"cannot be read: {e.strerror}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise ConfigError("platform file", str(path), "cannot be read: must be UTF-8") from None
     raw = _parse_toml(text, str(path))
     if "id" in raw:
         data = dict(raw)

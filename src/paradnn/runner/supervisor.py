@@ -36,6 +36,8 @@ from paradnn.store import Store
 FAILURES = ("oom", "timeout", "crashed", "predicted_oom")
 RECYCLE_AFTER = ("oom", "crashed", "timeout")
 HELLO_TIMEOUT_S = 600.0
+MAX_WORKERS = 1024
+MAX_TIMEOUT_S = 7 * 86_400.0
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 
 
@@ -51,9 +53,14 @@ class SweepSettings:
     def __post_init__(self) -> None:
         from paradnn.validate import int_at_least, number_at_least
 
-        int_at_least("workers", self.workers, 1)
-        number_at_least("timeout", self.timeout_s, 0.0, strict=True)
-        int_at_least("recycle_every", self.recycle_every, 1)
+        # Upper bounds (docs/limits.md): more workers than any host has cores, a week per
+        # config, a million runs per worker.
+        int_at_least("workers", self.workers, 1, MAX_WORKERS)
+        number_at_least("timeout", self.timeout_s, 0.0, strict=True, high=MAX_TIMEOUT_S)
+        int_at_least("recycle_every", self.recycle_every, 1, 1_000_000)
+        for flag in ("predict", "retry_failed", "force"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(flag, getattr(self, flag), "must be true or false")
 
 
 @dataclass

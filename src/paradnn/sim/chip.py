@@ -29,6 +29,8 @@ from paradnn.sim.interconnect import Link
 from paradnn.sim.systolic import DATAFLOWS, Arrays
 
 SIM_KEYS = ("dataflow", "link_bw", "links", "link_latency_s", "topology")
+MAX_LINKS = 1024  # links per chip: today's chips have 4 to 18 (docs/limits.md)
+MAX_LATENCY_S = 1.0  # per hop; a microsecond is typical
 DEFAULT_LATENCY_S = 1e-6  # scaling-book: T_min ≈ 1 µs per ICI hop (modelling.md §2.6)
 
 # Chip-to-chip links of the database's platforms (modelling.md §2.6 and §3.1 note 3): bytes/s per
@@ -147,6 +149,10 @@ def from_platform(plat: Platform, origin: str = "datasheet") -> Chip:
 def load(spec: str) -> Chip:
     """A database id, or a path to a TOML file describing a (possibly hypothetical) chip."""
     db_ids = [p.id for p in specs.all_platforms()]
+    if not isinstance(spec, str) or not spec or not spec.isprintable() or len(spec) > 4096:
+        raise ConfigError(
+            "--platform", spec, "must be one of " + ", ".join(db_ids) + " or a .toml file"
+        )
     if spec in db_ids:
         return from_platform(specs.get(spec))
     if spec.endswith(".toml") or Path(spec).is_file():
@@ -178,11 +184,13 @@ def load_file(path: str | Path) -> Chip:
         lat = _positive(
             pid, "link_latency_s", extra.get("link_latency_s", DEFAULT_LATENCY_S), zero=True
         )
+        if lat > MAX_LATENCY_S:
+            raise ConfigError(f"{pid}.link_latency_s", lat, f"must be ≤ {MAX_LATENCY_S:g} s")
         link, source = Link(bw, lat), f"file {path}"
     if "links" in extra:
         links = extra["links"]
-        if isinstance(links, bool) or not isinstance(links, int) or links < 1:
-            raise ConfigError(f"{pid}.links", links, "must be an integer ≥ 1")
+        if isinstance(links, bool) or not isinstance(links, int) or not 1 <= links <= MAX_LINKS:
+            raise ConfigError(f"{pid}.links", links, f"must be an integer in [1, {MAX_LINKS}]")
     return replace(
         chip, dataflow=dataflow, topology_kind=kind, link=link, links=links, link_source=source
     )
@@ -204,10 +212,12 @@ def _check_clock(plat: Platform) -> None:
 
 
 def _positive(pid: str, key: str, v: Any, zero: bool = False) -> float:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    if not ok or v < 0 or (v == 0 and not zero):
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= specs.MAX_FIGURE
+    if not ok or v < 0 or (v == 0 and not zero):  # abs(nan) <= x is False: NaN fails too
         raise ConfigError(
-            f"{pid}.{key}", v, f"must be a {'non-negative' if zero else 'positive'} number"
+            f"{pid}.{key}",
+            v,
+            f"must be a {'non-negative' if zero else 'positive'} number ≤ {specs.MAX_FIGURE:g}",
         )
     return float(v)
 

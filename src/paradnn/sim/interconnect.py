@@ -55,9 +55,11 @@ def _shape(kind: str) -> str:
 
 def parse_topology(text: str) -> Topology:
     """``ring:8``, ``biring:8``, ``torus2d:16x16``, ``torus3d:4x4x8``."""
-    kind, _, dims = text.strip().partition(":")
     allowed = "written kind:dims, e.g. torus2d:16x16, torus3d:4x4x4, ring:8, biring:8"
-    if kind not in KINDS or not re.fullmatch(r"\d+(x\d+)*", dims):
+    if not isinstance(text, str) or len(text) > 100:
+        raise ConfigError("--topology", text, allowed)
+    kind, _, dims = text.strip().partition(":")
+    if kind not in KINDS or not re.fullmatch(r"[0-9]{1,9}(x[0-9]{1,9})*", dims):
         raise ConfigError("--topology", text, allowed)
     return Topology(kind, tuple(int(d) for d in dims.split("x")))
 

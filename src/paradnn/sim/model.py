@@ -22,7 +22,14 @@ from paradnn.families.shapes import Conv2d, Gemm, Recurrent
 from paradnn.sim import memory as mem
 from paradnn.sim import precision as prec
 from paradnn.sim.chip import Chip
-from paradnn.sim.interconnect import AllReduce, Topology, allreduce, default_topology, step_time
+from paradnn.sim.interconnect import (
+    MAX_CHIPS,
+    AllReduce,
+    Topology,
+    allreduce,
+    default_topology,
+    step_time,
+)
 from paradnn.sim.lowering import Op, lower
 from paradnn.sim.systolic import array_cycles
 from paradnn.validate import int_at_least
@@ -134,7 +141,7 @@ def predict(
     ``chips`` of ``chip``. Bad input raises ConfigError before any work."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
-    int_at_least("--chips", chips, 1)
+    int_at_least("--chips", chips, 1, MAX_CHIPS)
     if topology is not None and topology.chips != chips:
         raise ConfigError(
             "--topology", topology.label(), f"has {topology.chips} chips but --chips is {chips}"
