@@ -7,16 +7,18 @@ from dataclasses import dataclass, field
 
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
-from paradnn.validate import int_at_least, number_at_least, one_of
+from paradnn.validate import SEED_MAX, int_at_least, number_in, one_of
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 OPTIMIZERS = ("rmsprop", "sgd", "momentum")
 MODES = ("eager",)
+MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits.md)
+MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 
 
 def check_device(spec: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", spec):
+    if not isinstance(spec, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", spec):
         raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N")
 
 
@@ -52,8 +54,8 @@ class RunOptions:
         one_of("mode", self.mode, MODES)
         check_device(self.device)
         if self.threads is not None:
-            int_at_least("threads", self.threads, 1)
-        int_at_least("seed", self.seed, 0)
+            int_at_least("threads", self.threads, 1, MAX_THREADS)
+        int_at_least("seed", self.seed, 0, SEED_MAX)
         if not isinstance(self.energy, bool):
             raise ConfigError("energy", self.energy, "must be true or false")
         ok = isinstance(self.energy_period_s, (int, float)) and not isinstance(
@@ -65,7 +67,9 @@ class RunOptions:
                 self.energy_period_s,
                 "must be seconds in [0.05, 10] (NVML polled faster than 50 ms returns zeros)",
             )
-        number_at_least("energy_idle", self.energy_idle_s, 0.0)
+        number_in("energy_idle", self.energy_idle_s, 0.0, MAX_ENERGY_IDLE_S)
+        if not isinstance(self.timing, TimingPolicy):
+            raise ConfigError("timing", self.timing, "must be a TimingPolicy")
 
     def key_fields(self) -> dict[str, object]:
         """What enters the run key (timing budgets do not: they change precision, not meaning).
