@@ -301,3 +301,13 @@ def test_bootstrap_is_fast_enough_for_thousands_of_configs():
     assert med.shape == (2000, 200) and np.isfinite(med).all()
     lo, hi = np.quantile(med / np.array([np.median(x) for x in samples])[:, None], [0.025, 0.975])
     assert lo < 1 < hi and math.isfinite(lo)
+
+
+def test_findings_leave_noisy_runs_out_unless_asked():
+    rows = _side({"precision": "fp32"}) + _side({"precision": "bf16"}, lambda c: 0.8, 50)
+    rows[0]["converged"] = False
+    data = A.from_frames(rows)
+    by_id = {f.id: f for f in A.evaluate(data)}
+    assert "over 7 configs" in by_id["precision-helps"].evidence
+    by_id = {f.id: f for f in A.evaluate(data, include_noisy=True)}
+    assert "over 8 configs" in by_id["precision-helps"].evidence

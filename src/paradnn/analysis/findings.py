@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, default_metric, latest
+from paradnn.analysis.frames import Data, default_metric, latest, without_noisy
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.roofline import model_points, roofs
 from paradnn.analysis.speedup import compare, geomean, values, version_key
@@ -110,7 +110,7 @@ def _precision_speedups(data: Data):
     if "fp32" not in have or low is None:
         have_s = ", ".join(sorted(have)) or "none"
         return f"precisions with ok runs: {have_s} (need fp32 and bf16 or fp16)"
-    c = compare(data, "precision", "fp32", low)
+    c = compare(data, "precision", "fp32", low, include_noisy=True)  # evaluate chose
     if not len(c.pairs):
         return f"no config ran ok in both fp32 and {low}"
     return c, {f: geomean(g["speedup"]) for f, g in c.pairs.groupby("family")}
@@ -240,7 +240,7 @@ def speedup_grows_with_batch(data: Data) -> Finding:
     pair = _two_platforms(data)
     if pair is None:
         return Finding(fid, claim, src, UNTESTABLE, "one platform in the data", rule)
-    c = compare(data, "platform", *pair)
+    c = compare(data, "platform", *pair, include_noisy=True)
     if len(c.pairs) < 8 or "batch" not in c.pairs:
         return Finding(fid, claim, src, NO_DATA, f"{len(c.pairs)} matched configs", rule)
     rho, p = _spearman(c.pairs["batch"], c.pairs["speedup"])
@@ -283,7 +283,7 @@ def software_versions(data: Data) -> Finding:
             f"one torch version in the data ({', '.join(versions) or 'none'})",
             rule,
         )
-    c = compare(data, "torch_version", versions[0], versions[-1])
+    c = compare(data, "torch_version", versions[0], versions[-1], include_noisy=True)
     if not len(c.pairs):
         return Finding(fid, claim, src, NO_DATA, "no config ran on both versions", rule)
     g = c.overall()
@@ -388,7 +388,10 @@ CHECKS: list[Callable[[Data], Finding]] = [
 ]
 
 
-def evaluate(data: Data) -> list[Finding]:
+def evaluate(data: Data, include_noisy: bool = False) -> list[Finding]:
+    """Every finding's verdict; runs flagged noisy are left out unless `include_noisy`."""
+    if not include_noisy:
+        data = without_noisy(data)[0]
     return [check(data) for check in CHECKS]
 
 

@@ -281,7 +281,7 @@ def _findings(data: A.Data, w: _Writer) -> Section:
         "observations about hardware or run kinds the data lacks are untestable, not "
         "guessed.",
     )
-    fs = A.findings.as_frame(A.evaluate(data))
+    fs = A.findings.as_frame(A.evaluate(data, include_noisy=True))  # `data` is already filtered
     s.tables.append(
         w.table("findings", fs[["verdict", "claim", "evidence", "source", "rule"]], "Findings")
     )
