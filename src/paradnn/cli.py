@@ -192,19 +192,27 @@ def run(
 
     sweep = presets.get(preset)
     timing = _timing(min_time, max_time, sweep.timing)
-    if dry_run:
-        rows = api.dry_run(
-            preset, precisions=precision, optimizer=optimizer, device=device, timing=timing, db=db
-        )
-        out.print(tables.dry_run_table(rows, title=f"{sweep.name}: {len(rows)} runs (dry run)"))
-        return
     settings = SweepSettings(
         workers=workers,
         timeout_s=timeout,
         recycle_every=recycle_every,
         predict=predict,
         retry_failed=retry_failed,
-    )
+    )  # checked before a dry run too: every option has its bound (docs/limits.md)
+    if dry_run:
+        from paradnn.config import RunOptions
+
+        RunOptions(
+            device=device,
+            threads=threads,
+            energy_period_s=energy_period,
+            energy_idle_s=energy_idle,
+        )
+        rows = api.dry_run(
+            preset, precisions=precision, optimizer=optimizer, device=device, timing=timing, db=db
+        )
+        out.print(tables.dry_run_table(rows, title=f"{sweep.name}: {len(rows)} runs (dry run)"))
+        return
     mode = ProgressMode.quiet if quiet else progress_mode
     reporter = _JsonlReporter() if mode is ProgressMode.jsonl else _BarReporter(mode)
     try:
@@ -436,7 +444,9 @@ def results(
     if status is not None:
         one_of("--status", status, STATUSES)
     if limit is not None:
-        int_at_least("--limit", limit, 1)
+        int_at_least("--limit", limit, 1, 1_000_000_000)
+    if run_id is not None:
+        int_at_least("--run", run_id, 1, 2**63 - 1)
     if table != "runs":
         rows = api.side_table(table, db, run_id=run_id)
         rows = rows[:limit] if limit else rows
