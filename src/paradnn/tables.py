@@ -251,7 +251,8 @@ def speedup_summary(c: Any) -> Table:
     if overall:
         notes.append(f"geomean: {overall['geomean_call']}")
         if overall.get("emulated"):
-            notes.append(f"{overall['emulated']} configs with an emulated run (†)")
+            k = overall["emulated"]
+            notes.append(f"{k} config{'' if k == 1 else 's'} with an emulated run (†)")
     if noisy := noisy_note(c):
         notes.append(noisy)
     t.caption = "; ".join(notes) or None
