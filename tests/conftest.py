@@ -30,6 +30,15 @@ TINY = {
 }
 
 
+def require_native(precision: str) -> None:
+    """Skip unless this CPU runs `precision` natively, with the reason paradnn itself gives."""
+    from paradnn.precisions import cpu_reason
+
+    reason = cpu_reason(precision)
+    if reason:
+        pytest.skip(f"{precision}: {reason}")
+
+
 @pytest.fixture
 def store():
     s = open_store(":memory:")

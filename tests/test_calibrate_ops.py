@@ -112,11 +112,22 @@ def test_run_ops_rows_insert_and_read_back(store, tiny_policy):
 
 def test_run_ops_bf16_and_thread_restore(tiny_policy):
     before = torch.get_num_threads()
+    from paradnn.precisions import cpu_reason
+
     rows = run_ops(
         "cpu", ("bf16",), ("matmul-4096",), ("fwd",), threads=2, policy=tiny_policy, scale=0.01
     )
     assert torch.get_num_threads() == before
+    native = cpu_reason("bf16") is None
+    assert rows[0]["status"] == ("ok" if native else "unsupported")
+    heard = []
+    rows = run_ops(
+        "cpu", ("bf16",), ("matmul-4096",), ("fwd",), threads=2, policy=tiny_policy, scale=0.01,
+        allow_emulated=True, progress=heard.append,
+    )  # fmt: skip
     assert rows[0]["status"] == "ok" and rows[0]["precision"] == "bf16"
+    assert ("emulated" in rows[0]["nulls"]) == (not native)
+    assert heard and all(m.startswith("matmul-4096@0.01 bf16 fwd: ") for m in heard)
 
 
 def test_thread_sweep_records_thread_counts(tiny_policy):
@@ -151,6 +162,12 @@ def test_calibrate_tiny_rows(store, tiny_policy):
         stream_bytes=64 * KiB,
     )
     kinds = [(r["kind"], r["precision"]) for r in rows]
+    from paradnn.precisions import cpu_reason
+
+    if cpu_reason("bf16"):  # not native here: skipped with the reason (no row)
+        assert kinds == [("matmul", "fp32"), ("copy", None), ("triad", None)]
+        assert "bf16" in rows[0]["detail"]["skipped"]
+        return
     assert kinds == [("matmul", "fp32"), ("matmul", "bf16"), ("copy", None), ("triad", None)]
     for r in rows:
         assert (
@@ -186,7 +203,7 @@ def _fake_measure(times: dict[int, float]):
     """A timing function that reports a fixed per-step time per matmul size (read off the
     step's default arguments) and 1 ms for the stream kernels."""
 
-    def fake(step, clock, policy) -> Timing:
+    def fake(step, clock, policy, progress=None) -> Timing:
         step()
         defaults = step.__defaults__ or ()
         n = defaults[0].shape[0] if defaults else None
@@ -197,11 +214,75 @@ def _fake_measure(times: dict[int, float]):
     return fake
 
 
+def test_sizes_grow_only_within_the_budget():
+    # n=8 takes 1 s a step; n=16 would take ~8 s a step, ≥ 8 + 80 + 80 s in all: over 60 s.
+    fake = _fake_measure({8: 1.0, 16: 8.0})
+    heard = []
+    (r,) = cal.calibrate(
+        "cpu",
+        ("fp32",),
+        sizes=(16, 8),
+        threads=1,
+        kinds=("matmul",),
+        measure_fn=fake,
+        budget_s=60,
+        progress=heard.append,
+    )
+    d = r["detail"]
+    assert set(d["sizes"]) == {"8"} and d["size_reached"] == 8 and d["budget_s"] == 60
+    assert "n=16 would take ~168 s" in d["stopped"]
+    assert any("fp32 matmul n=8:" in m and "GFLOP/s" in m for m in heard)
+    assert any("stopping before n=16" in m for m in heard)
+    est = cal.size_estimate_s(16, 8, 1.0, cal.CALIBRATE_POLICY)
+    assert est == pytest.approx(8 + 80 + 8 * cal.CALIBRATE_POLICY.min_samples)
+    # with room for it, the larger size is measured
+    (r,) = cal.calibrate(
+        "cpu", ("fp32",), sizes=(8, 16), threads=1, kinds=("matmul",), measure_fn=fake,
+        budget_s=1000,
+    )  # fmt: skip
+    assert set(r["detail"]["sizes"]) == {"8", "16"} and "stopped" not in r["detail"]
+    with pytest.raises(ConfigError, match="budget"):
+        cal.calibrate("cpu", ("fp32",), budget_s=0.0, measure_fn=fake)
+
+
+def test_default_precisions_follow_the_device(monkeypatch):
+    fake = _fake_measure({8: 1e-3})
+    for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PARADNN_CPU_FLAGS", "avx2 fma")  # what an AVX2-only CPU reports
+    from paradnn.runner.execute import run_environment
+
+    run_environment.cache_clear()
+    try:
+        rows = cal.calibrate("cpu", sizes=(8,), threads=1, kinds=("matmul",), measure_fn=fake)
+        assert [r["precision"] for r in rows] == ["fp32"]
+        # asked for by name: skipped with the reason, unless emulation is allowed
+        rows = cal.calibrate(
+            "cpu", ("fp32", "bf16"), sizes=(8,), threads=1, kinds=("matmul",), measure_fn=fake
+        )
+        assert [r["precision"] for r in rows] == ["fp32"]
+        assert "no native bf16" in rows[0]["detail"]["skipped"]["bf16"]
+        rows = cal.calibrate(
+            "cpu", ("bf16",), sizes=(8,), threads=1, kinds=("matmul",), measure_fn=fake,
+            allow_emulated=True,
+        )  # fmt: skip
+        assert [r["precision"] for r in rows] == ["bf16"]
+        assert "no native bf16" in rows[0]["detail"]["emulated"]
+    finally:
+        run_environment.cache_clear()
+
+
 def test_best_size_is_the_highest_flop_rate():
     # n=8: 1024 FLOP in 1 s; n=16: 8192 FLOP in 2 s (the winner); n=32: 65536 FLOP in 64 s.
     fake = _fake_measure({8: 1.0, 16: 2.0, 32: 64.0})
     rows = cal.calibrate(
-        "cpu", ("fp32",), sizes=(8, 16, 32), threads=1, kinds=("matmul",), measure_fn=fake
+        "cpu",
+        ("fp32",),
+        sizes=(8, 16, 32),
+        threads=1,
+        kinds=("matmul",),
+        measure_fn=fake,
+        budget_s=10_000,
     )
     (r,) = rows
     assert r["detail"]["best_size"] == 16

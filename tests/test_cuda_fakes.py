@@ -65,13 +65,31 @@ def test_precision_support_by_compute_capability(monkeypatch, capability, bf16, 
 
 def test_cpu_precision_support(monkeypatch):
     cpu = torch.device("cpu")
+    for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PARADNN_CPU_FLAGS", "avx2 fma")  # an AVX2-only CPU
     assert precision.unsupported_reason("fp32", cpu) is None
-    assert precision.unsupported_reason("bf16", cpu) is None
     assert "tensor-core" in precision.unsupported_reason("tf32", cpu)
-    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"avx2"}))
+    assert "no native bf16" in precision.unsupported_reason("bf16", cpu)
     assert "no native fp16" in precision.unsupported_reason("fp16", cpu)
-    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"amx_fp16"}))
+    monkeypatch.setenv("PARADNN_CPU_FLAGS", "avx2,avx512f,avx512_bf16")  # Zen 4, Cooper Lake
+    assert precision.unsupported_reason("bf16", cpu) is None
+    assert "no native fp16" in precision.unsupported_reason("fp16", cpu)
+    monkeypatch.setenv("PARADNN_CPU_FLAGS", "amx_bf16 amx_fp16")  # Granite Rapids
+    assert precision.unsupported_reason("bf16", cpu) is None
     assert precision.unsupported_reason("fp16", cpu) is None
+    # the caps oneDNN and ATen obey make a native CPU an emulating one
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    assert "ONEDNN_MAX_CPU_ISA=AVX2" in precision.unsupported_reason("bf16", cpu)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    assert precision.unsupported_reason("bf16", cpu) is None
+    assert "ONEDNN_MAX_CPU_ISA" in precision.unsupported_reason("fp16", cpu)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    assert "ATEN_CPU_CAPABILITY" in precision.unsupported_reason("bf16", cpu)
+    monkeypatch.setenv("PARADNN_CPU_FLAGS", "asimd bf16 fphp asimdhp")  # Arm Neoverse V1
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+    assert precision.unsupported_reason("bf16", cpu) is None
 
 
 def test_tf32_flags_are_set_and_restored():

@@ -11,7 +11,7 @@ from paradnn.families.shapes import Conv2d, Gemm, Recurrent
 from paradnn.measure.flops import count_train_flops
 from paradnn.runner.step import TrainStep
 
-from conftest import TINY
+from conftest import TINY, require_native
 
 
 def _sample(space, rng):
@@ -137,6 +137,7 @@ def test_global_pool_works_at_300px():
 )
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_trains_on_cpu(name, extra, precision):
+    require_native(precision)
     fam = families.get(name)
     cfg = fam.config({**TINY[name], **extra})
     torch.manual_seed(0)

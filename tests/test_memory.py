@@ -13,6 +13,8 @@ from paradnn.errors import ConfigError
 from paradnn.measure.memory import profiler_peak_bytes, saved_tensor_bytes
 from paradnn.runner.step import TrainStep
 
+from conftest import require_native
+
 CPU = torch.device("cpu")
 SMALL = {
     "fc": {
@@ -68,6 +70,7 @@ def _step(name, cfg, precision, optimizer):
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_estimate_matches_what_autograd_saves(name, extra, precision):
     seed = 2 * VARIANTS.index((name, extra)) + (precision == "bf16")
+    require_native(precision)
     if precision == "bf16" and extra.get("cell") == "lstm":
         _require_onednn_bf16_lstm()
     optimizers = random.Random(seed).choices(("sgd", "momentum", "rmsprop"), k=6)
@@ -109,7 +112,10 @@ def _require_onednn_bf16_lstm():
 )
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_lower_bound_stays_below_the_real_peak(name, values, optimizer, precision):
-    """The profiler's memory timeline gives the real peak of live tensor bytes on CPU."""
+    """The profiler's memory timeline gives the real peak of live tensor bytes on CPU. The lower
+    bound holds on every ISA; the estimate leaves out conv scratch that only some kernels
+    allocate (im2col on AVX2), which the upper bound adds."""
+    require_native(precision)
     if precision == "bf16" and name == "rnn":  # an LSTM
         _require_onednn_bf16_lstm()
     cfg = families.get(name).config(values)
@@ -120,7 +126,7 @@ def test_lower_bound_stays_below_the_real_peak(name, values, optimizer, precisio
         pytest.skip("this torch has no profiler memory timeline")
     est = memory.predict(name, cfg, precision, optimizer, device_type="cpu")
     assert est.lower_bound <= peak
-    assert est.total == pytest.approx(peak, rel=0.2)
+    assert 0.8 * est.total <= peak <= 1.2 * est.upper_bound
 
 
 def _paper_configs(name, n, seed=0):

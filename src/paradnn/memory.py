@@ -45,6 +45,10 @@ class MemoryEstimate:
     peak_phase: str  # when the step peaks: "forward", "backward" or "optimizer"
     live_at_peak: int  # gradient plus saved-activation bytes alive then
     workspace: int  # transients then: gradient buffers, casts, temporaries, library workspaces
+    # Convolution scratch some CPU kernels allocate and others do not: oneDNN's im2col + GEMM
+    # path (chosen on AVX2-only CPUs) holds the largest conv's unfolded input in forward and
+    # in backward; its direct AVX-512 kernels hold none. Outside `total`, inside `upper_bound`.
+    conv_scratch: int = 0
 
     @property
     def resident(self) -> int:
@@ -56,6 +60,11 @@ class MemoryEstimate:
     def total(self) -> int:
         """The best estimate of the peak."""
         return self.weights + self.optimizer_state + self.live_at_peak + self.workspace
+
+    @property
+    def upper_bound(self) -> int:
+        """The estimate plus the scratch that depends on which kernel the library picks."""
+        return self.total + self.conv_scratch
 
     @property
     def lower_bound(self) -> int:
@@ -103,7 +112,18 @@ def predict(
         peak_phase=phase,
         live_at_peak=live,
         workspace=transient + (CUDA_LIBRARY_BYTES if device_type == "cuda" else 0),
+        conv_scratch=_conv_scratch(shapes, precision) if device_type == "cpu" else 0,
     )
+
+
+def _conv_scratch(shapes: list[Any], precision: str) -> int:
+    """Two unfolded (im2col) inputs of the largest convolution: forward's and backward's."""
+    cols = [
+        (s.in_ch // s.groups) * s.kernel * s.kernel * s.out_h * s.out_w * s.batch
+        for s in shapes
+        if s.kind == "conv2d" and s.kernel > 1
+    ]
+    return 2 * max(cols, default=0) * activation_itemsize(precision)
 
 
 def fits(

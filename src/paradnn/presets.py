@@ -29,6 +29,32 @@ class RunSpec:
     optimizer: str = "rmsprop"
 
 
+def resolve_native(specs: list[RunSpec], native: list[str]) -> tuple[list[RunSpec], list[str]]:
+    """Replace the `native` placeholder precision by every low precision the device runs
+    natively (precision-major, like the rest), and say what it became."""
+    from paradnn.precisions import LOW_PRECISIONS, NATIVE
+
+    held = [s for s in specs if s.precision == NATIVE]
+    if not held:
+        return list(specs), []
+    lows = [p for p in LOW_PRECISIONS if p in native]
+    out = [s for s in specs if s.precision != NATIVE]
+    seen = {(s.family, repr(sorted(s.config.items())), s.precision, s.optimizer) for s in out}
+    for p in lows:
+        for s in held:
+            key = (s.family, repr(sorted(s.config.items())), p, s.optimizer)
+            if key not in seen:
+                seen.add(key)
+                out.append(RunSpec(s.family, s.config, p, s.optimizer))
+    note = (
+        f"native low precisions on this device: {', '.join(lows)}"
+        if lows
+        else "native low precisions on this device: none (fp32 only; `paradnn platforms` says "
+        "why, and --allow-emulated with -p bf16 runs one emulated)"
+    )
+    return out, [note]
+
+
 @functools.cache
 def names() -> list[str]:
     """The shipped presets, the default first."""

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.config import RunOptions
 
 STATUSES = ("ok", "oom", "predicted_oom", "timeout", "crashed", "nan", "invalid", "unsupported")
+QUALITIES = ("good", "noisy")
 
 
 def run_key(family: str, config: dict[str, Any], options: dict[str, Any], fingerprint: str) -> str:
@@ -83,6 +84,15 @@ class RunRecord:
     energy_period_s: float | None = None  # power sampling period
     idle_power_w: float | None = None  # idle baseline before the sweep; reported, not subtracted
     energy: dict[str, Any] | None = None  # per device/domain detail, totals, sampling, idle
+    # Quality of the measurement (paradnn.measure.quality): a timed run is `good` or `noisy`
+    # (missed its CI target, ran under load, ...) with the reasons; the load around the window.
+    quality: str | None = None
+    quality_reasons: list[str] | None = None
+    ci_half_rel: float | None = None  # half the CI's width over the median: the printed ±
+    iqr_rel: float | None = None
+    others_cpu_frac: float | None = None  # CPU time of other processes / (window × CPUs)
+    load: dict[str, Any] | None = None
+    emulated: bool = False  # a low precision run without native support (--allow-emulated)
     threads: int | None = None
     fingerprint: str | None = None
     env: dict[str, Any] = field(default_factory=dict)
@@ -95,6 +105,8 @@ class RunRecord:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"status = {self.status!r}: must be one of {', '.join(STATUSES)}")
+        if self.quality is not None and self.quality not in QUALITIES:
+            raise ValueError(f"quality = {self.quality!r}: must be one of {', '.join(QUALITIES)}")
 
     def null(self, name: str, reason: str) -> None:
         """Leave `name` null and say why (the store keeps the reason next to the row)."""
@@ -152,19 +164,38 @@ def start_record(
         key = run_key(family_name, dict(values), options.key_fields(), env["fingerprint"])
         return RunRecord(run_key=key, config=dict(values), status="invalid", error=str(e), **common)
     resolved = dict(cfg.__dict__)
+    key = options.key_fields()
+    emulated = _emulated(options, env)
+    if emulated:  # an emulated run is another measurement than the `unsupported` row it replaces
+        key["emulated"] = True
+        common["flags"] = {**common["flags"], "emulated": emulated}
     rec = RunRecord(
-        run_key=run_key(family_name, resolved, options.key_fields(), env["fingerprint"]),
+        run_key=run_key(family_name, resolved, key, env["fingerprint"]),
         config=resolved,
         status="ok",
         params_analytic=fam.params(cfg),
         flops_analytic=fam.train_flops(cfg),
         examples_per_step=fam.examples_per_step(cfg),
+        emulated=bool(emulated),
         **common,
     )
     for name in ("utilization_datasheet", "utilization_measured"):  # until the store fills them
         rec.null(name, "computed against the platform database and ceilings when stored")
     null_energy(rec, "not_measured" if getattr(options, "energy", False) else "not_requested")
     return rec
+
+
+def _emulated(options: RunOptions, env: dict[str, Any]) -> str | None:
+    """Why this run will be emulated (not native, but allowed and emulatable), else None."""
+    from paradnn import precisions
+
+    if not getattr(options, "allow_emulated", False):
+        return None
+    reasons = env.get("precision_reasons") or {}
+    reason = reasons.get(options.precision)
+    if reason and precisions.can_emulate(options.precision, env.get("device_type", "cpu")):
+        return reason
+    return None
 
 
 ENERGY_FIELDS = (

@@ -20,7 +20,7 @@ STATUS_STYLE = {
     "timeout": "red",
     "crashed": "red",
 }
-SCALAR_SKIP = ("samples", "env", "energy")
+SCALAR_SKIP = ("samples", "env", "energy", "load")
 
 
 def compact_config(cfg: dict[str, Any]) -> str:
@@ -41,12 +41,35 @@ def _si(x: float | None, unit: str = "", digits: int = 3) -> str:
 si = _si  # for other modules (the CLI's families table)
 
 
+def ci_half(row: dict[str, Any]) -> float | None:
+    """Half the width of the median's 95% CI over the median: what `±` means everywhere."""
+    med, lo, hi = (
+        row.get("step_time_s"),
+        row.get("step_time_ci_low_s"),
+        row.get("step_time_ci_high_s"),
+    )
+    if med is None or lo is None or hi is None or med <= 0:
+        return None
+    return (hi - lo) / 2 / med
+
+
 def _ms(row: dict[str, Any]) -> str:
     med = row.get("step_time_s")
     if med is None:
         return "—"
-    ci = row.get("ci_rel")
+    ci = ci_half(row)
     return f"{med * 1e3:.3g}" + (f" ±{ci * 100:.1f}%" if ci is not None else "")
+
+
+def quality_cell(row: dict[str, Any]) -> str:
+    q = row.get("quality")
+    if q == "noisy":
+        return "[yellow]noisy[/]"
+    return "good" if q == "good" else "—"
+
+
+def _precision_cell(row: dict[str, Any]) -> str:
+    return row["precision"] + (" [yellow]emu[/]" if row.get("emulated") else "")
 
 
 def _energy_requested(r: dict[str, Any]) -> bool:
@@ -103,6 +126,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("config", "left"),
         ("prec", "left"),
         ("status", "left"),
+        ("quality", "left"),
         ("params", "right"),
         ("FLOP/step", "right"),
         ("step ms (CI)", "right"),
@@ -118,8 +142,9 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             *((str(r.get("id")),) if with_id else ()),
             r["family"],
             compact_config(r["config"]),
-            r["precision"],
+            _precision_cell(r),
             f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]",
+            quality_cell(r),
             _si(r.get("params") or r.get("params_analytic")),
             _si(r.get("flops_per_step")),
             _ms(r),

@@ -12,14 +12,23 @@ it gives a utilization that is not flattered or penalised by a datasheet peak.
   bytes = 2·N·itemsize (one read, one write; write-allocate traffic is not counted, as STREAM).
 * `triad`: a = b + s·c via torch.add(b, c, alpha=s, out=a); bytes = 3·N·itemsize.
 
-Precisions that `precision.unsupported_reason` rejects get no row; the reason is kept in every
-returned row's detail["skipped"] (precision -> reason), so a caller can see what was left out.
+By default every precision the device runs natively is measured; one asked for by name that
+is not native gets no row (the reason is kept in every returned row's detail["skipped"]) unless
+`allow_emulated`, which measures it and labels the row's detail["emulated"].
+
+Bounded: each precision's matmuls share a time budget (`budget_s`, default 60 s on a CPU). The
+sizes grow only while the next one, extrapolated as n³ from the last, fits in what is left, so an
+emulated bf16 on an AVX2 CPU (1–2 GFLOP/s) stops at a small size instead of timing 4096² for
+minutes; detail["size_reached"] and detail["stopped"] say where and why. `progress` hears the
+precision, the size and the FLOP/s so far, at least every few seconds.
 Timing is paradnn's adaptive timer (`timer.measure` with `device.clock_for`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -30,7 +39,8 @@ from paradnn.config import PRECISIONS, RunOptions, precision_flags
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, synchronize
-from paradnn.measure.timer import BlockClock, Timing, TimingPolicy, measure
+from paradnn.measure.timer import Timing, TimingPolicy, measure
+from paradnn.precisions import can_emulate
 from paradnn.records import now
 
 __all__ = [
@@ -56,10 +66,16 @@ DTYPES = {
 # size (small GEMMs run far below the ceiling, on a CPU as on a GPU).
 DEFAULT_SIZES = {"cpu": (128, 256, 512, 1024, 2048, 4096), "cuda": (1024, 2048, 4096, 8192, 16384)}
 DEFAULT_STREAM_BYTES = {"cpu": 64 * MiB, "cuda": 256 * MiB}  # per array
+DEFAULT_BUDGET_S = {"cpu": 60.0, "cuda": 60.0}  # matmul seconds per precision
+# Per size: a short adaptive timing (a size is a point on a curve, not a headline result).
+CALIBRATE_POLICY = TimingPolicy(
+    min_time_s=0.3, max_time_s=4.0, warmup_min_time_s=0.1, warmup_max_time_s=4.0
+)
 TRIAD_SCALAR = 3.0
 KINDS = ("matmul", "copy", "triad")
 
-MeasureFn = Callable[[Callable[[], Any], BlockClock, TimingPolicy], Timing]
+MeasureFn = Callable[..., Timing]
+Say = Callable[[str], None]
 
 
 def matmul_flops(n: int) -> int:
@@ -108,22 +124,50 @@ def _free(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+def size_estimate_s(n: int, last_n: int, last_step_s: float, policy: TimingPolicy) -> float:
+    """Seconds timing size n will take, from the last size's step time scaled as n³: a first
+    step, at least 10 warm-up steps and min_samples samples, or the policy's minimum times."""
+    step = last_step_s * (n / last_n) ** 3
+    warm = max(10 * step, policy.warmup_min_time_s)
+    timed = max(policy.min_samples * step, policy.min_time_s)
+    return step + warm + timed
+
+
 def _matmul_row(
     device: torch.device,
     precision: str,
     sizes: Sequence[int],
     policy: TimingPolicy,
     measure_fn: MeasureFn,
+    budget_s: float = float("inf"),
+    say: Say | None = None,
 ) -> tuple[float | None, dict[str, Any]]:
     from paradnn.runner.execute import classify, one_line
 
+    say = say or (lambda msg: None)
     dtype = DTYPES[precision]
     clock = clock_for(device)
     per_size: dict[int, dict[str, Any]] = {}
     errors: dict[str, str] = {}
+    stopped: str | None = None
     gen = torch.Generator(device=device).manual_seed(0)
+    t0 = time.monotonic()
+    last: tuple[int, float] | None = None
     with prec.tf32_flags(precision):
-        for n in sizes:
+        for n in sorted(sizes):
+            left = budget_s - (time.monotonic() - t0)
+            if last is not None:
+                est = size_estimate_s(n, last[0], last[1], policy)
+                if est > left:
+                    stopped = (
+                        f"n={n} would take ~{est:.0f} s and {max(left, 0):.0f} s of the "
+                        f"{budget_s:g} s budget were left"
+                    )
+                    say(f"{precision} matmul: stopping before n={n} ({stopped})")
+                    break
+            size_policy = dataclasses.replace(
+                policy, max_time_s=max(policy.min_time_s, min(policy.max_time_s, left / 2))
+            )
             a = b = c = None
             try:
                 a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
@@ -133,13 +177,22 @@ def _matmul_row(
                 def step(a=a, b=b, c=c) -> None:
                     torch.mm(a, b, out=c)
 
+                def heard(info: dict[str, Any], n: int = n) -> None:
+                    say(f"{precision} matmul n={n}: {phase_words(info)}")
+
                 with torch.no_grad():
-                    t = measure_fn(step, clock, policy)
+                    t = measure_fn(step, clock, size_policy, progress=heard)
                 synchronize(device)
                 d = _summary(t)
                 d["flops"] = matmul_flops(n)
                 d["flop_per_s"] = matmul_flops(n) / d["median_s"] if d["median_s"] > 0 else None
                 per_size[n] = d
+                last = (n, d["median_s"])
+                best = max(x["flop_per_s"] or 0 for x in per_size.values())
+                say(
+                    f"{precision} matmul n={n}: {(d['flop_per_s'] or 0) / 1e9:.1f} GFLOP/s "
+                    f"(best {best / 1e9:.1f}; {time.monotonic() - t0:.0f} of {budget_s:g} s)"
+                )
             except Exception as e:  # an oversized GEMM is data, not a crash of the whole run
                 errors[str(n)] = f"{classify(e)}: {one_line(e)}"
             finally:
@@ -149,7 +202,12 @@ def _matmul_row(
         "sizes": {str(n): d for n, d in per_size.items()},
         "dtype": str(dtype).removeprefix("torch."),
         "flags": precision_flags(precision),
+        "budget_s": budget_s if budget_s != float("inf") else None,
+        "size_reached": max(per_size, default=None),
+        "seconds": round(time.monotonic() - t0, 2),
     }
+    if stopped:
+        detail["stopped"] = stopped
     if errors:
         detail["errors"] = errors
     if not any(d.get("flop_per_s") for d in per_size.values()):
@@ -159,12 +217,25 @@ def _matmul_row(
     return per_size[n]["flop_per_s"], detail
 
 
+def phase_words(info: dict[str, Any]) -> str:
+    """A timer progress report in a few words."""
+    phase = info.get("phase", "")
+    if phase == "warm-up" and info.get("steps"):
+        return f"warm-up, {info['steps']} steps, {info['step_s'] * 1e3:.3g} ms/step"
+    if phase == "timed" and info.get("samples"):
+        ci = info.get("ci_rel")
+        ci_text = f", CI ±{ci:.1%}" if ci is not None and ci != float("inf") else ""
+        return f"timing, {info['samples']} samples, median {info['median_s'] * 1e3:.3g} ms{ci_text}"
+    return phase
+
+
 def _stream_row(
     device: torch.device,
     kind: str,
     nbytes: int,
     policy: TimingPolicy,
     measure_fn: MeasureFn,
+    say: Say,
 ) -> tuple[float, dict[str, Any]]:
     dtype = torch.float32
     itemsize = torch.empty((), dtype=dtype).element_size()
@@ -192,7 +263,9 @@ def _stream_row(
                 torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
 
         with torch.no_grad():
-            t = measure_fn(step, clock, policy)
+            t = measure_fn(
+                step, clock, policy, progress=lambda info: say(f"{kind}: {phase_words(info)}")
+            )
         synchronize(device)
     finally:
         del arrays
@@ -219,11 +292,16 @@ def calibrate(
     stream_bytes: int | None = None,
     kinds: Iterable[str] = KINDS,
     measure_fn: MeasureFn | None = None,
+    budget_s: float | None = None,
+    allow_emulated: bool = False,
+    progress: Say | None = None,
 ) -> list[dict[str, Any]]:
     """Measure this device's ceilings and return rows for the `ceilings` table.
 
-    precisions: default every precision paradnn knows (fp32, tf32, bf16, fp16); the ones this
-    device cannot run are skipped (no row; reason in detail["skipped"]).
+    precisions: default every precision the device runs natively; one named here that it does
+    not is skipped (no row; reason in detail["skipped"]) unless `allow_emulated`.
+    budget_s: seconds of matmuls per precision (default DEFAULT_BUDGET_S for the device type).
+    progress: called with one line of news at least every few seconds.
     sizes: matmul sizes n to try (default DEFAULT_SIZES for the device type); the best wins.
     stream_bytes: bytes per array of the copy/triad kernels (default DEFAULT_STREAM_BYTES).
     kinds: which ceilings to measure (matmul, copy, triad).
@@ -236,26 +314,36 @@ def calibrate(
     for k in kinds:
         if k not in KINDS:
             raise ConfigError("kind", k, f"must be one of {', '.join(KINDS)}")
-    precisions = tuple(PRECISIONS if precisions is None else precisions)
-    for p in precisions:
+    asked = None if precisions is None else tuple(precisions)
+    for p in asked or ():
         if p not in PRECISIONS:
             raise ConfigError("precision", p, f"must be one of {', '.join(PRECISIONS)}")
-    policy = policy or TimingPolicy()
+    if budget_s is not None and not (isinstance(budget_s, (int, float)) and 1 <= budget_s <= 86400):
+        raise ConfigError("budget", budget_s, "must be seconds in [1, 86400]")
+    policy = policy or CALIBRATE_POLICY
     measure_fn = measure_fn or measure
+    say = progress or (lambda msg: None)
     saved_threads = torch.get_num_threads()
     try:
         dev, env = prepare(RunOptions(device=device, threads=threads))
         sizes = tuple(sizes or DEFAULT_SIZES[dev.type])
         nbytes = int(stream_bytes or DEFAULT_STREAM_BYTES[dev.type])
+        budget = float(budget_s or DEFAULT_BUDGET_S[dev.type])
+        native = env.get("native_precisions") or ["fp32"]
+        precisions = asked if asked is not None else tuple(native)
         skipped: dict[str, str] = {}
         results: list[tuple[str, str | None, float, str, dict[str, Any]]] = []
         if "matmul" in kinds:
             for p in precisions:
                 reason = prec.unsupported_reason(p, dev)
-                if reason:
+                emulate = bool(reason) and allow_emulated and can_emulate(p, dev.type)
+                if reason and not emulate:
                     skipped[p] = reason
+                    say(f"{p}: skipped ({reason})")
                     continue
-                value, detail = _matmul_row(dev, p, sizes, policy, measure_fn)
+                value, detail = _matmul_row(dev, p, sizes, policy, measure_fn, budget, say)
+                if emulate:
+                    detail["emulated"] = reason
                 if value is None:
                     skipped[p] = "no matmul size could be measured: " + "; ".join(
                         f"n={n}: {e}" for n, e in detail.get("errors", {}).items()
@@ -264,7 +352,8 @@ def calibrate(
                 results.append(("matmul", p, value, "FLOP/s", detail))
         for kind in ("copy", "triad"):
             if kind in kinds:
-                value, detail = _stream_row(dev, kind, nbytes, policy, measure_fn)
+                value, detail = _stream_row(dev, kind, nbytes, policy, measure_fn, say)
+                say(f"{kind}: {value / 1e9:.1f} GB/s")
                 results.append((kind, None, value, "B/s", detail))
         common = {
             "device": str(dev),

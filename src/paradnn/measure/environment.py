@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 import paradnn
+from paradnn import host, precisions
 
 FINGERPRINT_FIELDS = (
     "python",
@@ -32,6 +33,8 @@ FINGERPRINT_FIELDS = (
     "paradnn",
     "flush_denormal",
     "malloc_env",
+    "isa",
+    "native_precisions",
 )
 
 
@@ -108,9 +111,29 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
     else:
         for k in ("gpu_name", "driver", "cudnn", "gpu_memory_bytes", "gpu_sm_count"):
             nulls[k] = "cpu run"
+    # What the CPU computes with: torch's dispatch level and the caps a user set (an AVX2-capped
+    # run on an AVX-512 machine is another environment, with its own run keys).
+    env["isa"] = {"cpu_capability": _cpu_capability(), **host.caps()}
+    capability = None
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        capability = (props.major, props.minor)
+    reasons = {
+        p: precisions.native_reason(p, device.type, cuda_capability=capability)
+        for p in precisions.PRECISIONS
+    }
+    env["native_precisions"] = [p for p, r in reasons.items() if r is None]
+    env["precision_reasons"] = {p: r for p, r in reasons.items() if r is not None}
     env["nulls"] = nulls
     env["fingerprint"] = fingerprint(env)
     return env
+
+
+def _cpu_capability() -> str | None:
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # pragma: no cover - older torch
+        return None
 
 
 def fingerprint(env: dict[str, Any]) -> str:

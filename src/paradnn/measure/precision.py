@@ -9,48 +9,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from functools import cache
 
 import torch
 
-from paradnn.config import PRECISIONS, precision_flags
+from paradnn import precisions
+from paradnn.precisions import PRECISIONS, precision_flags
 
 __all__ = ["PRECISIONS", "autocast", "grad_scaler", "tf32_flags", "unsupported_reason"]
 
 
-@cache
-def _cpu_flags() -> frozenset[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
 def unsupported_reason(precision: str, device: torch.device) -> str | None:
-    """Why `precision` cannot run on `device`, or None when it can."""
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        if precision == "tf32" and major < 8:
-            return f"tf32 needs compute capability ≥ 8.0; this GPU is {major}.{minor}"
-        if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
-            return (
-                f"bf16 needs native support (compute capability ≥ 8.0); this GPU is {major}.{minor}"
-            )
-        if precision == "fp16" and (major, minor) < (5, 3):
-            return f"fp16 needs compute capability ≥ 5.3; this GPU is {major}.{minor}"
-        return None
-    if precision == "tf32":
-        return "tf32 is a tensor-core mode of NVIDIA GPUs; CPUs have none"
-    if precision == "fp16" and not _cpu_flags() & {"avx512_fp16", "amx_fp16"}:
-        return (
-            "this CPU has no native fp16 arithmetic (no avx512_fp16/amx_fp16); "
-            "autocast would emulate it"
-        )
-    return None
+    """Why `precision` cannot run natively on `device`, or None when it can
+    (the decision is paradnn.precisions'; this only asks torch for the GPU's capability)."""
+    capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+    return precisions.native_reason(precision, device.type, cuda_capability=capability)
 
 
 def _autocast_dtype(precision: str) -> torch.dtype | None:

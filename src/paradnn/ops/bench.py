@@ -47,9 +47,10 @@ import torch.nn.functional as F
 from paradnn.config import PRECISIONS, RunOptions
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
-from paradnn.measure.calibrate import DTYPES, device_name
+from paradnn.measure.calibrate import DTYPES, device_name, phase_words
 from paradnn.measure.device import clock_for, synchronize
 from paradnn.measure.timer import TimingPolicy, measure
+from paradnn.precisions import can_emulate
 from paradnn.records import now
 
 PASSES = ("fwd", "fwd+bwd")
@@ -251,8 +252,13 @@ def run_ops(
     threads: int | None = None,
     policy: TimingPolicy | None = None,
     scale: float = 1.0,
+    allow_emulated: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Time the Table 4 ops and return rows for the `ops` table, one per (op, precision, pass).
+
+    A precision the device lacks natively is `unsupported` unless `allow_emulated` (then the
+    row's nulls say "emulated"). `progress` hears each op, pass and the timer's phases.
 
     status is "ok", "unsupported" (the precision or op is not available here), "oom" or
     "crashed", with `error`. utilization_* are left None (reasons in `nulls`). The CPU thread
@@ -283,8 +289,12 @@ def run_ops(
             "env": env,
         }
         rows = []
+        say = progress or (lambda msg: None)
         for p in precisions:
             reason = prec.unsupported_reason(p, dev)
+            emulated = None
+            if reason and allow_emulated and can_emulate(p, dev.type):
+                emulated, reason = reason, None
             for s in specs:
                 for pass_ in passes:
                     row: dict[str, Any] = {
@@ -308,6 +318,9 @@ def run_ops(
                     nulls = dict(UTILIZATION_NULLS)
                     if dev.type != "cpu":
                         nulls["threads"] = "GPU op: CPU threads do not apply"
+                    if emulated:
+                        nulls["emulated"] = emulated
+                    label = f"{s.name} {p} {pass_}"
                     if reason:
                         row["status"], row["error"] = "unsupported", reason
                     else:
@@ -315,7 +328,11 @@ def run_ops(
                         try:
                             with prec.tf32_flags(p):
                                 step, held = _build(s, pass_, dev, DTYPES[p])
-                                t = measure(step, clock, policy)
+
+                                def heard(info: dict[str, Any], label: str = label) -> None:
+                                    say(f"{label}: {phase_words(info)}")
+
+                                t = measure(step, clock, policy, progress=heard)
                                 synchronize(dev)
                             sm = t.summary
                             row.update(
@@ -368,6 +385,8 @@ def thread_sweep(
     passes: Iterable[str] = ("fwd",),
     policy: TimingPolicy | None = None,
     scale: float = 1.0,
+    allow_emulated: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the ops on the CPU at each thread count (default `default_threads_list()`); each row
     records its count in `threads`, as the study's CPU thread-scaling Figures 5–6."""
@@ -385,5 +404,7 @@ def thread_sweep(
             threads=t,
             policy=policy,
             scale=scale,
+            allow_emulated=allow_emulated,
+            progress=None if progress is None else (lambda m, t=t: progress(f"{t} threads: {m}")),
         )
     return rows

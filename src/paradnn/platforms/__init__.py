@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from paradnn.config import PRECISIONS
+from paradnn import host, precisions
+from paradnn.precisions import PRECISIONS
 from paradnn.platforms.local import detect
 from paradnn.platforms.specs import (
     PEAK_PRECISIONS,
@@ -82,6 +83,13 @@ def describe_local(device_type: str = "cpu", **detect_kwargs: Any) -> dict[str, 
             else f"unknown ({nulls.get('cpu.frequency_hz')})"
         ),
     }
+    caps = {k: v for k, v in host.caps().items() if v}
+    if caps:
+        out["isa caps (environment)"] = " ".join(f"{k}={v}" for k, v in caps.items())
+    if d["device_type"] == "cpu":
+        for prec in PRECISIONS:
+            reason = precisions.cpu_reason(prec)
+            out[f"{prec} on this cpu"] = "native" if reason is None else f"not native: {reason}"
     for prec, peak in d["cpu_peak_derived"].items():
         out[f"cpu {prec} peak (derived)"] = (
             f"{_fmt_flops(peak['value'])} = {peak['derivation']}"

@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from paradnn.config import PRECISIONS
+from paradnn import host, precisions
 from paradnn.errors import ConfigError
+from paradnn.precisions import PRECISIONS
 from paradnn.platforms import specs
 
 ISA_FLAGS = (
@@ -62,7 +63,7 @@ def cpu_info(cpuinfo: str | Path = CPUINFO, sysfs: str | Path = SYSFS_CPU) -> di
     procs = [b for b in blocks if "processor" in b] or blocks
     first = procs[0] if procs else {}
     nulls: dict[str, str] = {}
-    flags = set(first.get("flags", "").split())
+    flags = set(host.cpu_flags(str(cpuinfo)))
     model = first.get("model name") or None
     if model is None:
         nulls["model"] = f"no 'model name' in {cpuinfo}"
@@ -155,20 +156,24 @@ def derive_cpu_peaks(cpu: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[precision] = {"value": None, "reason": "tf32 is a GPU tensor-core format"}
             continue
         if precision == "bf16":
-            if not flags.get("avx512_bf16"):
+            reason = precisions.cpu_reason("bf16", [f for f, on in flags.items() if on])
+            if reason or not flags.get("avx512_bf16"):
                 out[precision] = {
                     "value": None,
-                    "reason": "no avx512_bf16: bf16 is converted to fp32 (at most the fp32 peak)",
+                    "reason": reason
+                    or "bf16 only through AMX tiles, whose throughput is not derived here",
                 }
                 continue
             per_cycle, why = per_cycle * 2, f"{why}; ×2 for bf16 pairs via VDPBF16PS"
             if flags.get("amx_bf16"):
                 why += "; AMX tiles (amx_bf16) not counted: their throughput is not derived here"
         if precision == "fp16":
-            if not flags.get("avx512_fp16"):
+            reason = precisions.cpu_reason("fp16", [f for f, on in flags.items() if on])
+            if reason or not flags.get("avx512_fp16"):
                 out[precision] = {
                     "value": None,
-                    "reason": "no avx512_fp16: fp16 is converted to fp32 (at most the fp32 peak)",
+                    "reason": reason
+                    or "fp16 only through AMX tiles, whose throughput is not derived here",
                 }
                 continue
             per_cycle, why = per_cycle * 2, f"{why}; ×2 for 32 fp16 lanes (AVX512-FP16)"

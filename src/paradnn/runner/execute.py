@@ -22,7 +22,8 @@ from paradnn.config import RunOptions
 from paradnn.measure import environment, flops
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, resolve, synchronize
-from paradnn.measure.timer import Timing, measure
+from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
+from paradnn.measure.timer import Progress, Timing, Windows, measure
 from paradnn.records import RunRecord, now, start_record
 from paradnn.runner.step import TrainStep
 
@@ -74,7 +75,11 @@ def one_line(exc: BaseException) -> str:
 
 
 def execute(
-    family_name: str, values: dict[str, Any], options: RunOptions, sweep: str | None = None
+    family_name: str,
+    values: dict[str, Any],
+    options: RunOptions,
+    sweep: str | None = None,
+    progress: Progress | None = None,
 ) -> RunRecord:
     device, env = prepare(options)
     rec = start_record(family_name, values, options, env, sweep=sweep)
@@ -82,17 +87,22 @@ def execute(
         rec.finished_at = now()
         return rec
     reason = prec.unsupported_reason(options.precision, device)
-    if reason:
+    if reason and not rec.emulated:
         rec.status, rec.error, rec.finished_at = "unsupported", reason, now()
         return rec
-    measure_into(rec, family_name, options, device)
+    measure_into(rec, family_name, options, device, progress)
     rec.finished_at = now()
     return rec
 
 
 def measure_into(
-    rec: RunRecord, family_name: str, options: RunOptions, device: torch.device
+    rec: RunRecord,
+    family_name: str,
+    options: RunOptions,
+    device: torch.device,
+    progress: Progress | None = None,
 ) -> None:
+    say = progress or (lambda info: None)
     family = families.get(family_name)
     cfg = family.config(rec.config)
     step = None
@@ -107,6 +117,7 @@ def measure_into(
             torch.backends.cudnn.benchmark = True
             torch.cuda.reset_peak_memory_stats(device)
         with prec.tf32_flags(options.precision):
+            say({"phase": "build"})
             with torch.device(device):
                 built = family.build(cfg, device, options.precision)
             rec.params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
@@ -116,10 +127,13 @@ def measure_into(
             policy = options.timing
             if meter is not None and meter.min_window_s > policy.min_window_s:
                 policy = dataclasses.replace(policy, min_window_s=meter.min_window_s)
-            timing = measure(step, clock_for(device), policy, window=meter)
+            probe = _load_probe(device)
+            windows = Windows(probe, meter)  # the probe outermost: it sees the meter's cost
+            timing = measure(step, clock_for(device), policy, window=windows, progress=progress)
             synchronize(device)
             if meter is not None:
                 _fill_energy(rec, meter, timing.steps, options.energy_period_s)
+            say({"phase": "counting FLOPs"})
             count = flops.count_step(step, device)  # one more step, untimed, under the counter
             if options.profile:
                 from paradnn.measure.profile import profile_step
@@ -127,6 +141,7 @@ def measure_into(
                 rec.op_profile = profile_step(step, device)
         rec.flops_per_step, rec.flops_count_device = count.total, count.device
         fill_timing(rec, timing)
+        fill_quality(rec, timing, probe.result, policy.target_ci_rel)
         rec.final_loss = step.final_loss()
         if device.type == "cuda":
             rec.peak_mem_bytes = int(torch.cuda.max_memory_allocated(device))
@@ -183,6 +198,32 @@ def _fill_energy(rec: RunRecord, meter: Any, steps: int, period_s: float) -> Non
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+
+
+def _load_probe(device: torch.device) -> LoadProbe:
+    gpu = nvml_other_processes(device.index or 0) if device.type == "cuda" else None
+    return LoadProbe(gpu_others=gpu)
+
+
+def fill_quality(rec: RunRecord, t: Timing, load: dict[str, Any], target: float) -> None:
+    s = t.summary
+    v = judge(
+        median=s.median,
+        ci_low=s.ci_low,
+        ci_high=s.ci_high,
+        q1=s.q1,
+        q3=s.q3,
+        converged=t.converged,
+        stop_reason=t.stop_reason,
+        target_ci_rel=target,
+        load=load,
+    )
+    rec.quality, rec.quality_reasons = v.quality, v.reasons
+    rec.ci_half_rel, rec.iqr_rel = v.ci_half_rel, v.iqr_rel
+    rec.load = dict(load)
+    rec.others_cpu_frac = load.get("others_cpu_frac")
+    if rec.others_cpu_frac is None:
+        rec.nulls["others_cpu_frac"] = load.get("reason", "not measured")
 
 
 def fill_timing(rec: RunRecord, t: Timing) -> None:

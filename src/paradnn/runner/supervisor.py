@@ -27,7 +27,7 @@ from typing import Any
 from paradnn import utilization
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError, ParadnnError
-from paradnn.presets import RunSpec
+from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import RunRecord, now, start_record
 from paradnn.runner.worker import WorkerSettings
 from paradnn.runner.worker import main as worker_main
@@ -75,6 +75,8 @@ class Event:
     running: list[RunSpec] = field(default_factory=list)
     skipped: int = 0
     eta_s: float | None = None
+    notes: list[str] = field(default_factory=list)  # `start`: what the plan resolved to
+    progress: dict[str, Any] | None = None  # `progress`: the running job's phase and samples
 
 
 @dataclass
@@ -93,6 +95,7 @@ class _Worker:
     job: _Job | None = None
     started: float = 0.0
     runs: int = 0
+    progress: dict[str, Any] | None = None  # the last progress message of the running job
 
 
 class _Pool:
@@ -198,6 +201,8 @@ class Supervisor:
         self.measured_s = 0.0
         self._last: RunRecord | None = None
         self.idle: dict[str, Any] | None = None  # the idle power baseline (--energy)
+        self.notes: list[str] = []
+        self.heartbeat_s = 2.0  # a `progress` event at least this often while a job runs
 
     # -- planning ----------------------------------------------------------------------------
     def _options(self, spec: RunSpec) -> RunOptions:
@@ -253,7 +258,13 @@ class Supervisor:
             return None
         return self.measured_s / self.cost_done * self.cost_left / max(1, running)
 
-    def _emit(self, kind: str, slots: list[_Worker | None], skipped: int = 0) -> None:
+    def _emit(
+        self,
+        kind: str,
+        slots: list[_Worker | None],
+        skipped: int = 0,
+        progress: dict[str, Any] | None = None,
+    ) -> None:
         running = [w.job.spec for w in slots if w is not None and w.job is not None]
         self.on_event(
             Event(
@@ -265,6 +276,8 @@ class Supervisor:
                 running,
                 skipped,
                 self._eta(len(slots)),
+                notes=list(self.notes) if kind == "start" else [],
+                progress=progress,
             )
         )
 
@@ -279,6 +292,7 @@ class Supervisor:
         try:
             slots[0] = pools[0].start()  # its hello tells the environment, hence the run keys
             hello = slots[0].hello
+            specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
             jobs, skipped = self.plan(specs, hello["env"])
             self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
             capacity = hello["capacity_bytes"]
@@ -392,7 +406,7 @@ class Supervisor:
         first_deadline = min(w.started + timeout for w in busy)
         ready = wait(
             [w.conn for w in busy] + [w.process.sentinel for w in busy],
-            max(0.0, first_deadline - time.monotonic()),
+            max(0.0, min(first_deadline - time.monotonic(), self.heartbeat_s)),
         )
         for i, w in enumerate(slots):
             if w is None or w.job is None:
@@ -400,7 +414,12 @@ class Supervisor:
             job, outcome, kill = w.job, None, False
             if w.conn in ready:
                 try:
-                    outcome = w.conn.recv()["record"]
+                    msg = w.conn.recv()
+                    if msg.get("type") == "progress":  # the job goes on: tell the caller
+                        w.progress = {**msg, "elapsed_s": time.monotonic() - w.started}
+                        self._emit("progress", slots, progress=w.progress)
+                        continue
+                    outcome = msg["record"]
                     w.runs += 1
                 except (EOFError, OSError):
                     pass  # it died mid-send: judged by its exit code below
@@ -415,8 +434,13 @@ class Supervisor:
                 outcome.error = f"no result within {timeout:g} s; the worker was killed"
                 outcome.worker_pid, outcome.worker_index = w.process.pid, w.runs
             if outcome is None:
+                if not ready:  # a quiet stretch (one long step): a heartbeat for the caller
+                    beat = {**(w.progress or {"phase": "starting"})}
+                    beat["elapsed_s"] = time.monotonic() - w.started
+                    self._emit("progress", slots, progress=beat)
                 continue
             w.job = None
+            w.progress = None
             retire = kill or outcome.status in RECYCLE_AFTER or not w.process.is_alive()
             if retire or w.runs >= self.settings.recycle_every:
                 _stop(w, kill=retire)

@@ -8,6 +8,7 @@ answers each job with a finished RunRecord. It dies with its parent (PR_SET_PDEA
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -86,7 +87,15 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
             return
         if job is None:
             return
-        rec = execute(job["family"], job["config"], job["options"], sweep=job["sweep"])
+
+        def progress(info: dict[str, Any], job_id: int = job["id"]) -> None:
+            # the supervisor may be gone: then the run's result decides, not its progress
+            with contextlib.suppress(OSError, ValueError):
+                conn.send({"type": "progress", "job": job_id, **info})
+
+        rec = execute(
+            job["family"], job["config"], job["options"], sweep=job["sweep"], progress=progress
+        )
         rec.worker_pid, rec.worker_index = os.getpid(), index
         index += 1
         conn.send({"type": "result", "job": job["id"], "record": rec})

@@ -17,7 +17,8 @@ from paradnn.records import RECORD_FIELDS, RunRecord
 from paradnn.store.schema import LATEST, MIGRATIONS
 
 DEFAULT_DB = "paradnn.db"
-JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls", "energy")
+JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load")
+BOOL_COLUMNS = ("converged", "emulated")
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",
@@ -40,8 +41,9 @@ class Store:
         row = rec.as_dict()
         for col in JSON_COLUMNS:
             row[col] = None if row[col] is None else json.dumps(row[col])
-        if row["converged"] is not None:
-            row["converged"] = int(row["converged"])
+        for col in BOOL_COLUMNS:
+            if row[col] is not None:
+                row[col] = int(row[col])
         for col, key in ENV_COLUMNS.items():
             row[col] = rec.env.get(key)
         cols = [c for c in (*RECORD_FIELDS, *ENV_COLUMNS) if c != "attempt"]
@@ -81,10 +83,12 @@ class Store:
         status: str | Sequence[str] | None = None,
         sweep: str | None = None,
         run_key: str | None = None,
+        quality: str | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
         where, args = [], []
-        for col, val in (("family", family), ("sweep", sweep), ("run_key", run_key)):
+        cols = (("family", family), ("sweep", sweep), ("run_key", run_key), ("quality", quality))
+        for col, val in cols:
             if val is not None:
                 where.append(f"{col} = ?")
                 args.append(val)
@@ -151,8 +155,9 @@ class Store:
         for col in JSON_COLUMNS:
             if d.get(col) is not None:
                 d[col] = json.loads(d[col])
-        if d.get("converged") is not None:
-            d["converged"] = bool(d["converged"])
+        for col in BOOL_COLUMNS:
+            if d.get(col) is not None:
+                d[col] = bool(d[col])
         return d
 
     def close(self) -> None:

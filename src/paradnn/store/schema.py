@@ -150,6 +150,19 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN idle_power_w REAL;          -- W, before the sweep; not subtracted
     ALTER TABLE runs ADD COLUMN energy TEXT;                -- JSON: devices, totals, sampling
     """,
+    # v5: every timed run states its own quality (docs/methodology.md, "Quality"): a verdict,
+    # its reasons, the machine's load around the timed window, and whether a low precision ran
+    # without native hardware support. Older rows keep NULL quality (never rated).
+    """
+    ALTER TABLE runs ADD COLUMN quality TEXT CHECK (quality IN ('good', 'noisy'));
+    ALTER TABLE runs ADD COLUMN quality_reasons TEXT;       -- JSON list of short reasons
+    ALTER TABLE runs ADD COLUMN ci_half_rel REAL;           -- (ci_high - ci_low) / 2 / median
+    ALTER TABLE runs ADD COLUMN iqr_rel REAL;               -- IQR / median
+    ALTER TABLE runs ADD COLUMN others_cpu_frac REAL;       -- CPU used by other processes
+    ALTER TABLE runs ADD COLUMN load TEXT;                  -- JSON: load around the window
+    ALTER TABLE runs ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX runs_quality ON runs(quality);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

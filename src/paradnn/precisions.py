@@ -1,0 +1,112 @@
+"""Precisions and where each runs natively: one torch-free home for the decision.
+
+A precision is measured where the device runs it natively. On a CPU without bf16 (fp16)
+instructions, oneDNN and ATen convert to fp32 and back: the run works but measures the
+conversion, 6–25× slower than fp32 on an AVX2 CPU, so it is `unsupported` unless the user asks
+for it (`--allow-emulated`), and then stored with `emulated = 1`. The same function decides for
+runs, `calibrate`, `ops`, `platforms`, `--dry-run` and the presets' `native` precisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from paradnn import host
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# What a sweep's `precisions = ["fp32", "native"]` expands `native` to, where the device runs
+# them natively: the mixed precisions (TF32 is an fp32 mode of its own, asked for by name).
+LOW_PRECISIONS = ("bf16", "fp16")
+NATIVE = "native"
+EMULATABLE = {"cpu": ("bf16", "fp16")}  # what autocast can still run, converting to fp32
+
+# x86 and Arm flags that mean native arithmetic in the precision.
+CPU_NATIVE_FLAGS = {
+    "bf16": ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16"),
+    "fp16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp"),
+}
+ONEDNN_LEVEL = {"bf16": "AVX512_CORE_BF16", "fp16": "AVX512_CORE_FP16"}
+
+
+def precision_flags(precision: str) -> dict[str, object]:
+    """The framework flags a run of this precision sets (stored with every record)."""
+    tf32 = precision == "tf32"
+    return {
+        "matmul_allow_tf32": tf32,
+        "cudnn_allow_tf32": tf32,
+        "float32_matmul_precision": "high" if tf32 else "highest",
+        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(precision),
+        "loss_scaling": precision == "fp16",
+    }
+
+
+def cpu_reason(precision: str, flags: Iterable[str] | None = None) -> str | None:
+    """Why `precision` is not native on this CPU, or None when it is."""
+    if precision == "fp32":
+        return None
+    if precision == "tf32":
+        return "tf32 is a tensor-core mode of NVIDIA GPUs; CPUs have none"
+    flags = frozenset(host.cpu_flags() if flags is None else flags)
+    wanted = CPU_NATIVE_FLAGS[precision]
+    if not flags & set(wanted):
+        return (
+            f"this CPU has no native {precision} arithmetic (none of {'/'.join(wanted[:2])}); "
+            "oneDNN would convert to fp32 and back (--allow-emulated runs it, labelled emulated)"
+        )
+    level = ONEDNN_LEVEL[precision]
+    if not host.onednn_allows(level):
+        return (
+            f"oneDNN is capped below {level} (ONEDNN_MAX_CPU_ISA={host.onednn_cap()}): "
+            f"{precision} would be emulated (--allow-emulated runs it, labelled emulated)"
+        )
+    if not host.aten_allows("AVX512"):
+        return (
+            f"ATen is capped at {host.aten_cap()} (ATEN_CPU_CAPABILITY): {precision} kernels "
+            "would be emulated (--allow-emulated runs it, labelled emulated)"
+        )
+    return None
+
+
+def cuda_reason(precision: str, capability: tuple[int, int]) -> str | None:
+    """Why `precision` is not native on an NVIDIA GPU of this compute capability."""
+    major, minor = capability
+    if precision in ("tf32", "bf16") and major < 8:
+        return f"{precision} needs compute capability ≥ 8.0; this GPU is {major}.{minor}"
+    if precision == "fp16" and (major, minor) < (5, 3):
+        return f"fp16 needs compute capability ≥ 5.3; this GPU is {major}.{minor}"
+    return None
+
+
+def native_reason(
+    precision: str, device_type: str, *, cuda_capability: tuple[int, int] | None = None
+) -> str | None:
+    """Why `precision` is not native on the device, or None when it is."""
+    if device_type == "cuda":
+        if cuda_capability is None:
+            return "the GPU's compute capability is unknown"
+        return cuda_reason(precision, cuda_capability)
+    return cpu_reason(precision)
+
+
+def native_set(device_type: str, *, cuda_capability: tuple[int, int] | None = None) -> list[str]:
+    """Every precision the device runs natively, in PRECISIONS order."""
+    return [
+        p
+        for p in PRECISIONS
+        if native_reason(p, device_type, cuda_capability=cuda_capability) is None
+    ]
+
+
+def can_emulate(precision: str, device_type: str) -> bool:
+    return precision in EMULATABLE.get(device_type, ())
+
+
+def expand(precisions: Iterable[str], native: Iterable[str]) -> list[str]:
+    """Replace the `native` keyword by the native low precisions; keep order, drop repeats."""
+    native = list(native)
+    out: list[str] = []
+    for p in precisions:
+        for q in [x for x in LOW_PRECISIONS if x in native] if p == NATIVE else [p]:
+            if q not in out:
+                out.append(q)
+    return out
