@@ -8,8 +8,18 @@ STAMP  := $(VENV)/.paradnn-installed
 DB     ?= paradnn.db
 REPORT ?= report
 PYTEST_ARGS ?= -n 2
+# The second pass of `make test`: what an AVX2-only CPU without native bf16 sees, rehearsed here
+# by capping oneDNN and ATen and replacing the CPU flags paradnn reads. It repeats the tests whose
+# outcome depends on the ISA (precision support, kernels, memory, calibrate, the CLI's runs).
+AVX2_ENV   := ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
+              PARADNN_CPU_FLAGS="fpu sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma f16c"
+AVX2_TESTS ?= tests/test_families.py tests/test_memory.py tests/test_calibrate_ops.py \
+              tests/test_cuda_fakes.py tests/test_cli.py tests/test_cli_run.py \
+              tests/test_execute.py tests/test_platforms.py tests/test_quality.py \
+              tests/test_native.py
+DEMO_BUDGET ?= 20
 
-.PHONY: demo test lint setup bench clean
+.PHONY: demo test test-native test-avx2 lint setup bench clean
 
 setup: $(STAMP)
 
@@ -21,7 +31,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 demo: $(STAMP)
-	$(BIN)/paradnn calibrate --if-missing --db $(DB)
+	$(BIN)/paradnn calibrate --if-missing --budget $(DEMO_BUDGET) --db $(DB)
 	$(BIN)/paradnn run --db $(DB)
 	$(BIN)/paradnn report --db $(DB) --out $(REPORT)
 
@@ -29,8 +39,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-test: $(STAMP) lint
+test: $(STAMP) lint test-native test-avx2
+
+test-native: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-avx2: $(STAMP)
+	$(AVX2_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS) $(AVX2_TESTS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/harness_overhead.py

@@ -185,6 +185,8 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
     if noisy.any():
         counts["of which noisy"] = all_runs[noisy].groupby("family").size()
         counts["of which noisy"] = counts["of which noisy"].fillna(0).astype(int)
+    # crosstab names its column index "status": rendered, that name became an empty column
+    counts.columns.name = None
     counts = counts.reset_index()
     s.tables.append(
         w.table(

@@ -1,0 +1,147 @@
+"""Every timed run states its quality: the verdict's rules, the load probe, and a disturbed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from paradnn.measure import quality
+from paradnn.measure.quality import LoadProbe, judge
+
+from conftest import TINY, TINY_POLICY, run_cli
+
+
+def _judge(**kw):
+    base = dict(
+        median=1.0,
+        ci_low=0.99,
+        ci_high=1.01,
+        q1=0.98,
+        q3=1.02,
+        converged=True,
+        stop_reason="ci_target",
+        target_ci_rel=0.02,
+        load={"others_cpu_frac": 0.01, "steal_frac": 0.0},
+    )
+    return judge(**{**base, **kw})
+
+
+def test_verdict_rules():
+    v = _judge()
+    assert v.quality == "good" and v.reasons == []
+    assert v.ci_half_rel == pytest.approx(0.01) and v.iqr_rel == pytest.approx(0.04)
+    # the CI target missed: noisy, with the CI's larger one-sided gap
+    v = _judge(ci_low=0.9, ci_high=1.3, converged=False, stop_reason="max_time")
+    assert v.quality == "noisy" and v.reasons == [
+        "CI reaches ±30.0% > ±2% target (stopped at max_time)"
+    ]
+    assert v.ci_half_rel == pytest.approx(0.2)  # what ± prints: half the width
+    v = _judge(ci_low=None, ci_high=None, converged=False, stop_reason="max_time")
+    assert "no CI" in v.reasons[0] and v.ci_half_rel is None
+    # load: at the limit is fine, above it is not
+    assert _judge(load={"others_cpu_frac": quality.OTHERS_CPU_LIMIT}).quality == "good"
+    v = _judge(load={"others_cpu_frac": 0.35})
+    assert v.reasons == ["other processes used 35% of the run's CPUs"]
+    v = _judge(load={"others_cpu_frac": 0.0, "steal_frac": 0.2})
+    assert v.reasons == ["the hypervisor stole 20% of the run's CPU time"]
+    v = _judge(load={"gpu_other_processes": [{"pid": 7}, {"pid": 9}]})
+    assert v.reasons == ["2 other process(es) on the GPU (pid 7, 9)"]
+    assert _judge(load=None).quality == "good"  # unknown load is not evidence of noise
+    assert quality.warning_line("x", "good", []) is None
+    assert "noisy: x: a; b." in quality.warning_line("x", "noisy", ["a", "b"])
+
+
+class _Fake:
+    def __init__(self, steps):
+        self.steps = list(steps)
+
+    def __call__(self, *a):
+        return self.steps.pop(0)
+
+
+def test_load_probe_counts_other_processes_on_its_cpus():
+    # 2 CPUs for 1 s: 2 CPU-s of capacity; the CPUs were busy 1.6 s, 0.6 s of it this process.
+    probe = LoadProbe(
+        cpus=[0, 1],
+        cpu_times=_Fake([(100.0, 5.0), (101.6, 5.1)]),
+        own_cpu=_Fake([10.0, 10.6]),
+        clock=_Fake([50.0, 51.0]),
+        loadavg=lambda: 1.5,
+    )
+    probe.begin()
+    probe.end()
+    r = probe.result
+    assert r["others_cpu_frac"] == pytest.approx(0.5) and r["steal_frac"] == pytest.approx(0.05)
+    assert r["cpus"] == 2 and r["window_s"] == 1.0 and r["loadavg_before"] == 1.5
+
+
+def test_load_probe_says_why_it_does_not_know():
+    probe = LoadProbe(cpus=[0], cpu_times=lambda c: None, clock=_Fake([0.0, 1.0]))
+    probe.begin()
+    probe.end()
+    assert probe.result["others_cpu_frac"] is None and "unreadable" in probe.result["reason"]
+    short = LoadProbe(cpus=[0], cpu_times=lambda c: (1.0, 0.0), clock=_Fake([0.0, 0.01]))
+    short.begin()
+    short.end()
+    assert short.result["others_cpu_frac"] is None and "resolution" in short.result["reason"]
+    gpu = LoadProbe(cpus=[0], cpu_times=lambda c: (1.0, 0.0), clock=_Fake([0.0, 1.0]),
+                    gpu_others=lambda: 1 / 0)  # fmt: skip
+    gpu.begin()
+    gpu.end()
+    assert gpu.result["gpu_other_processes"] is None and "ZeroDivision" in gpu.result["gpu_reason"]
+
+
+def test_read_cpu_times_parses_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text(
+        "cpu  9 9 9 9 9 9 9 9 0 0\n"
+        "cpu0 100 10 50 1000 5 3 2 7 40 0\n"
+        "cpu1 200 0 100 2000 0 0 0 1 0 0\n"
+        "intr 1 2 3\n"
+    )
+    hz = quality._ticks_per_s()
+    busy, steal = quality.read_cpu_times([0], str(stat))
+    assert busy == pytest.approx(165 / hz) and steal == pytest.approx(7 / hz)  # guest not again
+    busy, steal = quality.read_cpu_times([0, 1], str(stat))
+    assert busy == pytest.approx(465 / hz) and steal == pytest.approx(8 / hz)
+    assert quality.read_cpu_times([5], str(stat)) is None
+    assert quality.read_cpu_times([0], str(tmp_path / "missing")) is None
+
+
+@pytest.mark.slow
+def test_a_disturbed_run_is_stored_and_shown_as_noisy(tmp_path, capsys):
+    """A busy loop on every core of the run during its timed window: flagged noisy, kept ok,
+    shown by `results`, filtered by --quality, and left out of `compare`."""
+    from paradnn import api
+
+    cpus = sorted(os.sched_getaffinity(0))
+    loops = [
+        subprocess.Popen(
+            [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{c}}})\nwhile True: pass"]
+        )
+        for c in cpus
+    ]
+    db = str(tmp_path / "q.db")
+    policy = TINY_POLICY.__class__(**{**TINY_POLICY.__dict__, "min_time_s": 1.0, "max_time_s": 2.0})
+    try:
+        rec = api.bench("fc", TINY["fc"], device="cpu", threads=len(cpus), timing=policy, db=db)
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    assert rec.status == "ok" and rec.quality == "noisy"
+    assert any("other processes used" in r for r in rec.quality_reasons), rec.load
+    assert rec.others_cpu_frac > quality.OTHERS_CPU_LIMIT
+    code, out, _ = run_cli(capsys, "results", "--db", db, "--quality", "noisy", "-f", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["quality"] == "noisy" and row["load"]["cpus"] == len(cpus)
+    code, out, _ = run_cli(capsys, "results", "--db", db, "--quality", "good", "-f", "json")
+    assert json.loads(out) == []
+    code, out, _ = run_cli(capsys, "results", "--db", db)
+    assert "noisy" in out
+    code, _, err = run_cli(capsys, "results", "--db", db, "--quality", "meh")
+    assert code == 2 and "--quality = 'meh': must be one of good, noisy" in err
