@@ -32,11 +32,13 @@ def bench(
     energy: bool = False,
     energy_period_s: float = 0.05,
     energy_idle_s: float = 2.0,
+    allow_emulated: bool = False,
     db: str = DEFAULT_DB,
+    on_event: Callable[[Event], None] | None = None,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
     environment, same run key), and store it; a config measured before gets a new attempt.
-    Bad input raises before any work starts."""
+    Bad input raises before any work starts; `on_event` hears the phases while it runs."""
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
@@ -50,11 +52,12 @@ def bench(
         energy=energy,
         energy_period_s=energy_period_s,
         energy_idle_s=energy_idle_s,
+        allow_emulated=allow_emulated,
     )
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
     with open_store(db) as store:
-        (rec,) = Supervisor(store, options, settings).run([spec])
+        (rec,) = Supervisor(store, options, settings, on_event=on_event).run([spec])
     return rec
 
 
@@ -72,6 +75,7 @@ def run(
     energy: bool = False,
     energy_period_s: float = 0.05,
     energy_idle_s: float = 2.0,
+    allow_emulated: bool = False,
     on_event: Callable[[Event], None] | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
@@ -87,6 +91,7 @@ def run(
         energy=energy,
         energy_period_s=energy_period_s,
         energy_idle_s=energy_idle_s,
+        allow_emulated=allow_emulated,
     )
     settings = settings or SweepSettings()
     if not isinstance(settings, SweepSettings):
@@ -116,6 +121,7 @@ def dry_run(
     sweep, specs = _plan(preset, precisions, optimizer)
     options = RunOptions(device=device, timing=timing or sweep.timing)
     capacity, device_type = device_capacity(device)
+    specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
     rates = _history_rates(db, device)
     floor = options.timing.warmup_min_time_s + options.timing.min_time_s
     rows = []
@@ -158,6 +164,28 @@ def _plan(preset: str, precisions: Sequence[str] | None, optimizer: str | None):
     """Load and validate everything a run needs, before any work starts."""
     sweep = presets.get(preset)
     return sweep, sweep.specs(precisions, [optimizer] if optimizer else None)
+
+
+def native_precisions(device_type: str, device: str = "auto") -> list[str]:
+    """The precisions the device runs natively, torch-free (NVML for a GPU's capability): what
+    a dry run expands `native` to. A run asks its worker, which knows for certain."""
+    from paradnn import precisions as precs
+
+    capability = None
+    if device_type == "cuda":
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            try:
+                index = int(device.split(":")[1]) if ":" in device else 0
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                capability = tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handle))
+            finally:
+                pynvml.nvmlShutdown()
+        except Exception:
+            capability = None
+    return precs.native_set(device_type, cuda_capability=capability)
 
 
 def device_capacity(device: str) -> tuple[int | None, str]:
@@ -204,6 +232,9 @@ def calibrate(
     threads: int | None = None,
     db: str = DEFAULT_DB,
     if_missing: bool = False,
+    budget_s: float | None = None,
+    allow_emulated: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
     on the device report utilization against them. With `if_missing`, a database that already
@@ -225,7 +256,14 @@ def calibrate(
             )
         if have:
             return have
-    rows = measure_ceilings(device, precisions, threads=threads)
+    rows = measure_ceilings(
+        device,
+        precisions,
+        threads=threads,
+        budget_s=budget_s,
+        allow_emulated=allow_emulated,
+        progress=progress,
+    )
     with open_store(db) as store:
         store.insert_rows("ceilings", rows)
     return rows
@@ -239,6 +277,8 @@ def ops(
     threads: int | None = None,
     thread_sweep: bool = False,
     db: str = DEFAULT_DB,
+    allow_emulated: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The accelerator study's op micro-benchmarks (Table 4), stored with utilization against
     the datasheet peak and the measured ceiling."""
@@ -251,9 +291,18 @@ def ops(
     if thread_sweep:
         if device not in ("auto", "cpu"):
             raise ConfigError("--thread-sweep", device, "sweeps CPU threads: use --device cpu")
-        rows = op_bench.thread_sweep(names, precisions=precisions)
+        rows = op_bench.thread_sweep(
+            names, precisions=precisions, allow_emulated=allow_emulated, progress=progress
+        )
     else:
-        rows = op_bench.run_ops(device, precisions, names=names, threads=threads)
+        rows = op_bench.run_ops(
+            device,
+            precisions,
+            names=names,
+            threads=threads,
+            allow_emulated=allow_emulated,
+            progress=progress,
+        )
     with open_store(db) as store:
         for row in rows:
             utilization.fill(row, store)

@@ -117,6 +117,31 @@ EnergyIdleOpt = Annotated[
 ]
 
 
+EmulatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-emulated",
+        help="Run a low precision this device has no native arithmetic for (e.g. bf16 on an "
+        "AVX2 CPU); stored and shown as emulated. Without it such runs are `unsupported`.",
+    ),
+]
+
+
+def _say(msg: str) -> None:
+    """One line of progress on stderr (long commands are never silent for more than seconds)."""
+    err.print(f"[dim]{msg}[/]", highlight=False)
+
+
+def _warn_noisy(rows: list[dict[str, Any]]) -> None:
+    from paradnn.measure.quality import warning_line
+
+    for r in rows:
+        label = f"{r['family']} {tables.compact_config(r['config'])} {r['precision']}"
+        line = warning_line(label, r.get("quality"), r.get("quality_reasons"))
+        if line:
+            err.print(f"[yellow]warning[/]: {line}", highlight=False)
+
+
 class ProgressMode(StrEnum):
     bar = "bar"
     jsonl = "jsonl"
@@ -182,6 +207,7 @@ def run(
     energy: EnergyOpt = False,
     energy_period: EnergyPeriodOpt = 0.05,
     energy_idle: EnergyIdleOpt = 2.0,
+    allow_emulated: EmulatedOpt = False,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -230,6 +256,7 @@ def run(
                 energy=energy,
                 energy_period_s=energy_period,
                 energy_idle_s=energy_idle,
+                allow_emulated=allow_emulated,
                 on_event=reporter,
             )
     except KeyboardInterrupt:
@@ -249,6 +276,7 @@ def run(
     if energy:
         for line in tables.energy_notes(rows):
             out.print(line)
+    _warn_noisy(rows)
     out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
     if rows and all(r["utilization_measured"] is None for r in rows):
         out.print(
@@ -270,6 +298,9 @@ class _BarReporter:
         )
 
         self.skipped = 0
+        self.quiet = mode is ProgressMode.quiet
+        self.phase = ""
+        self.last_line = 0.0
         self.bar = Progress(
             TextColumn("[bold]run"),
             BarColumn(),
@@ -278,7 +309,7 @@ class _BarReporter:
             TextColumn("{task.fields[eta]}"),
             TextColumn("{task.fields[status]}"),
             console=err,
-            disable=mode is ProgressMode.quiet,
+            disable=mode is ProgressMode.quiet or not err.is_terminal,
             transient=True,
         )
         self.task = self.bar.add_task("run", total=None, status="", eta="")
@@ -293,14 +324,58 @@ class _BarReporter:
     def __call__(self, e: Any) -> None:
         if e.kind == "start":
             self.skipped = e.skipped
+            if not self.quiet:
+                for note in e.notes:
+                    _say(note)
+                _say(f"{e.total} runs to do" + (f", {e.skipped} already done" if e.skipped else ""))
+        if not self.quiet and not err.is_terminal:  # a log, not a live bar: one line per news
+            self._line(e)
+            return
+        if e.kind == "progress" and e.progress is not None:
+            self.phase = progress_words(e.progress)
+        elif e.kind != "progress":
+            self.phase = ""
         counts = " ".join(f"{k}:{v}" for k, v in sorted(e.counts.items()))
         now = "; ".join(
             f"{s.family} {s.precision} " + tables.compact_config(dict(s.config)) for s in e.running
         )
         eta = "" if e.eta_s is None else f"ETA {tables.duration(e.eta_s)}"
+        phase = f"  [dim]{self.phase}[/]" if self.phase else ""
         self.bar.update(
-            self.task, total=e.total, completed=e.done, status=f"{counts}  {now}", eta=eta
+            self.task, total=e.total, completed=e.done, status=f"{counts}  {now}{phase}", eta=eta
         )
+
+    def _line(self, e: Any) -> None:
+        import time
+
+        if e.kind == "result" and e.record is not None:
+            r = e.record
+            took = f" {r.step_time_s * 1e3:.3g} ms/step" if r.step_time_s else ""
+            flag = " (noisy)" if r.quality == "noisy" else ""
+            _say(
+                f"[{e.done}/{e.total}] {r.family} {r.precision} "
+                f"{tables.compact_config(r.config)}: {r.status}{took}{flag}"
+            )
+        elif e.kind == "progress" and e.progress and time.monotonic() - self.last_line >= 4.0:
+            self.last_line = time.monotonic()  # a heartbeat, not a flood
+            now = "; ".join(f"{s.family} {s.precision}" for s in e.running)
+            _say(f"[{e.done}/{e.total}] {now}: {progress_words(e.progress)}")
+
+
+def progress_words(p: dict[str, Any]) -> str:
+    """A worker's progress report in a few words: phase, samples, running CI, elapsed."""
+    phase = p.get("phase", "")
+    bits = [phase]
+    if phase == "warm-up" and p.get("steps"):
+        bits.append(f"{p['steps']} steps, {p['step_s'] * 1e3:.3g} ms/step")
+    if phase == "timed" and p.get("samples"):
+        ci = p.get("ci_rel")
+        bits.append(f"{p['samples']} samples, median {p['median_s'] * 1e3:.3g} ms")
+        if ci is not None and ci != float("inf"):
+            bits.append(f"CI ±{ci:.1%}")
+    if p.get("elapsed_s") is not None:
+        bits.append(f"{p['elapsed_s']:.0f} s")
+    return ", ".join(b for b in bits if b)
 
 
 class _JsonlReporter:
@@ -317,7 +392,7 @@ class _JsonlReporter:
     def __call__(self, e: Any) -> None:
         import json
 
-        if e.kind == "run":
+        if e.kind in ("run", "progress"):
             return
         event: dict[str, Any] = {
             "event": e.kind,
@@ -375,11 +450,21 @@ def bench(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole record as JSON.")
     ] = False,
+    allow_emulated: EmulatedOpt = False,
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
+    import time
+
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
+    last = [0.0]
+
+    def heard(e: Any) -> None:  # the worker's phases, at most every 2 s
+        if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
+            last[0] = time.monotonic()
+            _say(f"bench {family}: {progress_words(e.progress)}")
+
     rec = api.bench(
         family,
         values,
@@ -393,7 +478,9 @@ def bench(
         energy=energy,
         energy_period_s=energy_period,
         energy_idle_s=energy_idle,
+        allow_emulated=allow_emulated,
         db=db,
+        on_event=heard,
     )
     row = rec.as_dict()
     if as_json:
@@ -403,13 +490,22 @@ def bench(
     if rec.error:
         out.print(f"[bold]{rec.status}[/]: {rec.error}")
     elif rec.step_time_s is not None:
+        ci = (
+            f"95% CI {rec.step_time_ci_low_s * 1e3:.4g}–{rec.step_time_ci_high_s * 1e3:.4g} ms"
+            if rec.step_time_ci_low_s is not None
+            else "no CI: too few samples"
+        )
+        load = rec.others_cpu_frac
         out.print(
             f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
-            f"(95% CI {rec.step_time_ci_low_s * 1e3:.4g}–"
-            f"{rec.step_time_ci_high_s * 1e3:.4g} ms, "
+            f"({ci}, "
             f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
-            f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads"
+            f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads; "
+            f"quality {rec.quality}"
+            + (f" (other processes {load:.0%} of the CPUs)" if load is not None else "")
+            + (" [yellow]emulated[/]" if rec.emulated else "")
         )
+    _warn_noisy([row])
     if energy:
         for line in tables.energy_notes([row]):
             out.print(line)
@@ -429,6 +525,10 @@ def results(
     sweep: Annotated[
         str | None, typer.Option("--sweep", help="Only runs of this preset/sweep.")
     ] = None,
+    quality: Annotated[
+        str | None,
+        typer.Option("--quality", help="Only runs of this quality: good or noisy."),
+    ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
     table: Annotated[
         Table_, typer.Option("--table", help="runs, ceilings (calibrate), ops, op_profile.")
@@ -438,11 +538,13 @@ def results(
     ] = None,
 ) -> None:
     """Show stored results: training runs (default), ceilings, op benchmarks or op profiles."""
-    from paradnn.records import STATUSES
+    from paradnn.records import QUALITIES, STATUSES
     from paradnn.validate import int_at_least, one_of
 
     if status is not None:
         one_of("--status", status, STATUSES)
+    if quality is not None:
+        one_of("--quality", quality, QUALITIES)
     if limit is not None:
         int_at_least("--limit", limit, 1, 1_000_000_000)
     if run_id is not None:
@@ -454,7 +556,9 @@ def results(
             out.print(tables.side_table(table, rows, title=f"{db}: {len(rows)} {table} rows"))
             return
     else:
-        rows = api.results(db, family=family, status=status, sweep=sweep, limit=limit)
+        rows = api.results(
+            db, family=family, status=status, sweep=sweep, quality=quality, limit=limit
+        )
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))
     elif fmt is Format.json:
@@ -521,11 +625,32 @@ def calibrate(
             help="Measure only if the database has no ceilings of this device and environment.",
         ),
     ] = False,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            help="Seconds of matmuls per precision (default 60): sizes grow while the next one "
+            "fits in what is left.",
+        ),
+    ] = None,
+    allow_emulated: EmulatedOpt = False,
 ) -> None:
     """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
     (copy, triad). Later runs report utilization against them."""
-    with err.status("calibrating (large matmuls, then copy and triad)…"):
-        rows = api.calibrate(device, precision, threads=threads, db=db, if_missing=if_missing)
+    _say(
+        "calibrate: matmuls of growing size per precision (a time budget each), then copy and "
+        "triad bandwidth"
+    )
+    rows = api.calibrate(
+        device,
+        precision,
+        threads=threads,
+        db=db,
+        if_missing=if_missing,
+        budget_s=budget,
+        allow_emulated=allow_emulated,
+        progress=_say,
+    )
     title = "measured ceilings" + (
         " (already in the database)"
         if if_missing and rows and rows[0].get("id") is not None
@@ -550,18 +675,20 @@ def ops(
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
+    allow_emulated: EmulatedOpt = False,
 ) -> None:
     """The accelerator study's op micro-benchmarks (its Table 4): matmul 2048/4096/8192 and
     conv2d I/II/III, forward and forward+backward."""
-    with err.status("timing ops…"):
-        rows = api.ops(
-            device,
-            precision or ("fp32",),
-            names=name,
-            threads=threads,
-            thread_sweep=thread_sweep,
-            db=db,
-        )
+    rows = api.ops(
+        device,
+        precision or ("fp32",),
+        names=name,
+        threads=threads,
+        thread_sweep=thread_sweep,
+        db=db,
+        allow_emulated=allow_emulated,
+        progress=_say,
+    )
     out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
     out.print(f"Stored in [bold]{db}[/].")
 

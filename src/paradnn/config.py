@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
+from paradnn.precisions import PRECISIONS, precision_flags
 from paradnn.validate import SEED_MAX, int_at_least, number_in, one_of
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+__all__ = ["MODES", "OPTIMIZERS", "PRECISIONS", "RunOptions", "check_device", "precision_flags"]
+
 OPTIMIZERS = ("rmsprop", "sgd", "momentum")
 MODES = ("eager",)
 MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits.md)
@@ -20,18 +22,6 @@ def check_device(spec: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
     if not isinstance(spec, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", spec):
         raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N")
-
-
-def precision_flags(precision: str) -> dict[str, object]:
-    """The framework flags a run of this precision sets (stored with every record)."""
-    tf32 = precision == "tf32"
-    return {
-        "matmul_allow_tf32": tf32,
-        "cudnn_allow_tf32": tf32,
-        "float32_matmul_precision": "high" if tf32 else "highest",
-        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(precision),
-        "loss_scaling": precision == "fp16",
-    }
 
 
 @dataclass(frozen=True)
@@ -46,6 +36,7 @@ class RunOptions:
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
     energy_period_s: float = 0.05  # power sampling period; NVML polled faster returns junk
     energy_idle_s: float = 2.0  # idle baseline before a sweep (0: none); reported, not subtracted
+    allow_emulated: bool = False  # run a low precision the device lacks, labelled emulated
     timing: TimingPolicy = field(default_factory=TimingPolicy)
 
     def __post_init__(self) -> None:
@@ -56,8 +47,9 @@ class RunOptions:
         if self.threads is not None:
             int_at_least("threads", self.threads, 1, MAX_THREADS)
         int_at_least("seed", self.seed, 0, SEED_MAX)
-        if not isinstance(self.energy, bool):
-            raise ConfigError("energy", self.energy, "must be true or false")
+        for name in ("energy", "allow_emulated", "profile"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "must be true or false")
         ok = isinstance(self.energy_period_s, (int, float)) and not isinstance(
             self.energy_period_s, bool
         )

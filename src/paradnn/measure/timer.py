@@ -121,6 +121,21 @@ class Timing:
     steps: int = 0  # steps in the timed window (what an energy window divides by)
 
 
+class _Speaker:
+    """Rate-limited progress: `due()` says whether a new report may go out."""
+
+    def __init__(self, progress: Progress | None, clock: BlockClock):
+        self.progress, self.clock, self.last = progress, clock, -math.inf
+
+    def due(self) -> bool:
+        return self.progress is not None and self.clock.now() - self.last >= PROGRESS_EVERY_S
+
+    def __call__(self, info: dict[str, Any], force: bool = False) -> None:
+        if self.progress is not None and (force or self.due()):
+            self.last = self.clock.now()
+            self.progress(info)
+
+
 class Window(Protocol):
     """Called at the edges of the timed phase, after a device sync (an energy meter)."""
 
@@ -128,18 +143,42 @@ class Window(Protocol):
     def end(self) -> None: ...
 
 
+class Windows:
+    """Several windows at the same edges (an energy meter and a load probe): begun in order,
+    ended in reverse, so the outermost sees the others' own cost."""
+
+    def __init__(self, *windows: Window | None):
+        self.windows = [w for w in windows if w is not None]
+
+    def begin(self) -> None:
+        for w in self.windows:
+            w.begin()
+
+    def end(self) -> None:
+        for w in reversed(self.windows):
+            w.end()
+
+
+Progress = Callable[[dict[str, Any]], None]
+PROGRESS_EVERY_S = 1.0  # the timer speaks at most this often (and at every phase change)
+
+
 def measure(
     step: Callable[[], Any],
     clock: BlockClock,
     policy: TimingPolicy,
     window: Window | None = None,
+    progress: Progress | None = None,
 ) -> Timing:
+    say = _Speaker(progress, clock)
     # P1: the cold step, synchronised on both sides.
+    say({"phase": "first step"}, force=True)
     clock.sync()
     t0 = clock.now()
     step()
     clock.sync()
     first = clock.now() - t0
+    say({"phase": "warm-up", "steps": 0, "step_s": first}, force=True)
 
     # P2: warm-up, one synchronised step at a time, until two windows of 5 agree.
     warm: list[float] = []
@@ -152,6 +191,7 @@ def measure(
         warm.append(clock.now() - t)
         spent = clock.now() - w0
         n = len(warm)
+        say({"phase": "warm-up", "steps": n, "step_s": warm[-1]})
         if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
             recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
             if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
@@ -169,6 +209,7 @@ def measure(
     cap = max(policy.max_time_s, policy.min_samples * block_s, policy.min_window_s)
     chunk = max(1, min(policy.max_chunk, int(0.1 * cap / block_s)))
     samples: list[float] = []
+    say({"phase": "timed", "samples": 0, "steps_per_sample": k}, force=True)
     if window is not None:
         clock.sync()
         window.begin()
@@ -187,6 +228,9 @@ def measure(
         samples += [d / k for d in clock.elapsed(pairs)]
         spent = clock.now() - m0
         n = len(samples)
+        if say.due():
+            now_s = summarize(samples, policy.confidence)
+            say({"phase": "timed", "samples": n, "median_s": now_s.median, "ci_rel": now_s.ci_rel})
         long_enough = spent >= policy.min_window_s
         ready = n >= policy.min_samples and spent >= policy.min_time_s and long_enough
         if ready and summarize(samples, policy.confidence).ci_rel <= policy.target_ci_rel:

@@ -2,7 +2,8 @@
 
     name = "paper-fc"             # optional; default: the file stem
     description = "..."           # optional
-    precisions = ["fp32", "bf16"] # default ["fp32"]; any of paradnn.config.PRECISIONS
+    precisions = ["fp32", "bf16"] # default ["fp32"]; any of paradnn.config.PRECISIONS, or
+                                  # "native": every low precision the device runs natively
     optimizers = ["rmsprop"]      # default ["rmsprop"]; any of paradnn.config.OPTIMIZERS
 
     [sampling]                    # optional; default method = "grid" (every combination)
@@ -57,6 +58,7 @@ from typing import Any
 
 from paradnn import families
 from paradnn.config import OPTIMIZERS, PRECISIONS
+from paradnn.precisions import NATIVE
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.families.base import Family
 from paradnn.measure.timer import TimingPolicy
@@ -133,7 +135,7 @@ class Sweep:
     ) -> list[RunSpec]:
         """Every config at every precision and optimizer (overrides replace the file's),
         precision-major so a partial run covers all models."""
-        precs = _override("precision", precisions, PRECISIONS) or self.precisions
+        precs = _override("precision", precisions, PRECISION_WORDS) or self.precisions
         opts = _override("optimizer", optimizers, OPTIMIZERS) or self.optimizers
         _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts))
         return [RunSpec(fam, cfg, p, o) for p in precs for o in opts for fam, cfg in self.configs]
@@ -178,7 +180,7 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
     # Cheap settings first, so a typo there is reported before a big grid is expanded.
     sweep_name = _name(top / "name", doc["name"]) if "name" in doc else name
     description = _string(top / "description", doc.get("description", ""))
-    precisions = _choices(top / "precisions", doc.get("precisions", ["fp32"]), PRECISIONS)
+    precisions = _choices(top / "precisions", doc.get("precisions", ["fp32"]), PRECISION_WORDS)
     optimizers = _choices(top / "optimizers", doc.get("optimizers", ["rmsprop"]), OPTIMIZERS)
     timing = _timing(top / "timing", doc.get("timing", {}))
     sampling = _sampling(top / "sampling", doc.get("sampling", {}))
@@ -319,6 +321,9 @@ def _check_runs(at: _At, runs: int) -> None:
             f"{MAX_RUNS:,} per sweep: narrow the axes, sample them ([sampling] method = "
             "'random' or 'lhs') or split the sweep",
         )
+
+
+PRECISION_WORDS = (*PRECISIONS, NATIVE)
 
 
 def _choices(at: _At, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
