@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from paradnn import host, precisions
-from paradnn.precisions import PRECISIONS
 from paradnn.platforms.local import detect
 from paradnn.platforms.specs import (
     PEAK_PRECISIONS,
@@ -22,6 +21,7 @@ from paradnn.platforms.specs import (
     load_file,
     match,
 )
+from paradnn.precisions import PRECISIONS
 
 __all__ = [
     "PEAK_PRECISIONS",

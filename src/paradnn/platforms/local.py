@@ -14,8 +14,8 @@ from typing import Any
 
 from paradnn import host, precisions
 from paradnn.errors import ConfigError
-from paradnn.precisions import PRECISIONS
 from paradnn.platforms import specs
+from paradnn.precisions import PRECISIONS
 
 ISA_FLAGS = (
     "avx",

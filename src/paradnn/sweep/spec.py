@@ -58,10 +58,10 @@ from typing import Any
 
 from paradnn import families
 from paradnn.config import OPTIMIZERS, PRECISIONS
-from paradnn.precisions import NATIVE
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.families.base import Family
 from paradnn.measure.timer import TimingPolicy
+from paradnn.precisions import NATIVE
 from paradnn.presets import RunSpec
 from paradnn.space import parse_range
 from paradnn.sweep.sampling import METHODS, Sampling
