@@ -278,7 +278,11 @@ def test_presets_hold_the_studies_models_and_batches(preset):
             "lstm_ptb": {64, 128, 256}, "deepspeech2": {8, 16, 32},
             "transformer_base": {2, 4, 8},
         }  # fmt: skip
-    for spec in sweep.specs():  # the dry run's memory model handles every one
+    specs, _ = presets.resolve_native(sweep.specs(), ["fp32", "bf16"])  # as on a GPU
+    assert {s.precision for s in specs} == (
+        {"fp32", "bf16"} if preset == "real-world" else {"fp32", "fp16"}
+    )
+    for spec in specs:  # the dry run's memory model handles every one
         fam = families.get(spec.family)
         cfg = fam.config(dict(spec.config))
         for device_type in ("cpu", "cuda"):

@@ -424,6 +424,9 @@ def simulate(
         chip.require_link()
     if preset is not None:
         specs = _plan(preset, [precision] if precision else None, optimizer)[1]
+        # `native` on a what-if chip: the low precisions it has a dense peak for
+        lows = [p for p in PRECISIONS if p != "fp32" and chip.platform.peak(p) is not None]
+        specs, _ = presets.resolve_native(specs, ["fp32", *lows])
     else:
         cfg = families.get(family).config(_mapping(family, config))
         chip.peak(precision or "bf16")
