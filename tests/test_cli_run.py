@@ -118,3 +118,22 @@ def _rows(db: Path) -> int:
         return sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
     except sqlite3.OperationalError:  # the schema is still being created
         return 0
+
+
+def test_dry_run_of_a_large_sweep_lists_the_first_runs_and_estimates_all(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "run", "--preset", "paper", "--dry-run", "--device", "cpu",
+                             "--db", str(tmp_path / "none.db"))  # fmt: skip
+    assert code == 0, err
+    assert "paper: 14,040 runs (dry run; the first 200 listed)" in out
+    assert "for all 14,040 runs, from an even sample of 500" in out
+
+
+def test_dry_run_picks_first_and_sampled_runs():
+    from paradnn import api
+
+    assert api.dry_run_count("paper-rnn", device="cpu") == 2160
+    first = api.dry_run("paper-rnn", device="cpu", limit=3)
+    every = api.dry_run("paper-rnn", device="cpu", sample=4)
+    assert len(first) == 3 and len(every) == 4
+    assert every[0]["config"] == first[0]["config"]
+    assert every[-1]["config"] != first[-1]["config"]  # the sample spans the sweep

@@ -109,19 +109,25 @@ def dry_run(
     device: str = "auto",
     timing: TimingPolicy | None = None,
     db: str = DEFAULT_DB,
+    limit: int | None = None,
+    sample: int | None = None,
 ) -> list[dict[str, Any]]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
     predicted memory (and whether it fits this machine's device) and a time estimate.
 
     The estimate is the timing policy's minimum (warm-up + timed phase) plus 30 steps at the
     median FLOP/s that earlier runs of the same family and precision reached in `db` on this
-    kind of device; with no such history it is only that minimum, marked `≥`."""
+    kind of device; with no such history it is only that minimum, marked `≥`.
+
+    `limit`: only the first `limit` runs; `sample`: an even sample of that many runs across the
+    whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
     from paradnn import memory
 
     sweep, specs = _plan(preset, precisions, optimizer)
     options = RunOptions(device=device, timing=timing or sweep.timing)
     capacity, device_type = device_capacity(device)
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
+    specs = _pick(specs, limit, sample)
     rates = _history_rates(db, device)
     floor = options.timing.warmup_min_time_s + options.timing.min_time_s
     rows = []
@@ -158,6 +164,28 @@ def _mapping(family: str, config: Any) -> dict[str, Any]:
     if not isinstance(config, Mapping):
         raise ConfigError(f"{family} config", config, "must be a mapping of field = value")
     return dict(config)
+
+
+def dry_run_count(
+    preset: str = "quick",
+    *,
+    precisions: Sequence[str] | None = None,
+    optimizer: str | None = None,
+    device: str = "auto",
+) -> int:
+    """How many runs `run` would plan, counted without estimating any of them."""
+    _, specs = _plan(preset, precisions, optimizer)
+    _, device_type = device_capacity(device)
+    return len(presets.resolve_native(specs, native_precisions(device_type, device))[0])
+
+
+def _pick(specs: list[RunSpec], limit: int | None, sample: int | None) -> list[RunSpec]:
+    if limit is not None:
+        specs = specs[:limit]
+    if sample is not None and len(specs) > sample:
+        step = len(specs) / sample
+        specs = [specs[int(i * step)] for i in range(sample)]
+    return specs
 
 
 def _plan(preset: str, precisions: Sequence[str] | None, optimizer: str | None):

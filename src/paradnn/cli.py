@@ -142,6 +142,10 @@ def _warn_noisy(rows: list[dict[str, Any]]) -> None:
             err.print(f"[yellow]warning[/]: {line}", highlight=False)
 
 
+DRY_RUN_ROWS = 200  # a dry run lists at most this many runs; its totals cover every run
+DRY_RUN_SAMPLE = 500
+
+
 class ProgressMode(StrEnum):
     bar = "bar"
     jsonl = "jsonl"
@@ -234,10 +238,27 @@ def run(
             energy_period_s=energy_period,
             energy_idle_s=energy_idle,
         )
-        rows = api.dry_run(
-            preset, precisions=precision, optimizer=optimizer, device=device, timing=timing, db=db
+        kw: dict[str, Any] = dict(
+            precisions=precision, optimizer=optimizer, device=device, timing=timing, db=db
         )
-        out.print(tables.dry_run_table(rows, title=f"{sweep.name}: {len(rows)} runs (dry run)"))
+        total = api.dry_run_count(preset, precisions=precision, optimizer=optimizer, device=device)
+        if total <= DRY_RUN_ROWS:
+            rows = api.dry_run(preset, **kw)
+            out.print(tables.dry_run_table(rows, title=f"{sweep.name}: {total} runs (dry run)"))
+            return
+        # A large sweep: list the first runs, estimate the whole from an even sample.
+        rows = api.dry_run(preset, limit=DRY_RUN_ROWS, **kw)
+        title = f"{sweep.name}: {total:,} runs (dry run; the first {DRY_RUN_ROWS} listed)"
+        table = tables.dry_run_table(rows, title=title)
+        sample = api.dry_run(preset, sample=DRY_RUN_SAMPLE, **kw)
+        est = sum(r["est_time_s"] for r in sample) * total / len(sample)
+        misfits = sum(1 for r in sample if r["fits"] is False) / len(sample)
+        floor = "≥ " if any(r["est_time_is_floor"] for r in sample) else ""
+        table.caption = (
+            f"estimated total {floor}{tables.duration(est)} for all {total:,} runs, from an even "
+            f"sample of {len(sample)} ({misfits:.0%} of them predicted not to fit)"
+        )
+        out.print(table)
         return
     mode = ProgressMode.quiet if quiet else progress_mode
     reporter = _JsonlReporter() if mode is ProgressMode.jsonl else _BarReporter(mode)
