@@ -179,7 +179,10 @@ def test_load_file_hypothetical_chip(tmp_path):
         ),
         (('kind = "gpu"', 'kind = "fpga"'), "my-chip.kind = 'fpga': must be one of cpu, gpu, tpu"),
         (("mem_bandwidth = 6.7e12", ""), "my-chip.mem_bandwidth = None: required key is missing"),
-        (("per_core = 4", "per_core = 0"), "my-chip.mxu.per_core = 0: must be an integer in [1, 65536]"),
+        (
+            ("per_core = 4", "per_core = 0"),
+            "my-chip.mxu.per_core = 0: must be an integer in [1, 65536]",
+        ),
         (("name = ", "name == "), "invalid TOML"),
     ],
 )

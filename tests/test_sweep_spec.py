@@ -21,18 +21,6 @@ from paradnn.measure.timer import QUICK_POLICY, TimingPolicy
 from paradnn.sweep import Sweep, SweepError, load
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "sweeps.md"
-OLD_QUICK = [  # the quick preset as it was hard-coded before sweep files
-    ("fc", {"layers": 4, "nodes": 256, "input": 2000, "output": 200, "batch": 64}),
-    ("fc", {"layers": 4, "nodes": 1024, "input": 2000, "output": 1000, "batch": 128}),
-    ("fc", {"layers": 8, "nodes": 512, "input": 2000, "output": 1000, "batch": 256}),
-    ("cnn", {"blocks": 1, "filters": 16, "image": 64, "output": 100, "batch": 16,
-             "block": "residual"}),
-    ("cnn", {"blocks": 1, "filters": 16, "image": 64, "output": 100, "batch": 16,
-             "block": "bottleneck"}),
-    ("rnn", {"layers": 1, "embed": 100, "length": 10, "vocab": 32, "batch": 64, "cell": "rnn"}),
-    ("rnn", {"layers": 2, "embed": 100, "length": 10, "vocab": 32, "batch": 64, "cell": "lstm"}),
-    ("rnn", {"layers": 2, "embed": 100, "length": 10, "vocab": 32, "batch": 64, "cell": "gru"}),
-]  # fmt: skip
 
 
 def sweep(text: str, **kw) -> Sweep:
@@ -77,13 +65,13 @@ def test_every_preset_loads_and_explains_itself(name):
     assert text.startswith(f"# {name}: ")  # a comment at the top says what it is for
 
 
-def test_quick_preset_is_the_old_hard_coded_one():
+def test_quick_preset_is_grids_in_fp32_and_native():
     p = presets.get("quick")
-    assert [(f, dict(c)) for f, c in p.configs] == OLD_QUICK
-    assert p.precisions == ("fp32", "bf16") and p.timing == QUICK_POLICY
+    assert p.precisions == ("fp32", "native") and p.timing == QUICK_POLICY
+    counts = collections.Counter(f for f, _ in p.configs)
+    assert counts == {"fc": 18, "cnn": 8, "rnn": 9}
     specs = p.specs()
-    assert [(s.family, s.precision) for s in specs[:8]] == [(f, "fp32") for f, _ in OLD_QUICK]
-    assert {s.precision for s in specs[8:]} == {"bf16"} and len(specs) == 16
+    assert [s.precision for s in specs] == ["fp32"] * 35 + ["native"] * 35  # precision-major
 
 
 @pytest.mark.parametrize(
@@ -312,11 +300,13 @@ FAMILY_NAMES = ", ".join(families.names())
          "families.fc.layers[1] = '0..8 x2': a geometric range needs LOW ≥ 1"),
         ('[families.fc]\nnodes = "1..100000000"',
          "families.fc.nodes = '1..100000000': has 100,000,000 values; an axis may have at most"),
-        ("[families.fc]\nlayers = [4, 0]", "families.fc.layers[1] = 0: must be an integer in [1, 512]"),
+        ("[families.fc]\nlayers = [4, 0]",
+         "families.fc.layers[1] = 0: must be an integer in [1, 512]"),
         ('[families.fc]\nlayers = [4, "0..8"]',
          "families.fc.layers[1] = 0: must be an integer in [1, 512] (in range '0..8')"),
         ("[families.fc]\nlayers = 4.0", "families.fc.layers = 4.0: must be an integer in [1, 512]"),
-        ("[families.fc]\nlayers = true", "families.fc.layers = True: must be an integer in [1, 512]"),
+        ("[families.fc]\nlayers = true",
+         "families.fc.layers = True: must be an integer in [1, 512]"),
         ("[families.fc]\nlayers = []", "families.fc.layers = []: must list at least one value"),
         ("[families.fc]\nlayers = [[4]]", "families.fc.layers[0] = [4]: must be a number or a"),
         ("[families.fc]\nlayers = { a = 1 }", "families.fc.layers = {'a': 1}: must be a number"),

@@ -124,7 +124,7 @@ def test_slow_steps_still_give_the_minimum_sample_count():
 
 def test_max_samples_bound():
     clock = FakeClock(lambda i: 0.01 * (1 + 0.5 * (i % 2)))
-    policy = TimingPolicy(min_time_s=0.0, max_time_s=1e9, max_samples=30, max_chunk=7)
+    policy = TimingPolicy(min_time_s=0.0, max_time_s=86_400.0, max_samples=30, max_chunk=7)
     t = measure(clock.step, clock, policy)
     assert t.stop_reason == "max_samples"
     assert 30 <= t.summary.n < 30 + 7
