@@ -69,9 +69,9 @@ def test_quick_preset_is_grids_in_fp32_and_native():
     p = presets.get("quick")
     assert p.precisions == ("fp32", "native") and p.timing == QUICK_POLICY
     counts = collections.Counter(f for f, _ in p.configs)
-    assert counts == {"fc": 18, "cnn": 8, "rnn": 9}
+    assert counts == {"fc": 18, "cnn": 10, "rnn": 9}
     specs = p.specs()
-    assert [s.precision for s in specs] == ["fp32"] * 35 + ["native"] * 35  # precision-major
+    assert [s.precision for s in specs] == ["fp32"] * 37 + ["native"] * 37  # precision-major
 
 
 @pytest.mark.parametrize(

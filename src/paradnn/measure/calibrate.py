@@ -76,6 +76,7 @@ KINDS = ("matmul", "copy", "triad")
 
 MeasureFn = Callable[..., Timing]
 Say = Callable[[str], None]
+QUIET_S = 2.0  # the timer's phases are reported only for a kernel that runs longer than this
 
 
 def matmul_flops(n: int) -> int:
@@ -177,8 +178,9 @@ def _matmul_row(
                 def step(a=a, b=b, c=c) -> None:
                     torch.mm(a, b, out=c)
 
-                def heard(info: dict[str, Any], n: int = n) -> None:
-                    say(f"{precision} matmul n={n}: {phase_words(info)}")
+                def heard(info: dict[str, Any], n: int = n, t1: float = time.monotonic()) -> None:
+                    if time.monotonic() - t1 >= QUIET_S:  # a size that takes a while: news
+                        say(f"{precision} matmul n={n}: {phase_words(info)}")
 
                 with torch.no_grad():
                     t = measure_fn(step, clock, size_policy, progress=heard)
@@ -263,9 +265,13 @@ def _stream_row(
                 torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
 
         with torch.no_grad():
-            t = measure_fn(
-                step, clock, policy, progress=lambda info: say(f"{kind}: {phase_words(info)}")
-            )
+            t0 = time.monotonic()
+
+            def heard(info: dict[str, Any]) -> None:
+                if time.monotonic() - t0 >= QUIET_S:
+                    say(f"{kind}: {phase_words(info)}")
+
+            t = measure_fn(step, clock, policy, progress=heard)
         synchronize(device)
     finally:
         del arrays

@@ -39,6 +39,7 @@ import gc
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from time import monotonic as now_s
 from typing import Any
 
 import torch
@@ -47,7 +48,7 @@ import torch.nn.functional as F
 from paradnn.config import PRECISIONS, RunOptions
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
-from paradnn.measure.calibrate import DTYPES, device_name, phase_words
+from paradnn.measure.calibrate import DTYPES, QUIET_S, device_name, phase_words
 from paradnn.measure.device import clock_for, synchronize
 from paradnn.measure.timer import TimingPolicy, measure
 from paradnn.precisions import can_emulate
@@ -321,6 +322,8 @@ def run_ops(
                     if emulated:
                         nulls["emulated"] = emulated
                     label = f"{s.name} {p} {pass_}"
+                    emu = " (emulated)" if emulated else ""
+                    say(f"{label}{emu}: {'skipped' if reason else 'timing'}")
                     if reason:
                         row["status"], row["error"] = "unsupported", reason
                     else:
@@ -329,8 +332,11 @@ def run_ops(
                             with prec.tf32_flags(p):
                                 step, held = _build(s, pass_, dev, DTYPES[p])
 
-                                def heard(info: dict[str, Any], label: str = label) -> None:
-                                    say(f"{label}: {phase_words(info)}")
+                                def heard(
+                                    info: dict[str, Any], label: str = label, t1: float = now_s()
+                                ) -> None:
+                                    if now_s() - t1 >= QUIET_S:  # only a slow op's phases
+                                        say(f"{label}: {phase_words(info)}")
 
                                 t = measure(step, clock, policy, progress=heard)
                                 synchronize(dev)

@@ -220,7 +220,7 @@ def fill_quality(rec: RunRecord, t: Timing, load: dict[str, Any], target: float)
     )
     rec.quality, rec.quality_reasons = v.quality, v.reasons
     rec.ci_half_rel, rec.iqr_rel = v.ci_half_rel, v.iqr_rel
-    rec.load = dict(load)
+    rec.load = {**load, "target_ci_rel": target}  # the target the verdict was judged against
     rec.others_cpu_frac = load.get("others_cpu_frac")
     if rec.others_cpu_frac is None:
         rec.nulls["others_cpu_frac"] = load.get("reason", "not measured")
