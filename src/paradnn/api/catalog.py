@@ -1,0 +1,35 @@
+"""What the suite knows before measuring anything: the model families and their spaces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from paradnn import families
+
+
+def family_info() -> list[dict[str, Any]]:
+    out = []
+    for name in families.names():
+        fam = families.get(name)
+        default = fam.default_config()
+        out.append(
+            {
+                "name": name,
+                "title": fam.title,
+                "kind": fam.kind,
+                "fields": {f.name: getattr(default, f.name) for f in fam.fields()},
+                "paper_space": {k: list(v) for k, v in fam.paper_space.items()},
+                "paper_configs": _space_size(fam.paper_space),
+                "default_params": fam.params(default),
+                "default_train_flops": fam.train_flops(default),
+            }
+        )
+    return out
+
+
+def _space_size(space: Mapping[str, Sequence[Any]]) -> int:
+    n = 1
+    for values in space.values():
+        n *= len(values)
+    return n

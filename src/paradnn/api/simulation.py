@@ -1,0 +1,155 @@
+"""The what-if accelerator model (`paradnn.sim`, torch-free): one config or a preset on a chip,
+its scaling curve, the seeds' MXU-size and precision studies, and validation against a store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from paradnn import families, presets
+from paradnn.api.runs import _mapping, _plan
+from paradnn.errors import ConfigError
+from paradnn.presets import RunSpec
+from paradnn.store import DEFAULT_DB
+
+
+def simulate(
+    platform: str,
+    family: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    preset: str | None = None,
+    precision: str | None = None,
+    optimizer: str | None = None,
+    chips: int = 1,
+    topology: str | None = None,
+    overlap: float = 0.0,
+    concurrent: bool = False,
+) -> list[dict[str, Any]]:
+    """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
+    or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
+    predictions (``kind = "prediction"``); a preset run at a precision the chip has no peak for
+    gets a row with null predictions and the reason. Bad input raises before any work."""
+    from paradnn.config import OPTIMIZERS, PRECISIONS
+    from paradnn.sim import chip as sim_chip
+    from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
+    from paradnn.sim.model import KIND, predict
+    from paradnn.validate import int_at_least, number_in, one_of
+
+    if (family is None) == (preset is None):
+        raise ConfigError("workload", family or preset, "give either --preset or a FAMILY")
+    if precision is not None:
+        one_of("--precision", precision, PRECISIONS)
+    if optimizer is not None:
+        one_of("--optimizer", optimizer, OPTIMIZERS)
+    int_at_least("--chips", chips, 1, MAX_CHIPS)
+    number_in("--overlap", overlap, 0.0, 1.0)
+    topo = parse_topology(topology) if topology else None
+    if topo is not None and chips == 1:
+        chips = topo.chips
+    chip = sim_chip.load(platform)
+    if chips > 1:
+        chip.require_link()
+    if preset is not None:
+        specs = _plan(preset, [precision] if precision else None, optimizer)[1]
+        # `native` on a what-if chip: the low precisions it has a dense peak for
+        lows = [p for p in PRECISIONS if p != "fp32" and chip.platform.peak(p) is not None]
+        specs, _ = presets.resolve_native(specs, ["fp32", *lows])
+    else:
+        cfg = families.get(family).config(_mapping(family, config))
+        chip.peak(precision or "bf16")
+        specs = [RunSpec(family, dict(cfg.__dict__), precision or "bf16", optimizer or "rmsprop")]
+    rows = []
+    for spec in specs:
+        if chip.platform.peak(spec.precision) is None:
+            rows.append(
+                {
+                    "kind": KIND,
+                    "family": spec.family,
+                    "config": dict(spec.config),
+                    "platform": chip.id,
+                    "precision": spec.precision,
+                    "predicted_step_s": None,
+                    "reason": f"{chip.id} has no dense {spec.precision} peak",
+                }
+            )
+            continue
+        p = predict(
+            spec.family,
+            spec.config,
+            chip,
+            spec.precision,
+            optimizer=spec.optimizer,
+            chips=chips,
+            topology=topo,
+            overlap=overlap,
+            concurrent=concurrent,
+        )
+        rows.append(p.row())
+    keys = list(dict.fromkeys(k for r in rows for k in r))  # skipped rows: same columns, null
+    return [{k: r.get(k) for k in keys} for r in rows]
+
+
+def simulate_scaling(
+    platform: str,
+    family: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    precision: str = "bf16",
+    optimizer: str = "rmsprop",
+    max_chips: int = 1024,
+    overlap: float = 0.0,
+    concurrent: bool = False,
+) -> list[dict[str, Any]]:
+    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config."""
+    from paradnn.config import OPTIMIZERS, PRECISIONS
+    from paradnn.sim import chip as sim_chip
+    from paradnn.sim.interconnect import MAX_CHIPS
+    from paradnn.sim.model import scaling
+    from paradnn.validate import int_at_least, number_in, one_of
+
+    one_of("--precision", precision, PRECISIONS)
+    one_of("--optimizer", optimizer, OPTIMIZERS)
+    int_at_least("--scaling", max_chips, 1, MAX_CHIPS)
+    number_in("--overlap", overlap, 0.0, 1.0)
+    config = families.get(family).config(_mapping(family, config))
+    chip = sim_chip.load(platform)
+    chip.require_link()
+    return scaling(
+        family,
+        dict(config.__dict__),
+        chip,
+        precision,
+        max_chips=max_chips,
+        optimizer=optimizer,
+        overlap=overlap,
+        concurrent=concurrent,
+    )
+
+
+def simulate_mxu_study(batch: int = 8, dataflow: str = "ws") -> list[dict[str, Any]]:
+    """The seed's MXU-size argument: utilization of 1×256², 4×128² and 16×64² on CNNs."""
+    from paradnn.sim.studies import mxu_study
+
+    return mxu_study(batch, dataflow)
+
+
+def simulate_precision_study() -> list[dict[str, Any]]:
+    """bf16 vs fp16 vs fp32 inputs to a matmul (fp32 accumulation), against float64."""
+    from paradnn.sim.precision import precision_study
+
+    return precision_study()
+
+
+def simulate_validate(
+    db: str = DEFAULT_DB, platform: str | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
+    MdAPE rows)."""
+    from paradnn.sim.validate import validate_db
+
+    df, summary = validate_db(db, platform)
+    clean = df.astype(object).where(df.notna(), None)
+    return clean.to_dict("records"), summary.astype(object).where(summary.notna(), None).to_dict(
+        "records"
+    )
