@@ -31,7 +31,8 @@ def datasheet_peak(device_name: str | None, precision: str) -> tuple[float | Non
 def measured_ceiling(store: Store, device_name: str | None, precision: str) -> float | None:
     """The best calibrated matmul throughput for this device and precision, if any."""
     rows = store.conn.execute(
-        "SELECT MAX(value) FROM ceilings WHERE kind = 'matmul' AND device_name = ? "
+        "SELECT MAX(value) FROM ceilings WHERE kind = 'matmul' AND status = 'ok' "
+        "AND device_name = ? "
         "AND precision = ?",
         (device_name, precision),
     ).fetchone()

@@ -1,4 +1,8 @@
-"""Ceilings and op micro-benchmarks: what the device itself reaches (`calibrate`, `ops`)."""
+"""Ceilings and op micro-benchmarks: what the device itself reaches (`calibrate`, `ops`).
+
+Both run through the sweep supervisor (runner/kernels.py): every unit in an isolated worker, a
+crash or hang stored as a row with its status, and a re-run resumes where the last one stopped.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from typing import Any
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB, open_store
+
+Say = Callable[[str], None]
 
 
 def calibrate(
@@ -19,39 +25,36 @@ def calibrate(
     if_missing: bool = False,
     budget_s: float | None = None,
     allow_emulated: bool = False,
-    progress: Callable[[str], None] | None = None,
+    force: bool = False,
+    progress: Say | None = None,
 ) -> list[dict[str, Any]]:
     """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
-    on the device report utilization against them. With `if_missing`, a database that already
-    holds ceilings of this device in this environment (same fingerprint) is left as it is and
-    those rows are returned."""
-    from paradnn.measure.calibrate import calibrate as measure_ceilings
+    on the device report utilization against them. Units already measured in this environment
+    are skipped (`force` measures them again). With `if_missing`, a database that already holds
+    ceilings of this environment (same fingerprint) is left as it is and those rows returned."""
+    from paradnn.runner import kernels
 
     RunOptions(device=device, threads=threads)
     for p in precisions or ():
         RunOptions(precision=p)
-    if if_missing:
-        from paradnn.measure.calibrate import device_name
-        from paradnn.runner.execute import prepare
-
-        _, env = prepare(RunOptions(device=device, threads=threads))
-        with open_store(db) as store:
-            have = store.rows(
-                "ceilings", {"device_name": device_name(env), "fingerprint": env["fingerprint"]}
-            )
-        if have:
-            return have
-    rows = measure_ceilings(
-        device,
-        precisions,
-        threads=threads,
-        budget_s=budget_s,
-        allow_emulated=allow_emulated,
-        progress=progress,
-    )
+    if budget_s is not None and not (
+        isinstance(budget_s, (int, float)) and not isinstance(budget_s, bool)
+    ):
+        raise ConfigError("budget", budget_s, "must be seconds in [1, 86400]")
+    if budget_s is not None and not 1 <= budget_s <= 86400:
+        raise ConfigError("budget", budget_s, "must be seconds in [1, 86400]")
     with open_store(db) as store:
-        store.insert_rows("ceilings", rows)
-    return rows
+        return kernels.calibrate(
+            store,
+            device,
+            precisions,
+            threads=threads,
+            budget_s=budget_s,
+            allow_emulated=allow_emulated,
+            force=force,
+            if_missing=if_missing,
+            on_event=_reporter(progress),
+        )
 
 
 def ops(
@@ -63,12 +66,13 @@ def ops(
     thread_sweep: bool = False,
     db: str = DEFAULT_DB,
     allow_emulated: bool = False,
-    progress: Callable[[str], None] | None = None,
+    force: bool = False,
+    progress: Say | None = None,
 ) -> list[dict[str, Any]]:
-    """The accelerator study's op micro-benchmarks (Table 4), stored with utilization against
-    the datasheet peak and the measured ceiling."""
-    from paradnn import utilization
-    from paradnn.ops import bench as op_bench
+    """The accelerator study's op micro-benchmarks (Table 4), each in an isolated worker,
+    stored with utilization against the datasheet peak and the measured ceiling."""
+    from paradnn.ops.table4 import default_threads_list
+    from paradnn.runner import kernels
 
     RunOptions(device=device, threads=threads)
     for p in precisions:
@@ -76,20 +80,34 @@ def ops(
     if thread_sweep:
         if device not in ("auto", "cpu"):
             raise ConfigError("--thread-sweep", device, "sweeps CPU threads: use --device cpu")
-        rows = op_bench.thread_sweep(
-            names, precisions=precisions, allow_emulated=allow_emulated, progress=progress
-        )
+        counts: Sequence[int | None] = default_threads_list()
+        device = "cpu"
     else:
-        rows = op_bench.run_ops(
+        counts = (threads,)
+    with open_store(db) as store:
+        return kernels.ops(
+            store,
             device,
             precisions,
             names=names,
-            threads=threads,
+            threads=counts,
             allow_emulated=allow_emulated,
-            progress=progress,
+            force=force,
+            on_event=_reporter(progress),
         )
-    with open_store(db) as store:
-        for row in rows:
-            utilization.fill(row, store)
-        store.insert_rows("ops", rows)
-    return rows
+
+
+def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
+    """Supervisor events as lines: each unit's news and its stored outcome."""
+    if progress is None:
+        return None
+
+    def hear(e: Any) -> None:
+        if e.kind == "start" and e.skipped:
+            progress(f"{e.skipped} units already measured in this environment (skipped)")
+        elif e.kind == "progress" and e.progress and e.progress.get("phase"):
+            progress(str(e.progress["phase"]))
+        elif e.kind == "result" and e.row is not None and e.row.get("status") != "ok":
+            progress(f"[{e.done}/{e.total}] {e.row['status']}: {e.row.get('error')}")
+
+    return hear

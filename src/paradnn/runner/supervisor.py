@@ -29,12 +29,14 @@ from paradnn.config import RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import RunRecord, now, start_record
+from paradnn.runner.tasks import Task, failure_row
 from paradnn.runner.worker import WorkerSettings
 from paradnn.runner.worker import main as worker_main
 from paradnn.store import Store
 
 FAILURES = ("oom", "timeout", "crashed", "predicted_oom")
 RECYCLE_AFTER = ("oom", "crashed", "timeout")
+FINAL = ("ok", "unsupported")  # a kernel unit with this status is not measured again
 HELLO_TIMEOUT_S = 600.0
 MAX_WORKERS = 1024
 MAX_TIMEOUT_S = 7 * 86_400.0
@@ -77,14 +79,31 @@ class Event:
     eta_s: float | None = None
     notes: list[str] = field(default_factory=list)  # `start`: what the plan resolved to
     progress: dict[str, Any] | None = None  # `progress`: the running job's phase and samples
+    row: dict[str, Any] | None = None  # `result` of a task (a ceiling or an op): its stored row
 
 
 @dataclass
 class _Job:
     id: int
-    spec: RunSpec
-    record: RunRecord  # the pre-filled record, used when the worker cannot deliver one
+    spec: RunSpec | Task
+    record: RunRecord | None  # a training run's pre-filled record (used if the worker dies)
     cost: float
+
+    @property
+    def task(self) -> Task | None:
+        return self.spec if isinstance(self.spec, Task) else None
+
+    def message(self, supervisor: Supervisor) -> dict[str, Any]:
+        if self.task is not None:
+            t = self.task
+            return {"id": self.id, "task": {"kind": t.kind, "params": t.params, "label": t.label}}
+        return {
+            "id": self.id,
+            "family": self.spec.family,
+            "config": dict(self.spec.config),
+            "sweep": supervisor.sweep,
+            "options": supervisor._options(self.spec),
+        }
 
 
 @dataclass
@@ -202,6 +221,7 @@ class Supervisor:
         self._last: RunRecord | None = None
         self.idle: dict[str, Any] | None = None  # the idle power baseline (--energy)
         self.notes: list[str] = []
+        self._last_row: dict[str, Any] | None = None
         self.heartbeat_s = 2.0  # a `progress` event at least this often while a job runs
 
     # -- planning ----------------------------------------------------------------------------
@@ -278,6 +298,7 @@ class Supervisor:
                 self._eta(len(slots)),
                 notes=list(self.notes) if kind == "start" else [],
                 progress=progress,
+                row=self._last_row if kind == "result" else None,
             )
         )
 
@@ -349,34 +370,31 @@ class Supervisor:
         for i in range(len(slots)):
             while queue and (slots[i] is None or slots[i].job is None):
                 job = queue.pop(0)
-                if job.record.status == "invalid" or not self._predict(job, *capacity):
+                if job.record is not None and (
+                    job.record.status == "invalid" or not self._predict(job, *capacity)
+                ):
                     self._finish(job.record, job, None, results, slots)  # never reaches a worker
                     continue
                 if slots[i] is None:
                     slots[i] = pools[i].start()
                 w = slots[i]
                 w.job, w.started = job, time.monotonic()
-                w.conn.send(
-                    {
-                        "id": job.id,
-                        "family": job.spec.family,
-                        "config": dict(job.spec.config),
-                        "sweep": self.sweep,
-                        "options": self._options(job.spec),
-                    }
-                )
-                job.record.started_at = now()
+                w.conn.send(job.message(self))
+                if job.record is not None:
+                    job.record.started_at = now()
                 self._emit("run", slots)
 
     def _finish(
         self,
-        rec: RunRecord,
+        rec: Any,
         job: _Job,
         measured_s: float | None,
         results: list[RunRecord],
         slots: list[_Worker | None],
     ) -> None:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
+        if job.task is not None:
+            return self._finish_task(rec, job, measured_s, results, slots)
         rec.predicted_mem_bytes = job.record.predicted_mem_bytes
         rec.predicted_mem_lower_bytes = job.record.predicted_mem_lower_bytes
         if rec.finished_at is None:
@@ -396,6 +414,74 @@ class Supervisor:
         results.append(rec)
         self._last = rec
         self._emit("result", slots)
+
+    def _finish_task(
+        self,
+        row: dict[str, Any],
+        job: _Job,
+        measured_s: float | None,
+        results: list[Any],
+        slots: list[_Worker | None],
+    ) -> None:
+        task = job.task
+        assert task is not None
+        if "device" not in row:  # the worker's own account of a failure: the template's row
+            row = failure_row(task, row["status"], row["error"])
+        row["task_key"] = task.key
+        if task.kind == "op":
+            utilization.fill(row, self.store)
+        self.store.insert_rows(task.table, [row])
+        self.done += 1
+        self.counts[row["status"]] += 1
+        self.cost_left -= job.cost
+        if measured_s is not None:
+            self.cost_done += job.cost
+            self.measured_s += measured_s
+        results.append(row)
+        self._last_row = row
+        self._emit("result", slots)
+
+    def _failed(self, job: _Job, status: str, error: str, w: _Worker) -> Any:
+        """The outcome of a job whose worker died or ran past its deadline."""
+        if job.task is not None:
+            return failure_row(job.task, status, error)
+        rec = job.record
+        rec.status, rec.error = status, error
+        rec.worker_pid, rec.worker_index = w.process.pid, w.runs
+        return rec
+
+    def run_tasks(self, plan: Callable[[dict[str, Any]], list[Task]]) -> list[dict[str, Any]]:
+        """Run the ceilings or ops that `plan(environment)` returns, one per job, in workers;
+        units whose newest row of the same key is `ok` or `unsupported` are skipped unless
+        `force` (a crash, a hang or an OOM is measured again)."""
+        pool = _Pool(WorkerSettings(self.options.device, self.options.threads, None))
+        slots: list[_Worker | None] = [None]
+        results: list[dict[str, Any]] = []
+        try:
+            slots[0] = pool.start()
+            tasks = plan(slots[0].hello["env"])
+            done: dict[str, str] = {}
+            for table in {t.table for t in tasks}:
+                done.update(self.store.task_status(table))
+            # what is known stays known: `ok` and `unsupported`; a crash, hang or OOM is retried
+            todo = [t for t in tasks if self.settings.force or done.get(t.key) not in FINAL]
+            jobs = [_Job(i, t, None, 1.0) for i, t in enumerate(todo)]
+            self.total, self.cost_left = len(jobs), float(len(jobs))
+            self._emit("start", slots, len(tasks) - len(todo))
+            queue = list(jobs)
+            while queue or any(w is not None and w.job for w in slots):
+                self._dispatch(queue, slots, [pool], (0, "task"), results)
+                self._collect(slots, results)
+        except KeyboardInterrupt:
+            for w in slots:
+                if w is not None:
+                    _stop(w, kill=True)
+            raise
+        for w in slots:
+            if w is not None:
+                _stop(w, kill=False)
+        self._emit("end", [])
+        return results
 
     def _collect(self, slots: list[_Worker | None], results: list[RunRecord]) -> None:
         """Wait for a result, a death or a deadline; store each outcome; retire spent workers."""
@@ -419,20 +505,16 @@ class Supervisor:
                         w.progress = {**msg, "elapsed_s": time.monotonic() - w.started}
                         self._emit("progress", slots, progress=w.progress)
                         continue
-                    outcome = msg["record"]
+                    outcome = msg["record"] if "record" in msg else msg["row"]
                     w.runs += 1
                 except (EOFError, OSError):
                     pass  # it died mid-send: judged by its exit code below
             if outcome is None and (w.process.sentinel in ready or w.conn in ready):
                 w.process.join(timeout=5)
-                outcome = job.record
-                outcome.status, outcome.error = _death(w.process.exitcode)
-                outcome.worker_pid, outcome.worker_index = w.process.pid, w.runs
+                outcome = self._failed(job, *_death(w.process.exitcode), w)
             elif outcome is None and time.monotonic() >= w.started + timeout:
-                outcome, kill = job.record, True
-                outcome.status = "timeout"
-                outcome.error = f"no result within {timeout:g} s; the worker was killed"
-                outcome.worker_pid, outcome.worker_index = w.process.pid, w.runs
+                error = f"no result within {timeout:g} s; the worker was killed"
+                outcome, kill = self._failed(job, "timeout", error, w), True
             if outcome is None:
                 if not ready:  # a quiet stretch (one long step): a heartbeat for the caller
                     beat = {**(w.progress or {"phase": "starting"})}
@@ -441,7 +523,8 @@ class Supervisor:
                 continue
             w.job = None
             w.progress = None
-            retire = kill or outcome.status in RECYCLE_AFTER or not w.process.is_alive()
+            status = outcome["status"] if isinstance(outcome, dict) else outcome.status
+            retire = kill or status in RECYCLE_AFTER or not w.process.is_alive()
             if retire or w.runs >= self.settings.recycle_every:
                 _stop(w, kill=retire)
                 slots[i] = None  # a fresh worker starts when there is work for it

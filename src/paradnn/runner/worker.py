@@ -93,9 +93,36 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
             with contextlib.suppress(OSError, ValueError):
                 conn.send({"type": "progress", "job": job_id, **info})
 
+        if "task" in job:  # a ceiling or an op (runner/tasks.py)
+            row = _run_task(job, settings, progress)
+            index += 1
+            conn.send({"type": "result", "job": job["id"], "row": row})
+            continue
         rec = execute(
             job["family"], job["config"], job["options"], sweep=job["sweep"], progress=progress
         )
         rec.worker_pid, rec.worker_index = os.getpid(), index
         index += 1
         conn.send({"type": "result", "job": job["id"], "record": rec})
+
+
+def _run_task(job: dict[str, Any], settings: WorkerSettings, progress: Any) -> dict[str, Any]:
+    """One ceiling or op; an exception is the task's failure, never the worker's."""
+    from paradnn.runner.execute import classify, one_line
+    from paradnn.runner.tasks import run_task
+
+    task = job["task"]
+    try:
+        row = run_task(
+            task["kind"],
+            task["params"],
+            task["label"],
+            settings.device,
+            settings.threads,
+            progress=lambda msg: progress({"phase": msg}),
+        )
+    except Exception as e:  # every failure becomes data
+        return {"status": classify(e), "error": one_line(e)}
+    if row is None:
+        return {"status": "crashed", "error": "no size could be measured (every one failed)"}
+    return row

@@ -67,6 +67,16 @@ class Store:
             self.insert_rows("op_profile", [{**r, "run_id": cur.lastrowid} for r in rec.op_profile])
         return int(cur.lastrowid)
 
+    def task_status(self, table: str) -> dict[str, str]:
+        """The newest status of every task key in `ceilings` or `ops` (what a re-run skips)."""
+        if table not in ("ceilings", "ops"):
+            raise ValueError(f"table = {table!r}: must be ceilings or ops")
+        sql = (
+            f"SELECT task_key, status FROM {table} AS t WHERE task_key IS NOT NULL AND id = "
+            f"(SELECT MAX(id) FROM {table} WHERE task_key = t.task_key)"
+        )
+        return dict(self.conn.execute(sql).fetchall())
+
     def latest_status(self) -> dict[str, str]:
         """The status of the newest attempt of every run key (what a resumed sweep skips)."""
         sql = (

@@ -163,6 +163,37 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX runs_quality ON runs(quality);
     """,
+    # v6: calibrate and ops run in worker processes like training runs: a unit that crashes,
+    # hangs or runs out of memory is a row with its status (a ceiling's value is then NULL), and
+    # `task_key` (unit + settings + environment) lets a re-run skip what is already measured.
+    """
+    CREATE TABLE ceilings_v6 (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        device        TEXT NOT NULL,
+        device_name   TEXT NOT NULL,
+        fingerprint   TEXT NOT NULL,
+        kind          TEXT NOT NULL CHECK (kind IN ('matmul', 'copy', 'triad')),
+        precision     TEXT,
+        value         REAL,                   -- NULL when status is not ok
+        unit          TEXT NOT NULL,
+        detail        TEXT,
+        env           TEXT,
+        measured_at   TEXT NOT NULL,
+        status        TEXT NOT NULL DEFAULT 'ok',
+        error         TEXT,
+        task_key      TEXT
+    );
+    INSERT INTO ceilings_v6 (id, device, device_name, fingerprint, kind, precision, value, unit,
+                             detail, env, measured_at)
+        SELECT id, device, device_name, fingerprint, kind, precision, value, unit, detail, env,
+               measured_at FROM ceilings;
+    DROP TABLE ceilings;
+    ALTER TABLE ceilings_v6 RENAME TO ceilings;
+    CREATE INDEX ceilings_device ON ceilings(device_name, kind, precision);
+    CREATE INDEX ceilings_task ON ceilings(task_key);
+    ALTER TABLE ops ADD COLUMN task_key TEXT;
+    CREATE INDEX ops_task ON ops(task_key);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

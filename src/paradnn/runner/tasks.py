@@ -1,0 +1,251 @@
+"""Ceilings and op micro-benchmarks as workloads of the one pipeline.
+
+`calibrate` and `ops` used to time their kernels inside the CLI process: a segfault, a hang or
+an OOM there lost everything and a re-run started over. Now each unit — one precision's matmul
+ceiling, one bandwidth kernel, one op × precision × pass × thread count — is a `Task` that the
+sweep supervisor sends to an isolated worker, exactly as it sends a training run: same timer,
+same fault classification (a dead worker is `crashed`/`oom`, a late one `timeout`), same
+environment fingerprint, and a row stored per unit in its own transaction. `task_key` (the unit,
+its settings and the environment fingerprint) lets a re-run skip units already measured `ok`.
+
+Planning (`ceiling_tasks`, `op_tasks`) is torch-free and runs in the supervisor; `run_task`
+runs in the worker and calls the library functions (`measure.calibrate.calibrate`,
+`ops.bench.run_ops`) on one unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from paradnn.errors import ConfigError
+from paradnn.precisions import PRECISIONS, can_emulate
+from paradnn.records import now
+
+CEILING_KINDS = ("matmul", "copy", "triad")
+TABLES = {"ceiling": "ceilings", "op": "ops"}
+FAULT_ENV = "PARADNN_FAULT_TASK"  # tests: "<label substring>=<signal name>" kills that task
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of `calibrate` or `ops`, as the supervisor plans and stores it.
+
+    `family`, `precision` and `config` let progress reporters show it like a training run."""
+
+    kind: str  # "ceiling" | "op"
+    key: str
+    params: dict[str, Any]
+    label: str
+    failure: dict[str, Any] = field(default_factory=dict)  # the row stored if the worker dies
+
+    @property
+    def family(self) -> str:
+        return "calibrate" if self.kind == "ceiling" else "ops"
+
+    @property
+    def precision(self) -> str:
+        return str(self.params.get("precision") or "-")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {"task": self.label}
+
+    @property
+    def table(self) -> str:
+        return TABLES[self.kind]
+
+
+def task_key(kind: str, params: dict[str, Any], fingerprint: str) -> str:
+    blob = json.dumps({"kind": kind, "params": params, "env": fingerprint}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _common(env: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "device": env["device"],
+        "device_name": str(env.get("gpu_name") or env.get("cpu_model") or env["device"]),
+        "fingerprint": env["fingerprint"],
+        "env": env,
+    }
+
+
+def ceiling_tasks(
+    env: dict[str, Any],
+    precisions: Sequence[str] | None,
+    *,
+    kinds: Iterable[str] = CEILING_KINDS,
+    budget_s: float | None = None,
+    sizes: Sequence[int] | None = None,
+    stream_bytes: int | None = None,
+    allow_emulated: bool = False,
+) -> tuple[list[Task], dict[str, str]]:
+    """The units of one `calibrate`, and the precisions left out with their reasons."""
+    kinds = tuple(kinds)
+    for k in kinds:
+        if k not in CEILING_KINDS:
+            raise ConfigError("kind", k, f"must be one of {', '.join(CEILING_KINDS)}")
+    native = list(env.get("native_precisions") or ["fp32"])
+    reasons = dict(env.get("precision_reasons") or {})
+    asked = native if precisions is None else list(dict.fromkeys(precisions))
+    tasks: list[Task] = []
+    skipped: dict[str, str] = {}
+    base = {"budget_s": budget_s, "sizes": list(sizes) if sizes else None}
+    for kind in kinds:
+        if kind == "matmul":
+            for p in asked:
+                if p not in PRECISIONS:
+                    raise ConfigError("precision", p, f"must be one of {', '.join(PRECISIONS)}")
+                emulate = p in reasons and allow_emulated and can_emulate(p, env["device_type"])
+                if p in reasons and not emulate:
+                    skipped[p] = reasons[p]
+                    continue
+                params = {"kind": kind, "precision": p, **base, "emulated": emulate}
+                tasks.append(_ceiling(env, params, f"matmul {p}"))
+        else:
+            params = {"kind": kind, "precision": None, "stream_bytes": stream_bytes}
+            tasks.append(_ceiling(env, params, kind))
+    return tasks, skipped
+
+
+def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> Task:
+    key = task_key("ceiling", params, env["fingerprint"])
+    failure = {
+        **_common(env),
+        "kind": params["kind"],
+        "precision": params["precision"],
+        "value": None,
+        "unit": "FLOP/s" if params["kind"] == "matmul" else "B/s",
+        "detail": {"params": params},
+        "measured_at": None,
+        "status": "crashed",
+        "error": None,
+        "task_key": key,
+    }
+    return Task("ceiling", key, params, label, failure)
+
+
+def op_tasks(
+    env: dict[str, Any],
+    precisions: Sequence[str],
+    *,
+    names: Sequence[str] | None = None,
+    passes: Sequence[str] | None = None,
+    threads: Sequence[int | None] = (None,),
+    scale: float = 1.0,
+    allow_emulated: bool = False,
+) -> list[Task]:
+    """The units of one `ops` (thread counts outermost, as the study's thread sweep)."""
+    from paradnn.ops.table4 import PASSES, TABLE4, spec
+
+    names = tuple(names or TABLE4)
+    passes = tuple(passes or PASSES)
+    for p in passes:
+        if p not in PASSES:
+            raise ConfigError("pass", p, "must be fwd or fwd+bwd")
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise ConfigError("precision", p, f"must be one of {', '.join(PRECISIONS)}")
+    specs = [spec(n, scale) for n in names]
+    tasks = []
+    for t in threads:
+        for p in precisions:
+            for s in specs:
+                for pass_ in passes:
+                    params = {
+                        "name": s.name.split("@")[0],
+                        "scale": scale,
+                        "precision": p,
+                        "pass": pass_,
+                        "threads": t,
+                        "allow_emulated": allow_emulated,
+                    }
+                    key = task_key("op", params, env["fingerprint"])
+                    failure = {
+                        "op": s.op,
+                        "name": s.name,
+                        "shape": s.shape(),
+                        "precision": p,
+                        "pass": pass_,
+                        **_common(env),
+                        "threads": t if t is not None else env.get("threads"),
+                        "status": "crashed",
+                        "error": None,
+                        "flops": s.flops(pass_),
+                        "nulls": {"time_s": "the op did not finish"},
+                        "measured_at": None,
+                        "task_key": key,
+                    }
+                    label = f"{s.name} {p} {pass_}" + (f" {t} threads" if t else "")
+                    tasks.append(Task("op", key, params, label, failure))
+    return tasks
+
+
+def _maybe_fault(label: str) -> None:
+    """Test hook: PARADNN_FAULT_TASK="<label substring>=<SIGNAL>" kills the worker there."""
+    spec = os.environ.get(FAULT_ENV)
+    if not spec or "=" not in spec:
+        return
+    needle, sig = spec.rsplit("=", 1)
+    if needle in label:
+        os.kill(os.getpid(), getattr(signal, sig))
+
+
+def run_task(
+    kind: str,
+    params: dict[str, Any],
+    label: str,
+    device: str,
+    threads: int | None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any] | None:
+    """Measure one unit in this (worker) process; the row to store, or None when the unit has
+    nothing to store (a precision the device cannot run natively and emulation is off)."""
+    _maybe_fault(label)
+    if kind == "ceiling":
+        from paradnn.measure.calibrate import calibrate
+
+        precision = params["precision"]
+        rows = calibrate(
+            device,
+            [precision] if precision else [],
+            sizes=params.get("sizes"),
+            threads=threads,
+            stream_bytes=params.get("stream_bytes"),
+            kinds=(params["kind"],),
+            budget_s=params.get("budget_s"),
+            allow_emulated=bool(params.get("emulated")),
+            progress=progress,
+        )
+        if not rows:
+            return None
+        (row,) = rows
+        return {**row, "status": "ok", "error": None}
+    if kind == "op":
+        from paradnn.ops.bench import run_ops
+
+        (row,) = run_ops(
+            device,
+            (params["precision"],),
+            (params["name"],),
+            (params["pass"],),
+            threads=params.get("threads") or threads,
+            scale=params.get("scale", 1.0),
+            allow_emulated=bool(params.get("allow_emulated")),
+            progress=progress,
+        )
+        return row
+    raise ValueError(f"task kind = {kind!r}: must be ceiling or op")
+
+
+def failure_row(task: Task, status: str, error: str) -> dict[str, Any]:
+    """The row stored for a unit whose worker died, hung or ran out of memory."""
+    row = {**task.failure, "status": status, "error": error, "measured_at": now()}
+    if task.kind == "ceiling":
+        row["detail"] = {**row.get("detail", {}), "failed": status}
+    return row
