@@ -106,7 +106,10 @@ def test_the_issues_hostile_numbers_are_one_line(capsys, tmp_path, monkeypatch):
     db = str(tmp_path / "r.db")
     cases = [
         (["bench", "fc", "input=99999999999999999999", "--db", db], "fc.input"),
-        (["simulate", "fc", "batch=99999999999999999999", "--platform", "tpu-v3"], "fc.batch"),
+        (
+            ["simulate", "step", "fc", "batch=99999999999999999999", "--platform", "tpu-v3"],
+            "fc.batch",
+        ),
         (["run", "--preset", str(sweep), "--dry-run", "--db", db], "families.fc.layers"),
     ]
     for args, field in cases:
@@ -254,7 +257,7 @@ def test_run_option_numbers_never_traceback(capsys, tmp_path, monkeypatch, optio
     _one_line(code, err)
 
 
-SIM_OPTIONS = st.sampled_from(["--chips", "--overlap", "--topology", "--scaling", "--platform"])
+SIM_OPTIONS = st.sampled_from(["--chips", "--overlap", "--topology", "--max-chips", "--platform"])
 
 
 @FAST
@@ -264,7 +267,8 @@ SIM_OPTIONS = st.sampled_from(["--chips", "--overlap", "--topology", "--scaling"
     options=st.lists(st.tuples(SIM_OPTIONS, VALUES), max_size=2),
 )
 def test_simulate_never_tracebacks(capsys, family, assignments, options):
-    args = ["simulate", family, *assignments]
+    scaling = any(opt == "--max-chips" for opt, _ in options)
+    args = ["simulate", "scaling" if scaling else "step", family, *assignments]
     given_platform = any(opt == "--platform" for opt, _ in options)
     for opt, value in options:
         args.append(f"{opt}={value}")
@@ -379,7 +383,7 @@ def test_chip_files_never_traceback(capsys, tmp_path, peak, bw, extra, v, s):
     path.write_text(CHIP.format(peak=peak, bw=bw, extra=extra.format(v=v, s=safe)))
     with no_hang():
         code, _, err = run_cli(
-            capsys, "simulate", "fc", "--platform", str(path), "--chips", "4", "-f", "json"
+            capsys, "simulate", "step", "fc", "--platform", str(path), "--chips", "4", "-f", "json"
         )
     _one_line(code, err)
 
@@ -387,7 +391,7 @@ def test_chip_files_never_traceback(capsys, tmp_path, peak, bw, extra, v, s):
 def test_a_chip_file_that_is_not_utf8_is_one_line(capsys, tmp_path):
     path = tmp_path / "chip.toml"
     path.write_bytes(b'[my-chip]\nname = "\xff\xfe"\n')
-    code, _, err = run_cli(capsys, "simulate", "fc", "--platform", str(path))
+    code, _, err = run_cli(capsys, "simulate", "step", "fc", "--platform", str(path))
     assert code == 2 and "must be UTF-8" in err
     _one_line(code, err)
 

@@ -1,4 +1,5 @@
-"""`paradnn simulate`: every mode prints predictions; every bad argument is one line, exit 2."""
+"""`paradnn simulate`: every subcommand prints predictions; every bad argument is one line, exit 2;
+an old (pre-subcommand) form is one line naming the new one."""
 
 import csv
 import json
@@ -13,7 +14,9 @@ from conftest import run_cli
 
 
 def test_one_config_on_a_tpu(capsys):
-    code, out, err = run_cli(capsys, "simulate", "cnn", "filters=32", "--platform", "tpu-v2")
+    code, out, err = run_cli(
+        capsys, "simulate", "step", "cnn", "filters=32", "--platform", "tpu-v2"
+    )
     assert code == 0, err
     assert "predicted on tpu-v2" in out and "predictions; chip figures from datasheet" in out
 
@@ -23,6 +26,7 @@ def test_json_and_csv(capsys, tmp_path):
     code, out, _ = run_cli(
         capsys,
         "simulate",
+        "step",
         "fc",
         "batch=512",
         "--platform",
@@ -44,7 +48,7 @@ def test_json_and_csv(capsys, tmp_path):
 
 def test_preset_keeps_unpredictable_rows_with_a_reason(capsys):
     code, out, _ = run_cli(
-        capsys, "simulate", "--platform", "tpu-v2", "--preset", "quick", "-f", "csv"
+        capsys, "simulate", "step", "--platform", "tpu-v2", "--preset", "quick", "-f", "csv"
     )
     assert code == 0
     rows = list(csv.DictReader(out.splitlines()))
@@ -61,6 +65,7 @@ def test_topology_sets_the_chip_count(capsys):
     code, out, _ = run_cli(
         capsys,
         "simulate",
+        "step",
         "cnn",
         "--platform",
         "tpu-v2",
@@ -79,20 +84,29 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "chips"
 @pytest.mark.parametrize("name", ["tpu-v2-4x128.toml", "tpu-v2-256.toml"])
 def test_what_if_chip_files(capsys, name):
     path = str(EXAMPLES / name)
-    code, out, err = run_cli(capsys, "simulate", "cnn", "--platform", path, "-f", "json")
+    code, out, err = run_cli(capsys, "simulate", "step", "cnn", "--platform", path, "-f", "json")
     assert code == 0, err
     assert json.loads(out)[0]["origin"] == f"file {path}"
 
 
 def test_mxu_study(capsys):
-    code, out, _ = run_cli(capsys, "simulate", "--mxu-study")
+    code, out, _ = run_cli(capsys, "simulate", "mxu-study")
     assert code == 0
     assert "34.1%" in out and "46.2%" in out and "55.1%" in out
 
 
 def test_scaling(capsys):
     code, out, _ = run_cli(
-        capsys, "simulate", "cnn", "--platform", "tpu-v3", "--scaling", "64", "-f", "json"
+        capsys,
+        "simulate",
+        "scaling",
+        "cnn",
+        "--platform",
+        "tpu-v3",
+        "--max-chips",
+        "64",
+        "-f",
+        "json",
     )
     assert code == 0
     rows = json.loads(out)
@@ -100,17 +114,17 @@ def test_scaling(capsys):
 
 
 def test_precision_study(capsys):
-    code, out, _ = run_cli(capsys, "simulate", "--precision-study", "-f", "json")
+    code, out, _ = run_cli(capsys, "simulate", "precision-study", "-f", "json")
     assert code == 0
     assert {r["format"] for r in json.loads(out)} == {"fp32", "bf16", "fp16"}
 
 
 def test_validate(capsys, tmp_path):
     db = make_db(tmp_path / "v.db")
-    code, out, err = run_cli(capsys, "simulate", "--validate", "--db", db)
+    code, out, err = run_cli(capsys, "simulate", "validate", "--db", db)
     assert code == 0, err
     assert "predicted vs measured" in out and "median absolute % error" in out
-    code, out, _ = run_cli(capsys, "simulate", "--validate", "--db", db, "-f", "json")
+    code, out, _ = run_cli(capsys, "simulate", "validate", "--db", db, "-f", "json")
     data = json.loads(out)
     assert len(data["rows"]) == 4 and {s["family"] for s in data["summary"]} == {"fc", "cnn"}
 
@@ -118,27 +132,34 @@ def test_validate(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["cnn"], "--platform = None: required"),
-        (["cnn", "--platform", "tpu-v9"], "--platform = 'tpu-v9'"),
-        (["cnn", "--platform", "nope.toml"], "platform file = 'nope.toml': cannot be read"),
-        (["cnn", "--platform", "tpu-v2", "-p", "fp32"], "tpu-v2 has no dense fp32 peak"),
-        (["cnn", "--platform", "tpu-v2", "-p", "fp64"], "--precision = 'fp64'"),
-        (["cnn", "--platform", "tpu-v2", "--chips", "0"], "--chips = 0"),
-        (["cnn", "--platform", "tpu-v2", "--topology", "mesh:4"], "--topology = 'mesh:4'"),
-        (["cnn", "--platform", "tpu-v2", "--chips", "8", "--topology", "ring:4"], "ring:4"),
-        (["cnn", "--platform", "tpu-v2", "--overlap", "2"], "--overlap = 2.0"),
-        (["cnn", "filters=0", "--platform", "tpu-v2"], "cnn.filters = 0"),
-        (["cnn", "colour=red", "--platform", "tpu-v2"], "cnn.colour"),
-        (["mlp", "--platform", "tpu-v2"], "family = 'mlp'"),
-        (["cnn", "--preset", "quick", "--platform", "tpu-v2"], "give either --preset or a FAMILY"),
-        (["--platform", "tpu-v2"], "give either --preset or a FAMILY"),
-        (["--platform", "tpu-v2", "--preset", "nope"], "preset = 'nope'"),
-        (["--mxu-study", "--validate"], "choose one of them"),
-        (["--mxu-study", "--dataflow", "xs"], "dataflow = 'xs'"),
-        (["--mxu-study", "--batch", "0"], "--batch = 0"),
-        (["--platform", "tpu-v2", "--scaling", "8"], "--scaling = 8: needs a FAMILY"),
-        (["cnn", "--platform", "titan-x-pascal", "-p", "fp32", "--chips", "2"], "link_bw"),
-        (["--validate", "--db", "/nonexistent/x.db"], "no such database"),
+        (["step", "cnn"], "--platform = None: required"),
+        (["step", "cnn", "--platform", "tpu-v9"], "--platform = 'tpu-v9'"),
+        (["step", "cnn", "--platform", "nope.toml"], "platform file = 'nope.toml': cannot be read"),
+        (["step", "cnn", "--platform", "tpu-v2", "-p", "fp32"], "tpu-v2 has no dense fp32 peak"),
+        (["step", "cnn", "--platform", "tpu-v2", "-p", "fp64"], "--precision = 'fp64'"),
+        (["step", "cnn", "--platform", "tpu-v2", "--chips", "0"], "--chips = 0"),
+        (["step", "cnn", "--platform", "tpu-v2", "--topology", "mesh:4"], "--topology = 'mesh:4'"),
+        (["step", "cnn", "--platform", "tpu-v2", "--chips", "8", "--topology", "ring:4"], "ring:4"),
+        (["step", "cnn", "--platform", "tpu-v2", "--overlap", "2"], "--overlap = 2.0"),
+        (["step", "cnn", "filters=0", "--platform", "tpu-v2"], "cnn.filters = 0"),
+        (["step", "cnn", "colour=red", "--platform", "tpu-v2"], "cnn.colour"),
+        (["step", "mlp", "--platform", "tpu-v2"], "family = 'mlp'"),
+        (
+            ["step", "cnn", "--preset", "quick", "--platform", "tpu-v2"],
+            "either --preset or a FAMILY",
+        ),
+        (["step", "--platform", "tpu-v2"], "give either --preset or a FAMILY"),
+        (["step", "--platform", "tpu-v2", "--preset", "nope"], "preset = 'nope'"),
+        (["step", "cnn", "--platform", "titan-x-pascal", "-p", "fp32", "--chips", "2"], "link_bw"),
+        (["scaling", "cnn"], "--platform = None: required"),
+        (["scaling", "--platform", "tpu-v2"], "Missing argument 'family'"),
+        (["scaling", "cnn", "--platform", "tpu-v2", "--max-chips", "0"], "--max-chips = 0"),
+        (["scaling", "cnn", "--platform", "titan-x-pascal", "-p", "fp32"], "link_bw"),
+        (["mxu-study", "--dataflow", "xs"], "dataflow = 'xs'"),
+        (["mxu-study", "--batch", "0"], "--batch = 0"),
+        (["mxu-study", "--chips", "2"], "No such option: --chips"),
+        (["validate", "--db", "/nonexistent/x.db"], "no such database"),
+        (["nonsense"], "No such command 'nonsense'"),
     ],
 )
 def test_bad_arguments_are_one_line(capsys, args, needle):
@@ -146,3 +167,47 @@ def test_bad_arguments_are_one_line(capsys, args, needle):
     assert code == 2, out
     assert err.count("\n") == 1 and err.startswith("error:"), err
     assert needle in err
+
+
+@pytest.mark.parametrize(
+    ("args", "new"),
+    [
+        (
+            ["cnn", "filters=32", "--platform", "tpu-v2"],
+            "`paradnn simulate cnn` moved: use `paradnn simulate step cnn filters=32 "
+            "--platform tpu-v2`",
+        ),
+        (
+            ["--platform", "tpu-v2", "--preset", "quick"],
+            "use `paradnn simulate step --platform tpu-v2 --preset quick`",
+        ),
+        (
+            ["cnn", "--platform", "tpu-v3", "--scaling", "64"],
+            "--scaling moved: use `paradnn simulate scaling cnn --platform tpu-v3 --max-chips 64`",
+        ),
+        (["cnn", "--platform=tpu-v3", "--scaling=8"], "simulate scaling cnn --platform=tpu-v3"),
+        (["--mxu-study"], "--mxu-study moved: use `paradnn simulate mxu-study`"),
+        (["--mxu-study", "--batch", "4"], "use `paradnn simulate mxu-study --batch 4`"),
+        (["--precision-study"], "--precision-study moved: use `paradnn simulate precision-study`"),
+        (["--validate", "--db", "r.db"], "--validate moved: use `paradnn simulate validate --db"),
+    ],
+)
+def test_old_forms_name_the_new_one(capsys, args, new):
+    code, out, err = run_cli(capsys, "simulate", *args)
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert new in err
+
+
+def test_simulate_alone_lists_the_subcommands(capsys):
+    code, out, _ = run_cli(capsys, "simulate")
+    assert code == 0
+    for sub in ("step", "scaling", "mxu-study", "precision-study", "validate"):
+        assert sub in out
+
+
+def test_csv_file_from_a_study(capsys, tmp_path):
+    path = tmp_path / "mxu.csv"
+    code, out, _ = run_cli(capsys, "simulate", "mxu-study", "--csv", str(path))
+    assert code == 0 and "Wrote" in out
+    assert {r["dataflow"] for r in csv.DictReader(path.open())} == {"ws"}

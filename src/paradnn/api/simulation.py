@@ -110,7 +110,7 @@ def simulate_scaling(
 
     one_of("--precision", precision, PRECISIONS)
     one_of("--optimizer", optimizer, OPTIMIZERS)
-    int_at_least("--scaling", max_chips, 1, MAX_CHIPS)
+    int_at_least("--max-chips", max_chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
     config = families.get(family).config(_mapping(family, config))
     chip = sim_chip.load(platform)

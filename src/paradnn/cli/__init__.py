@@ -1,0 +1,85 @@
+"""`paradnn`: a thin command line over `paradnn.api`; every command calls one library function.
+
+One module per domain — `run` (run, bench), `results` (results, families, platforms),
+`ceilings` (calibrate, ops), `report` (report, compare), `simulate` (its subcommands) — with
+the shared options in `common` and the run reporters in `progress`. This module is the app,
+the command list in help order, and `main()`: bad input of any kind is one line, exit 2."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from paradnn import __version__
+from paradnn.cli import ceilings, report, results, run, simulate
+from paradnn.cli.common import err, out
+from paradnn.errors import ParadnnError
+
+app = typer.Typer(
+    name="paradnn",
+    help=(
+        "Benchmark deep-learning training on this machine the way the ParaDnn paper did: "
+        "generated FC, CNN, RNN and Transformer models and the studies' real models, timed "
+        "training steps, counted FLOPs, energy where it can be read, and a SQLite result "
+        "store.\n\nStart with `paradnn run` (the quick preset), then `paradnn report` (HTML) "
+        "or `paradnn results`."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+app.command()(run.run)
+app.command()(run.bench)
+app.command()(results.results)
+app.command("families")(results.families)
+app.command()(ceilings.calibrate)
+app.command()(ceilings.ops)
+app.command()(results.platforms)
+app.command()(report.report)
+app.command()(report.compare)
+app.add_typer(simulate.app, name="simulate")
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"paradnn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+# Recent typer vendors click (and raises the vendored click's errors), older typer raises
+# click's own: take the base class from typer's public BadParameter so either is caught.
+UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+def main() -> None:
+    """Entry point: bad input of any kind is one line on stderr and exit status 2."""
+    try:
+        code = app(standalone_mode=False)
+    except UsageError as e:  # click's own checks: unknown option, not an integer, …
+        if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already (as typer)
+            sys.exit(0)
+        hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
+        err.print(f"[bold red]error:[/] {e.format_message()}{hint}", highlight=False)
+        code = 2
+    except typer.Abort:  # Ctrl-C outside a run
+        code = 130
+    except ParadnnError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        code = 2
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

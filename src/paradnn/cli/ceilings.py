@@ -1,0 +1,92 @@
+"""What the device itself reaches: `calibrate` (matmul and bandwidth ceilings) and `ops` (the
+accelerator study's op micro-benchmarks)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from paradnn import api, tables
+from paradnn.cli.common import DbOpt, DeviceOpt, EmulatedOpt, ThreadsOpt, out
+from paradnn.cli.progress import say
+from paradnn.store import DEFAULT_DB
+
+
+def calibrate(
+    precision: Annotated[
+        list[str] | None,
+        typer.Option("--precision", "-p", help="Matmul precisions (default: all the device runs)."),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    if_missing: Annotated[
+        bool,
+        typer.Option(
+            "--if-missing",
+            help="Measure only if the database has no ceilings of this device and environment.",
+        ),
+    ] = False,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            help="Seconds of matmuls per precision (default 60): sizes grow while the next one "
+            "fits in what is left.",
+        ),
+    ] = None,
+    allow_emulated: EmulatedOpt = False,
+) -> None:
+    """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
+    (copy, triad). Later runs report utilization against them."""
+    say(
+        "calibrate: matmuls of growing size per precision (a time budget each), then copy and "
+        "triad bandwidth"
+    )
+    rows = api.calibrate(
+        device,
+        precision,
+        threads=threads,
+        db=db,
+        if_missing=if_missing,
+        budget_s=budget,
+        allow_emulated=allow_emulated,
+        progress=say,
+    )
+    kept = if_missing and rows and rows[0].get("id") is not None
+    title = "measured ceilings" + (" (already in the database)" if kept else "")
+    out.print(tables.side_table("ceilings", rows, title=title))
+    out.print(f"Stored in [bold]{db}[/].")
+
+
+def ops(
+    precision: Annotated[
+        list[str] | None, typer.Option("--precision", "-p", help="Precisions (default fp32).")
+    ] = None,
+    name: Annotated[
+        list[str] | None,
+        typer.Option("--name", help="Only these ops, e.g. matmul-4096, conv2d-II (repeatable)."),
+    ] = None,
+    thread_sweep: Annotated[
+        bool, typer.Option("--thread-sweep", help="CPU: repeat at 1, 2, 4 … all cores.")
+    ] = False,
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    allow_emulated: EmulatedOpt = False,
+) -> None:
+    """The accelerator study's op micro-benchmarks (its Table 4): matmul 2048/4096/8192 and
+    conv2d I/II/III, forward and forward+backward."""
+    rows = api.ops(
+        device,
+        precision or ("fp32",),
+        names=name,
+        threads=threads,
+        thread_sweep=thread_sweep,
+        db=db,
+        allow_emulated=allow_emulated,
+        progress=say,
+    )
+    out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
+    out.print(f"Stored in [bold]{db}[/].")

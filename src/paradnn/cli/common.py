@@ -1,0 +1,102 @@
+"""What every command shares: the consoles, the options that recur, the output formats and the
+timing-policy override."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+# Piped output (CI logs, `| less`) gets a wide table instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line
+
+DbOpt = Annotated[str, typer.Option("--db", help="Result database (SQLite file).")]
+DbsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--db", help="Result database; repeat to merge several (machines).", show_default=False
+    ),
+]
+DeviceOpt = Annotated[
+    str, typer.Option("--device", help="auto (first GPU, else CPU), cpu, cuda or cuda:N.")
+]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads", help="CPU threads for torch (default: every core this process may use)."
+    ),
+]
+OptimizerOpt = Annotated[
+    str, typer.Option("--optimizer", help="rmsprop (ParaDnn's default), sgd or momentum.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+ProfileOpt = typer.Option(
+    "--profile",
+    help="Also profile one extra step per run: per-op time, FLOPs and bytes "
+    "(`paradnn results --table op_profile`).",
+)
+MinTimeOpt = Annotated[
+    float | None,
+    typer.Option("--min-time", help="Seconds of timed steps before stopping is allowed."),
+]
+MaxTimeOpt = Annotated[
+    float | None, typer.Option("--max-time", help="Cap on the timed phase per config, in seconds.")
+]
+EnergyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--energy",
+        help="Also measure energy over the timed window (NVML on GPUs, RAPL for CPU packages; "
+        "the window grows to what the counter needs for ≤1% error). See docs/energy.md.",
+    ),
+]
+EnergyPeriodOpt = Annotated[
+    float, typer.Option("--energy-period", help="Power sampling period in seconds (≥ 0.05).")
+]
+EnergyIdleOpt = Annotated[
+    float,
+    typer.Option("--energy-idle", help="Seconds of idle power measured before the runs (0: none)."),
+]
+EmulatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-emulated",
+        help="Run a low precision this device has no native arithmetic for (e.g. bf16 on an "
+        "AVX2 CPU); stored and shown as emulated. Without it such runs are `unsupported`.",
+    ),
+]
+AssignmentsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Config values as key=value, e.g. layers=8 nodes=1024 batch=256.",
+        show_default=False,
+    ),
+]
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table, csv or json.")]
+
+
+def timing(min_time: float | None, max_time: float | None, base: Any = None) -> Any:
+    """The timing policy with --min-time/--max-time applied (a longer minimum lifts the cap)."""
+    import dataclasses
+
+    from paradnn.measure.timer import TimingPolicy
+
+    policy = base or TimingPolicy()
+    changes = {
+        k: v for k, v in (("min_time_s", min_time), ("max_time_s", max_time)) if v is not None
+    }
+    if "min_time_s" in changes and "max_time_s" not in changes:
+        changes["max_time_s"] = max(policy.max_time_s, changes["min_time_s"])
+    return dataclasses.replace(policy, **changes) if changes else policy

@@ -1,0 +1,171 @@
+"""What a running command tells its user: one-line notes and warnings on stderr, and the run
+reporters — a live bar on a terminal, a line log otherwise, JSON lines for scripts."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Any
+
+from paradnn import tables
+from paradnn.cli.common import err
+
+
+class ProgressMode(StrEnum):
+    bar = "bar"
+    jsonl = "jsonl"
+    quiet = "quiet"
+
+
+def say(msg: str) -> None:
+    """One line of progress on stderr (long commands are never silent for more than seconds)."""
+    err.print(f"[dim]{msg}[/]", highlight=False)
+
+
+def warn_noisy(rows: list[dict[str, Any]]) -> None:
+    """A warning line on stderr for each run whose quality verdict is not good."""
+    from paradnn.measure.quality import warning_line
+
+    for r in rows:
+        label = f"{r['family']} {tables.compact_config(r['config'])} {r['precision']}"
+        line = warning_line(label, r.get("quality"), r.get("quality_reasons"))
+        if line:
+            err.print(f"[yellow]warning[/]: {line}", highlight=False)
+
+
+def progress_words(p: dict[str, Any]) -> str:
+    """A worker's progress report in a few words: phase, samples, running CI, elapsed."""
+    phase = p.get("phase", "")
+    bits = [phase]
+    if phase == "warm-up" and p.get("steps"):
+        bits.append(f"{p['steps']} steps, {p['step_s'] * 1e3:.3g} ms/step")
+    if phase == "timed" and p.get("samples"):
+        ci = p.get("ci_rel")
+        bits.append(f"{p['samples']} samples, median {p['median_s'] * 1e3:.3g} ms")
+        if ci is not None and ci != float("inf"):
+            bits.append(f"CI ±{ci:.1%}")
+    if p.get("elapsed_s") is not None:
+        bits.append(f"{p['elapsed_s']:.0f} s")
+    return ", ".join(b for b in bits if b)
+
+
+def reporter(mode: ProgressMode) -> BarReporter | JsonlReporter:
+    return JsonlReporter() if mode is ProgressMode.jsonl else BarReporter(mode)
+
+
+class BarReporter:
+    """Progress on stderr: counts by status, what is running, ETA from predicted costs."""
+
+    def __init__(self, mode: ProgressMode):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.skipped = 0
+        self.quiet = mode is ProgressMode.quiet
+        self.phase = ""
+        self.last_line = 0.0
+        self.bar = Progress(
+            TextColumn("[bold]run"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.fields[status]}"),
+            console=err,
+            disable=mode is ProgressMode.quiet or not err.is_terminal,
+            transient=True,
+        )
+        self.task = self.bar.add_task("run", total=None, status="", eta="")
+
+    def __enter__(self) -> BarReporter:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+    def __call__(self, e: Any) -> None:
+        if e.kind == "start":
+            self.skipped = e.skipped
+            if not self.quiet:
+                for note in e.notes:
+                    say(note)
+                say(f"{e.total} runs to do" + (f", {e.skipped} already done" if e.skipped else ""))
+        if not self.quiet and not err.is_terminal:  # a log, not a live bar: one line per news
+            self._line(e)
+            return
+        if e.kind == "progress" and e.progress is not None:
+            self.phase = progress_words(e.progress)
+        elif e.kind != "progress":
+            self.phase = ""
+        counts = " ".join(f"{k}:{v}" for k, v in sorted(e.counts.items()))
+        now = "; ".join(
+            f"{s.family} {s.precision} " + tables.compact_config(dict(s.config)) for s in e.running
+        )
+        eta = "" if e.eta_s is None else f"ETA {tables.duration(e.eta_s)}"
+        phase = f"  [dim]{self.phase}[/]" if self.phase else ""
+        self.bar.update(
+            self.task, total=e.total, completed=e.done, status=f"{counts}  {now}{phase}", eta=eta
+        )
+
+    def _line(self, e: Any) -> None:
+        import time
+
+        if e.kind == "result" and e.record is not None:
+            r = e.record
+            took = f" {r.step_time_s * 1e3:.3g} ms/step" if r.step_time_s else ""
+            flag = " (noisy)" if r.quality == "noisy" else ""
+            say(
+                f"[{e.done}/{e.total}] {r.family} {r.precision} "
+                f"{tables.compact_config(r.config)}: {r.status}{took}{flag}"
+            )
+        elif e.kind == "progress" and e.progress and time.monotonic() - self.last_line >= 4.0:
+            self.last_line = time.monotonic()  # a heartbeat, not a flood
+            now = "; ".join(f"{s.family} {s.precision}" for s in e.running)
+            say(f"[{e.done}/{e.total}] {now}: {progress_words(e.progress)}")
+
+
+class JsonlReporter:
+    """One JSON object per event on stdout, for scripts."""
+
+    skipped = 0
+
+    def __enter__(self) -> JsonlReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __call__(self, e: Any) -> None:
+        import json
+
+        if e.kind in ("run", "progress"):
+            return
+        event: dict[str, Any] = {
+            "event": e.kind,
+            "done": e.done,
+            "total": e.total,
+            "counts": e.counts,
+            "eta_s": e.eta_s,
+        }
+        if e.kind == "start":
+            event["skipped"] = e.skipped
+        if e.record is not None:
+            r = e.record
+            event.update(
+                run_key=r.run_key,
+                family=r.family,
+                config=r.config,
+                precision=r.precision,
+                status=r.status,
+                error=r.error,
+                step_time_s=r.step_time_s,
+                examples_per_s=r.examples_per_s,
+            )
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()

@@ -1,0 +1,140 @@
+"""Reading a sweep back: the HTML `report` and `compare` (speedups with confidence intervals)."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from paradnn import api, tables
+from paradnn.cli.common import DbsOpt, Format, err, out
+from paradnn.store import DEFAULT_DB
+
+
+def report(
+    db: DbsOpt = None,
+    out_dir: Annotated[str, typer.Option("--out", help="Directory for the report.")] = "report",
+    include_noisy: Annotated[
+        bool,
+        typer.Option("--include-noisy", help="Keep runs flagged noisy in figures and speedups."),
+    ] = False,
+) -> None:
+    """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
+    (also PNG figures and CSV tables next to it). Noisy runs are left out and counted."""
+    with err.status("building report…") as status:
+        rep = api.report(
+            db or [DEFAULT_DB],
+            out_dir,
+            progress=lambda s: status.update(s + "…"),
+            include_noisy=include_noisy,
+        )
+    empty = sum(1 for s in rep.sections if s.empty)
+    out.print(
+        f"Report: [bold]{rep.html}[/] ({len(rep.sections) - empty} sections with data, "
+        f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {rep.html.parent})"
+    )
+
+
+class FailOn(StrEnum):
+    config = "config"
+    geomean = "geomean"
+
+
+def compare(
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            help="platform, precision, mode, optimizer, torch_version, cuda_version, threads, "
+            "device, hostname, db (one database against another) or attempt (re-runs of the "
+            "same run key: --a/--b are attempt numbers, first or latest).",
+        ),
+    ],
+    a: Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")],
+    b: Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")],
+    db: DbsOpt = None,
+    metric: Annotated[
+        str, typer.Option("--metric", help="examples_per_s, achieved_flops or step_time_s.")
+    ] = "examples_per_s",
+    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="table, csv (per config) or json.")
+    ] = Format.table,
+    limit: Annotated[
+        int, typer.Option("--limit", help="Configs shown in the table (slowest and fastest).")
+    ] = 10,
+    fail_if_slower: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-if-slower",
+            metavar="PCT",
+            help="Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI "
+            "(the whole interval below it); configs without an interval by their estimate.",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option("--fail-on", help="What --fail-if-slower judges: each config or the geomean."),
+    ] = FailOn.config,
+    include_noisy: Annotated[
+        bool, typer.Option("--include-noisy", help="Keep runs flagged noisy (left out by default).")
+    ] = False,
+) -> None:
+    """Speedup of group B over group A for every configuration both ran (matched on family,
+    config and every other identity column), each with a 95% bootstrap CI from the raw samples
+    and a call: faster, slower or no detectable change. Exit 1 under --fail-if-slower when a
+    config (or the geomean) is slower beyond its interval."""
+    from paradnn.analysis import speedup
+
+    if fail_if_slower is not None:
+        speedup.check_pct(fail_if_slower)  # bad input fails before any work
+    c = api.compare(
+        db or [DEFAULT_DB], by, a, b, metric=metric, family=family, include_noisy=include_noisy
+    )
+    slower = None
+    if fail_if_slower is not None:
+        slower = speedup.slower_than(c, fail_if_slower, fail_on.value)
+    _show_comparison(c, slower, fmt, limit)
+    if slower is not None and not _judge(c, slower, fail_if_slower, fail_on):
+        raise typer.Exit(1)
+
+
+def _show_comparison(c: Any, slower: Any, fmt: Format, limit: int) -> None:
+    if fmt is Format.csv:
+        sys.stdout.write(c.pairs.to_csv(index=False))
+    elif fmt is Format.json:
+        sys.stdout.write(tables.comparison_json(c, slower) + "\n")
+    else:
+        out.print(tables.speedup_summary(c))
+        if len(c.pairs):
+            out.print(tables.speedup_pairs(c, limit))
+        if len(c.failed):
+            out.print(
+                f"{len(c.failed)} configs ran ok in one group and failed in the other "
+                "(see --format json)."
+            )
+        missing = {k: v for k, v in c.unmatched.items() if v}
+        if missing:
+            out.print(
+                "Ran ok in one group only: " + ", ".join(f"{k}: {v}" for k, v in missing.items())
+            )
+
+
+def _judge(c: Any, slower: Any, pct: float, fail_on: FailOn) -> bool:
+    """The --fail-if-slower verdict on stderr; True when nothing is slower beyond its CI."""
+    limit_x = f"{1 - pct / 100:.3g}×"
+    head = f"--fail-if-slower {pct:g} ({c.b} over {c.a})"
+    if not len(slower):
+        what = "the geomean is not" if fail_on is FailOn.geomean else "no config is"
+        err.print(f"{head}: {what} slower than {limit_x} beyond its 95% CI.", markup=False)
+        return True
+    n = len(slower)
+    what = f"{n} config is" if n == 1 else f"{n} configs are"
+    if fail_on is FailOn.geomean:
+        what = "the geomean is"
+    err.print(f"{head}: {what} slower than {limit_x} beyond the 95% CI:", markup=False)
+    for line in tables.slower_lines(c, slower, fail_on.value):
+        err.print("  " + line, markup=False, highlight=False)
+    return False

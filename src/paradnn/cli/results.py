@@ -1,0 +1,134 @@
+"""Reading what is known: stored `results`, the model `families`, the `platforms` database."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from paradnn import api, tables
+from paradnn.cli.common import DbOpt, Format, FormatOpt, JsonOpt, out
+from paradnn.store import DEFAULT_DB
+
+
+class Table_(StrEnum):
+    runs = "runs"
+    ceilings = "ceilings"
+    ops = "ops"
+    op_profile = "op_profile"
+
+
+def results(
+    db: DbOpt = DEFAULT_DB,
+    fmt: FormatOpt = Format.table,
+    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only this status (ok, oom, …).")
+    ] = None,
+    sweep: Annotated[
+        str | None, typer.Option("--sweep", help="Only runs of this preset/sweep.")
+    ] = None,
+    quality: Annotated[
+        str | None,
+        typer.Option("--quality", help="Only runs of this quality: good or noisy."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
+    table: Annotated[
+        Table_, typer.Option("--table", help="runs, ceilings (calibrate), ops, op_profile.")
+    ] = "runs",
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="With --table op_profile: one run's profile.")
+    ] = None,
+) -> None:
+    """Show stored results: training runs (default), ceilings, op benchmarks or op profiles."""
+    from paradnn.records import QUALITIES, STATUSES
+    from paradnn.validate import int_at_least, one_of
+
+    if status is not None:
+        one_of("--status", status, STATUSES)
+    if quality is not None:
+        one_of("--quality", quality, QUALITIES)
+    if limit is not None:
+        int_at_least("--limit", limit, 1, 1_000_000_000)
+    if run_id is not None:
+        int_at_least("--run", run_id, 1, 2**63 - 1)
+    if table != "runs":
+        rows = api.side_table(table, db, run_id=run_id)
+        rows = rows[:limit] if limit else rows
+        if fmt is Format.table:
+            out.print(tables.side_table(table, rows, title=f"{db}: {len(rows)} {table} rows"))
+            return
+    else:
+        rows = api.results(
+            db, family=family, status=status, sweep=sweep, quality=quality, limit=limit
+        )
+    if fmt is Format.csv:
+        sys.stdout.write(tables.to_csv(rows))
+    elif fmt is Format.json:
+        sys.stdout.write(tables.to_json(rows) + "\n")
+    else:
+        out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs"))
+
+
+def families(as_json: JsonOpt = False) -> None:
+    """List the model families, their config fields (with defaults) and the paper's space."""
+    info = api.family_info()
+    if as_json:
+        out.print_json(data=info)
+        return
+    for table in _family_tables(info):
+        out.print(table)
+
+
+def _family_tables(info: list[dict[str, Any]]) -> list[Any]:
+    """One table per generated family (fields, defaults, paper space); one of the real models."""
+    from rich.table import Table
+
+    out_tables = []
+    for fam in (f for f in info if f["kind"] != "real"):
+        t = Table(
+            title=f"{fam['name']}: {fam['title']}  ({fam['paper_configs']:,} paper configs)",
+            title_justify="left",
+            header_style="bold",
+        )
+        t.add_column("field")
+        t.add_column("default", justify="right")
+        t.add_column("paper space (Table 2)")
+        for name, default in fam["fields"].items():
+            space = fam["paper_space"].get(name, [])
+            t.add_row(name, str(default), ", ".join(map(str, space)))
+        out_tables.append(t)
+    real = [f for f in info if f["kind"] == "real"]
+    if real:
+        t = Table(
+            title="Real-world models (docs/models.md)", title_justify="left", header_style="bold"
+        )
+        for col in ("name", "model", "params", "train FLOP/step", "defaults"):
+            t.add_column(col, justify="right" if col in ("params", "train FLOP/step") else "left")
+        for f in real:
+            t.add_row(
+                f["name"],
+                f["title"],
+                f"{f['default_params']:,}",
+                tables.si(f["default_train_flops"]),
+                " ".join(f"{k}={v}" for k, v in f["fields"].items()),
+            )
+        out_tables.append(t)
+    return out_tables
+
+
+def platforms(as_json: JsonOpt = False) -> None:
+    """The platform database (datasheet figures with sources) and what this machine is."""
+    from paradnn import platforms as plat
+
+    rows = plat.platform_table_rows()
+    local = plat.describe_local("cpu")
+    if api.device_capacity("cuda")[0] is not None:  # NVML sees a GPU
+        local = {"cpu": local, "cuda": plat.describe_local("cuda")}
+    if as_json:
+        out.print_json(data={"platforms": rows, "local": local})
+        return
+    out.print(tables.platforms_table(rows))
+    out.print_json(data=local)

@@ -1,0 +1,277 @@
+"""Measuring: `run` (a preset or sweep file, or its dry run) and `bench` (one configuration)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from paradnn import api, tables
+from paradnn.cli.common import (
+    AssignmentsArg,
+    DbOpt,
+    DeviceOpt,
+    EmulatedOpt,
+    EnergyIdleOpt,
+    EnergyOpt,
+    EnergyPeriodOpt,
+    MaxTimeOpt,
+    MinTimeOpt,
+    OptimizerOpt,
+    ProfileOpt,
+    ThreadsOpt,
+    err,
+    out,
+    timing,
+)
+from paradnn.cli.progress import ProgressMode, progress_words, reporter, say, warn_noisy
+from paradnn.store import DEFAULT_DB
+
+DRY_RUN_ROWS = 200  # a dry run lists at most this many runs; its totals cover every run
+DRY_RUN_SAMPLE = 500
+
+
+def run(
+    preset: Annotated[
+        str,
+        typer.Option(
+            "--preset",
+            help="A shipped preset (quick, cpu, paper-fc, paper-cnn, paper-rnn, paper) or a "
+            "sweep file (.toml). See docs/sweeps.md.",
+        ),
+    ] = "quick",
+    precision: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--precision",
+            "-p",
+            help="Override the sweep's precisions (repeatable): fp32, tf32, bf16, fp16.",
+        ),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    optimizer: Annotated[
+        str | None, typer.Option("--optimizer", help="Override the sweep's optimizers.")
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="Parallel worker processes (CPU only; cores are split)."),
+    ] = 1,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds one config may take before it is killed.")
+    ] = 900.0,
+    recycle_every: Annotated[
+        int, typer.Option("--recycle-every", help="Start a fresh worker after this many runs.")
+    ] = 50,
+    predict: Annotated[
+        bool,
+        typer.Option(
+            "--predict/--no-predict",
+            help="Skip configs the memory model says cannot fit (stored as predicted_oom).",
+        ),
+    ] = True,
+    retry_failed: Annotated[
+        bool,
+        typer.Option("--retry-failed", help="Re-run oom, timeout, crashed, predicted_oom runs."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the configs and estimates; run nothing.")
+    ] = False,
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    progress_mode: Annotated[
+        ProgressMode,
+        typer.Option("--progress", help="bar (default), jsonl (one JSON event per line), quiet."),
+    ] = ProgressMode.bar,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")] = False,
+    profile: Annotated[bool, ProfileOpt] = False,
+    energy: EnergyOpt = False,
+    energy_period: EnergyPeriodOpt = 0.05,
+    energy_idle: EnergyIdleOpt = 2.0,
+    allow_emulated: EmulatedOpt = False,
+) -> None:
+    """Run a sweep in isolated worker processes, storing each result as it lands.
+
+    Run the same command again to resume: finished configs are skipped.
+    """
+    from paradnn import presets
+    from paradnn.runner.supervisor import SweepSettings
+
+    sweep = presets.get(preset)
+    policy = timing(min_time, max_time, sweep.timing)
+    settings = SweepSettings(
+        workers=workers,
+        timeout_s=timeout,
+        recycle_every=recycle_every,
+        predict=predict,
+        retry_failed=retry_failed,
+    )  # checked before a dry run too: every option has its bound (docs/limits.md)
+    if dry_run:
+        from paradnn.config import RunOptions
+
+        RunOptions(
+            device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
+        )
+        plan = dict(precisions=precision, optimizer=optimizer, device=device)
+        return _show_dry_run(sweep.name, preset, plan, timing=policy, db=db)
+    mode = ProgressMode.quiet if quiet else progress_mode
+    report = reporter(mode)
+    try:
+        with report:
+            records = api.run(
+                preset,
+                precisions=precision,
+                optimizer=optimizer,
+                device=device,
+                threads=threads,
+                timing=policy,
+                db=db,
+                settings=settings,
+                profile=profile,
+                energy=energy,
+                energy_period_s=energy_period,
+                energy_idle_s=energy_idle,
+                allow_emulated=allow_emulated,
+                on_event=report,
+            )
+    except KeyboardInterrupt:
+        err.print(
+            f"[yellow]interrupted[/]: every finished run is stored in {db}; run the same "
+            "command again to resume (finished configs are skipped)."
+        )
+        raise typer.Exit(130) from None
+    if mode is not ProgressMode.jsonl:
+        _show_runs([r.as_dict() for r in records], sweep.name, report.skipped, db, energy)
+
+
+def _show_dry_run(name: str, preset: str, plan: dict[str, Any], **kw: Any) -> None:
+    """Every run of a small sweep; the first runs of a large one, its totals from a sample."""
+    total = api.dry_run_count(preset, **plan)
+    if total <= DRY_RUN_ROWS:
+        rows = api.dry_run(preset, **plan, **kw)
+        out.print(tables.dry_run_table(rows, title=f"{name}: {total} runs (dry run)"))
+        return
+    rows = api.dry_run(preset, limit=DRY_RUN_ROWS, **plan, **kw)
+    title = f"{name}: {total:,} runs (dry run; the first {DRY_RUN_ROWS} listed)"
+    table = tables.dry_run_table(rows, title=title)
+    sample = api.dry_run(preset, sample=DRY_RUN_SAMPLE, **plan, **kw)
+    est = sum(r["est_time_s"] for r in sample) * total / len(sample)
+    misfits = sum(1 for r in sample if r["fits"] is False) / len(sample)
+    floor = "≥ " if any(r["est_time_is_floor"] for r in sample) else ""
+    table.caption = (
+        f"estimated total {floor}{tables.duration(est)} for all {total:,} runs, from an even "
+        f"sample of {len(sample)} ({misfits:.0%} of them predicted not to fit)"
+    )
+    out.print(table)
+
+
+def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, energy: bool) -> None:
+    title = f"paradnn {name}: {len(rows)} runs" + (f", {skipped} already done" if skipped else "")
+    out.print(tables.rich_table(rows, title=title))
+    if energy:
+        for line in tables.energy_notes(rows):
+            out.print(line)
+    warn_noisy(rows)
+    out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
+    if rows and all(r["utilization_measured"] is None for r in rows):
+        out.print(
+            f"[dim]util: run `paradnn calibrate --db {db}` once to measure this device's "
+            "ceilings; later runs report utilization against them.[/]"
+        )
+
+
+def bench(
+    family: Annotated[
+        str, typer.Argument(help="Model family: fc, cnn or rnn (see `paradnn families`).")
+    ],
+    assignments: AssignmentsArg = None,
+    precision: Annotated[
+        str, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16.")
+    ] = "fp32",
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    optimizer: OptimizerOpt = "rmsprop",
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds the run may take before it is killed.")
+    ] = 900.0,
+    profile: Annotated[bool, ProfileOpt] = False,
+    energy: EnergyOpt = False,
+    energy_period: EnergyPeriodOpt = 0.05,
+    energy_idle: EnergyIdleOpt = 2.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole record as JSON.")
+    ] = False,
+    allow_emulated: EmulatedOpt = False,
+) -> None:
+    """Measure one configuration; unspecified fields take the family's defaults."""
+    from paradnn.validate import parse_assignments
+
+    values = parse_assignments(assignments or [], what=f"{family} config")
+    rec = api.bench(
+        family,
+        values,
+        precision=precision,
+        optimizer=optimizer,
+        device=device,
+        threads=threads,
+        timing=timing(min_time, max_time),
+        timeout_s=timeout,
+        profile=profile,
+        energy=energy,
+        energy_period_s=energy_period,
+        energy_idle_s=energy_idle,
+        allow_emulated=allow_emulated,
+        db=db,
+        on_event=_heartbeat(f"bench {family}"),
+    )
+    if as_json:
+        sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")
+    else:
+        _show_bench(rec, db, energy)
+
+
+def _heartbeat(label: str) -> Any:
+    """An event listener that says the worker's phase, at most every 2 s."""
+    import time
+
+    last = [0.0]
+
+    def heard(e: Any) -> None:
+        if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
+            last[0] = time.monotonic()
+            say(f"{label}: {progress_words(e.progress)}")
+
+    return heard
+
+
+def _show_bench(rec: Any, db: str, energy: bool) -> None:
+    row = rec.as_dict()
+    out.print(tables.rich_table([row]))
+    if rec.error:
+        out.print(f"[bold]{rec.status}[/]: {rec.error}")
+    elif rec.step_time_s is not None:
+        ci = (
+            f"95% CI {rec.step_time_ci_low_s * 1e3:.4g}–{rec.step_time_ci_high_s * 1e3:.4g} ms"
+            if rec.step_time_ci_low_s is not None
+            else "no CI: too few samples"
+        )
+        load = rec.others_cpu_frac
+        out.print(
+            f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
+            f"({ci}, "
+            f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
+            f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads; "
+            f"quality {rec.quality}"
+            + (f" (other processes {load:.0%} of the CPUs)" if load is not None else "")
+            + (" [yellow]emulated[/]" if rec.emulated else "")
+        )
+    warn_noisy([row])
+    if energy:
+        for line in tables.energy_notes([row]):
+            out.print(line)
+    out.print(f"Stored in [bold]{db}[/].")

@@ -1,0 +1,247 @@
+"""`paradnn simulate …`: the what-if accelerator model, one subcommand per question — `step`
+(one config or a preset on a chip), `scaling` (its data-parallel curve), `mxu-study`,
+`precision-study` and `validate` (the model against measured runs)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from paradnn import api, tables
+from paradnn.cli.common import DbOpt, Format, FormatOpt, out
+from paradnn.errors import ConfigError, ParadnnError
+from paradnn.store import DEFAULT_DB
+
+# The flags that chose a mode before `simulate` had subcommands, and the subcommand now.
+MOVED_FLAGS = {
+    "--mxu-study": "mxu-study",
+    "--precision-study": "precision-study",
+    "--validate": "validate",
+    "--scaling": "scaling",
+}
+
+
+def moved(args: list[str], subcommands: set[str]) -> str | None:
+    """What to say when `args` are an old `paradnn simulate` command line (a mode flag, or a
+    FAMILY / --platform / --preset before any subcommand): the new form, with their own
+    arguments. None when they are not (a subcommand, --help, or a word click should reject)."""
+    from paradnn import families
+
+    if not args or args[0] in subcommands or args[0] == "--help":
+        return None
+    flags = [a for a in args if a.split("=", 1)[0] in MOVED_FLAGS]
+    rest, i = [], 0
+    while i < len(args):
+        flag, eq, value = args[i].partition("=")
+        if flag == "--scaling" and not eq:
+            value = args[i + 1] if i + 1 < len(args) else "N"
+            i += 1
+        if flag not in MOVED_FLAGS:
+            rest.append(args[i])
+        elif flag == "--scaling":
+            rest += ["--max-chips", value]
+        i += 1
+    if flags:
+        what, sub = flags[0].split("=", 1)[0], MOVED_FLAGS[flags[0].split("=", 1)[0]]
+    elif args[0] in families.names() or any(
+        a.split("=", 1)[0] in ("--platform", "--preset") for a in args
+    ):
+        what, sub = f"`paradnn simulate {args[0]}`", "step"
+    else:
+        return None
+    return f"{what} moved: use `{shlex.join(['paradnn', 'simulate', sub, *rest])}`"
+
+
+class SimulateGroup(TyperGroup):
+    """`simulate`'s subcommands, and one line naming the new form for an old command line."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        message = moved(args, set(self.commands))
+        if message:
+            raise ParadnnError(message)
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=SimulateGroup,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help='Predict ("what if") a workload\'s training step on any platform, real or '
+    "hypothetical: step time, utilization, bottleneck, multi-chip all-reduce and scaling. Every "
+    "figure is a prediction of an analytical model (docs/simulate.md), not a measurement.",
+)
+
+PlatformOpt = Annotated[
+    str | None,
+    typer.Option("--platform", help="Platform id (`paradnn platforms`) or a chip .toml file."),
+]
+AssignmentsArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False),
+]
+PrecisionOpt = Annotated[
+    str | None, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16 (default bf16).")
+]
+OptimizerOpt = Annotated[
+    str | None, typer.Option("--optimizer", help="rmsprop (default), sgd or momentum.")
+]
+OverlapOpt = Annotated[
+    float, typer.Option("--overlap", help="Share of backward that hides the all-reduce.")
+]
+ConcurrentOpt = Annotated[
+    bool, typer.Option("--concurrent", help="Torus: drive all dimensions at once.")
+]
+CsvOpt = Annotated[str | None, typer.Option("--csv", help="Also write the rows to this CSV file.")]
+
+
+def _platform(platform: str | None) -> str:
+    if platform is None:
+        raise ConfigError("--platform", None, "required: a platform id or a chip .toml file")
+    return platform
+
+
+@app.command()
+def step(
+    family: Annotated[
+        str | None,
+        typer.Argument(help="Model family (`paradnn families`), unless --preset is given."),
+    ] = None,
+    assignments: AssignmentsArg = None,
+    platform: PlatformOpt = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Predict every run of a preset or sweep file.")
+    ] = None,
+    precision: PrecisionOpt = None,
+    optimizer: OptimizerOpt = None,
+    chips: Annotated[int, typer.Option("--chips", help="Data-parallel chips.")] = 1,
+    topology: Annotated[
+        str | None,
+        typer.Option("--topology", help="e.g. torus2d:16x16, torus3d:4x4x4, ring:8, biring:8."),
+    ] = None,
+    overlap: OverlapOpt = 0.0,
+    concurrent: ConcurrentOpt = False,
+    fmt: FormatOpt = Format.table,
+    csv_path: CsvOpt = None,
+) -> None:
+    """One config (FAMILY key=value …) or every run of a preset on a platform: predicted step
+    time, utilization, bottleneck, memory fit, and the all-reduce of --chips N."""
+    from paradnn.validate import parse_assignments
+
+    values = parse_assignments(assignments or [], what=f"{family} config")
+    rows = api.simulate(
+        _platform(platform),
+        family,
+        values,
+        preset=preset,
+        precision=precision,
+        optimizer=optimizer,
+        chips=chips,
+        topology=topology,
+        overlap=overlap,
+        concurrent=concurrent,
+    )
+    emit(rows, f"predicted on {platform}: {len(rows)} configs", fmt, csv_path)
+
+
+@app.command()
+def scaling(
+    family: Annotated[str, typer.Argument(help="Model family (`paradnn families`).")],
+    assignments: AssignmentsArg = None,
+    platform: PlatformOpt = None,
+    max_chips: Annotated[
+        int, typer.Option("--max-chips", help="The curve: 1, 2, 4 … up to this many chips.")
+    ] = 1024,
+    precision: PrecisionOpt = None,
+    optimizer: OptimizerOpt = None,
+    overlap: OverlapOpt = 0.0,
+    concurrent: ConcurrentOpt = False,
+    fmt: FormatOpt = Format.table,
+    csv_path: CsvOpt = None,
+) -> None:
+    """Predicted weak scaling of one config: step time, all-reduce and efficiency at 1, 2, 4 …
+    --max-chips chips, with the topology's bisection bandwidth."""
+    from paradnn.validate import parse_assignments
+
+    values = parse_assignments(assignments or [], what=f"{family} config")
+    rows = api.simulate_scaling(
+        _platform(platform),
+        family,
+        values,
+        precision=precision or "bf16",
+        optimizer=optimizer or "rmsprop",
+        max_chips=max_chips,
+        overlap=overlap,
+        concurrent=concurrent,
+    )
+    emit(rows, f"predicted weak scaling of {family} on {platform}", fmt, csv_path)
+
+
+@app.command("mxu-study")
+def mxu_study(
+    batch: Annotated[int, typer.Option("--batch", help="Batch of the CNNs.")] = 8,
+    dataflow: Annotated[str, typer.Option("--dataflow", help="ws, os or is.")] = "ws",
+    fmt: FormatOpt = Format.table,
+    csv_path: CsvOpt = None,
+) -> None:
+    """Seed 001's MXU-size argument: utilization of 1×256², 4×128² and 16×64² arrays on CNNs."""
+    rows = api.simulate_mxu_study(batch, dataflow)
+    title = f"MXU size study (prediction; compute-only, {dataflow.upper()}, 65,536 MACs each)"
+    emit(rows, title, fmt, csv_path)
+
+
+@app.command("precision-study")
+def precision_study(fmt: FormatOpt = Format.table, csv_path: CsvOpt = None) -> None:
+    """bf16 vs fp16 vs fp32 inputs to a matmul (fp32 accumulation), error against float64."""
+    rows = api.simulate_precision_study()
+    title = "Matmul error vs float64, inputs rounded, fp32 accumulation (emulated)"
+    emit(rows, title, fmt, csv_path)
+
+
+@app.command()
+def validate(
+    db: DbOpt = DEFAULT_DB,
+    platform: Annotated[
+        str | None,
+        typer.Option(
+            "--platform", help="Predict every run on this chip (default: each device's own)."
+        ),
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    csv_path: CsvOpt = None,
+) -> None:
+    """Predict every ok run measured in --db and compare: error per run and per family."""
+    rows, summary = api.simulate_validate(db, platform)
+    emit(rows, f"predicted vs measured: {len(rows)} runs from {db}", fmt, csv_path, summary)
+
+
+def emit(
+    rows: list[dict[str, Any]],
+    title: str,
+    fmt: Format,
+    csv_path: str | None,
+    summary: list[dict[str, Any]] | None = None,
+) -> None:
+    """Predictions as a table, CSV or JSON on stdout, and as CSV to `csv_path` too."""
+    if csv_path:
+        from pathlib import Path
+
+        Path(csv_path).write_text(tables.to_csv(rows))
+    if fmt is Format.csv:
+        sys.stdout.write(tables.to_csv(rows))
+    elif fmt is Format.json:
+        import json
+
+        data: Any = {"rows": rows, "summary": summary} if summary is not None else rows
+        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+    else:
+        from paradnn.sim.render import sim_table
+
+        out.print(sim_table(rows, title=title))
+        if summary is not None:
+            out.print(sim_table(summary, title="median absolute % error per family (prediction)"))
+    if csv_path:
+        out.print(f"Wrote [bold]{csv_path}[/].")
