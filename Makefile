@@ -38,6 +38,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports --no-cache  # the one-way layers and no cycles (docs/architecture.md)
 
 test: $(STAMP) lint test-native test-avx2
 

@@ -1,7 +1,7 @@
 """How close is `paradnn.memory`'s prediction to the memory a training step really uses?
 
 For a sample of moderate configs of each family, this builds the model and a `TrainStep` (the
-step runner/step.py times) on the local device, runs two warm-up steps, then measures one step:
+step measure/step.py times) on the local device, runs two warm-up steps, then measures one step:
 
 - `hooks` (every device): the bytes of the tensors autograd saved that are still alive at the
   end of forward (`torch.autograd.graph.saved_tensors_hooks`, unique storages, parameters and
@@ -39,8 +39,8 @@ from paradnn import families, memory
 from paradnn.measure import environment
 from paradnn.measure import precision as prec
 from paradnn.measure.device import resolve
-from paradnn.measure.memory import profiler_peak_bytes, saved_tensor_bytes
-from paradnn.runner.step import TrainStep
+from paradnn.measure.saved_bytes import profiler_peak_bytes, saved_tensor_bytes
+from paradnn.measure.step import TrainStep
 
 OUT = Path(__file__).resolve().parent / "results"
 # (family, config, optimizer): moderate sizes a 2-core CPU measures in about a minute.

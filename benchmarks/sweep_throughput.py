@@ -33,8 +33,8 @@ import torch
 from paradnn import families, presets
 from paradnn.config import RunOptions
 from paradnn.measure.stats import summarize
+from paradnn.measure.step import TrainStep
 from paradnn.runner.execute import execute, prepare
-from paradnn.runner.step import TrainStep
 from paradnn.runner.supervisor import Supervisor, SweepSettings
 from paradnn.store import open_store
 

@@ -251,7 +251,7 @@ def test_param_ranges_cover_database_and_paper_space():
 
 
 def test_model_roofline_points_use_analytic_bytes():
-    from paradnn.sim.lowering import lower_all
+    from paradnn.families.lowering import lower_all
 
     data = fc_data()
     pts = A.model_points(data)

@@ -9,7 +9,7 @@ from paradnn import families
 from paradnn.errors import ConfigError
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
 from paradnn.measure.flops import count_train_flops
-from paradnn.runner.step import TrainStep
+from paradnn.measure.step import TrainStep
 
 from conftest import TINY, require_native
 

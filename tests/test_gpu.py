@@ -10,8 +10,8 @@ import torch
 from paradnn import families
 from paradnn.measure.device import CudaEventClock
 from paradnn.measure.flops import count_train_flops
+from paradnn.measure.step import TrainStep
 from paradnn.measure.timer import TimingPolicy, measure
-from paradnn.runner.step import TrainStep
 
 pytestmark = pytest.mark.gpu
 

@@ -1,101 +1,63 @@
-"""One-way layers: the store, analysis, plots, report, sim and the analytic half of the families
-never import torch, so a laptop without a GPU (or torch) can analyse a GPU sweep."""
+"""One-way layers (docs/architecture.md): the import-linter contracts in pyproject.toml hold
+(every import counted, lazy ones inside functions too), they name every top-level module, and
+the torch-free side really imports without torch."""
 
-import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
-import pytest
-
-SRC = Path(__file__).resolve().parents[1] / "src" / "paradnn"
-TORCH_FREE_PACKAGES = ("analysis", "plots", "report", "sim")
-TORCH_FREE_MODULES = (
-    "paradnn.records",
-    "paradnn.store",
-    "paradnn.store.db",
-    "paradnn.presets",
-    "paradnn.tables",
-    "paradnn.space",
-    "paradnn.config",
-    "paradnn.api",
-    "paradnn.cli",
-    "paradnn.measure.stats",
-    "paradnn.measure.timer",
-    "paradnn.measure.energy",
-    "paradnn.measure.energy.base",
-    "paradnn.measure.energy.fakes",
-    "paradnn.measure.energy.meter",
-    "paradnn.measure.energy.nvml",
-    "paradnn.measure.energy.rapl",
-    "paradnn.measure.energy.sampler",
-    "paradnn.families",
-    "paradnn.families.shapes",
-    "paradnn.families.fc",
-    "paradnn.families.cnn",
-    "paradnn.families.rnn",
-    "paradnn.families.transformer",
-    "paradnn.zoo",
-    "paradnn.zoo.layers",
-    "paradnn.zoo.images",
-    "paradnn.zoo.resnet",
-    "paradnn.zoo.vgg",
-    "paradnn.zoo.inception",
-    "paradnn.zoo.mobilenet",
-    "paradnn.zoo.densenet",
-    "paradnn.zoo.squeezenet",
-    "paradnn.zoo.retinanet",
-    "paradnn.zoo.translation",
-    "paradnn.zoo.lstm_lm",
-    "paradnn.zoo.deepspeech",
-    "paradnn.memory",
-    "paradnn.sweep",
-    "paradnn.sweep.spec",
-    "paradnn.sweep.sampling",
-    "paradnn.runner.supervisor",
-    "paradnn.platforms",
-    "paradnn.sim.chip",
-    "paradnn.sim.interconnect",
-    "paradnn.sim.lowering",
-    "paradnn.sim.memory",
-    "paradnn.sim.model",
-    "paradnn.sim.precision",
-    "paradnn.sim.render",
-    "paradnn.sim.studies",
-    "paradnn.sim.systolic",
-    "paradnn.sim.topologies",
-    "paradnn.sim.validate",
-)
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "paradnn"
 
 
-def _imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+def _contracts() -> list[dict]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["importlinter"]["contracts"]
 
 
-@pytest.mark.parametrize("package", TORCH_FREE_PACKAGES)
-def test_layer_packages_never_import_torch(package):
-    root = SRC / package
-    if not root.exists():
-        pytest.skip(f"paradnn.{package} does not exist yet")
-    offenders = [p for p in root.rglob("*.py") if "torch" in _imports(p)]
-    assert offenders == []
+def test_the_import_contracts_hold():
+    from importlinter.cli import lint_imports
+
+    code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    assert code == 0, "lint-imports found a broken contract: run it to see which import"
 
 
-def test_torch_free_modules_import_without_torch():
+def test_the_layers_name_every_top_level_module():
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    assert layers["containers"] == ["paradnn"] and layers["exhaustive"] is True
+    named = {m.strip() for layer in layers["layers"] for m in layer.replace(":", "|").split("|")}
+    present = {p.stem for p in SRC.glob("*.py") if p.stem != "__init__"}
+    present |= {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    assert named == present
+
+
+def test_every_ignored_import_says_why():
+    text = (ROOT / "pyproject.toml").read_text()
+    for contract in _contracts():
+        for line in contract.get("ignore_imports", []):
+            before = text[: text.index(f'"{line}"')]
+            assert "# removed by the one-pipeline change" in before.rsplit("ignore_imports", 1)[1]
+
+
+def test_the_torch_free_side_imports_without_torch():
+    """The torch contract checks direct imports; this checks what importing really loads:
+    analysis, plots, report, sim, the store, sweeps and every family's analytic side."""
     code = (
-        "import sys, importlib\n"
-        f"mods = {TORCH_FREE_MODULES!r} + tuple('paradnn.' + p for p in {TORCH_FREE_PACKAGES!r}"
-        f" if (__import__('pathlib').Path({str(SRC)!r}) / p).exists())\n"
-        "for m in mods: importlib.import_module(m)\n"
+        "import importlib, pkgutil, sys\n"
+        "import paradnn\n"
+        "top = [m.name for m in pkgutil.iter_modules(paradnn.__path__)]\n"
+        "skip = {'__main__', 'runner', 'measure', 'ops'}\n"
+        "for name in top:\n"
+        "    if name in skip: continue\n"
+        "    mod = importlib.import_module('paradnn.' + name)\n"
+        "    for sub in pkgutil.walk_packages(getattr(mod, '__path__', []), mod.__name__ + '.'):\n"
+        "        if not sub.name.rsplit('.', 1)[1].endswith('_torch'):\n"
+        "            importlib.import_module(sub.name)\n"
         "from paradnn import families\n"
         "for n in families.names():\n"
         "    f = families.get(n); c = f.default_config(); f.params(c); f.train_flops(c)\n"
+        "    f.activation_memory(c, 'bf16')\n"
         "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
         "print(len(bad)); sys.exit(1 if bad else 0)\n"
     )

@@ -10,8 +10,8 @@ import torch
 
 from paradnn import families, memory
 from paradnn.errors import ConfigError
-from paradnn.measure.memory import profiler_peak_bytes, saved_tensor_bytes
-from paradnn.runner.step import TrainStep
+from paradnn.measure.saved_bytes import profiler_peak_bytes, saved_tensor_bytes
+from paradnn.measure.step import TrainStep
 
 from conftest import require_native
 
@@ -178,9 +178,9 @@ def test_precision_changes_activations_only():
 def test_autocast_weight_copies_are_counted():
     fam = families.get("fc")
     cfg = fam.config(layers=2, nodes=1000, input=10, output=10, batch=1)
-    fp32, bf16 = (fam.activation_bytes(cfg, p) for p in ("fp32", "bf16"))
+    fp32, bf16 = (fam.activation_memory(cfg, p).saved for p in ("fp32", "bf16"))
     assert bf16 - fp32 > 2 * 1000 * 1000  # fc2's 16-bit weight, saved for its input gradient
-    assert fam.transient_cast_bytes(cfg, "bf16") >= 2 * 1000 * 10  # fc1's: cached, not saved
+    assert fam.activation_memory(cfg, "bf16").casts >= 2 * 1000 * 10  # fc1's: cached, not saved
 
 
 def test_only_the_recurrent_family_depends_on_the_device_type():

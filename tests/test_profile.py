@@ -7,8 +7,8 @@ from paradnn import families
 from paradnn.measure.flops import count_step
 from paradnn.measure.opcount import OpCount, tensor_bytes
 from paradnn.measure.profile import COLUMNS, profile_config, profile_step_full
+from paradnn.measure.step import TrainStep
 from paradnn.records import RunRecord
-from paradnn.runner.step import TrainStep
 
 from conftest import TINY
 

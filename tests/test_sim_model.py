@@ -8,10 +8,10 @@ import pytest
 from paradnn.errors import ConfigError
 from paradnn.records import RunRecord
 from paradnn.sim import chip as sim_chip
+from paradnn.sim.fidelity import predicted_vs_measured, summary, validate_frame
 from paradnn.sim.interconnect import Topology
-from paradnn.sim.memory import attainable, roofline
 from paradnn.sim.model import predict, scaling
-from paradnn.sim.validate import predicted_vs_measured, summary, validate_db
+from paradnn.sim.traffic import attainable, roofline
 from paradnn.store import open_store
 
 from conftest import TINY
@@ -254,13 +254,20 @@ def make_db(path):
     return str(path)
 
 
-def test_validate_db_uses_the_measured_ceilings(tmp_path):
+def validate_db(path):
+    """What `paradnn simulate --validate` does: the caller reads the store, sim predicts."""
+    with open_store(path, readonly=True) as store:
+        frame, ceilings = store.frame(), store.rows("ceilings")
+    return validate_frame(frame, ceilings, db=str(path))
+
+
+def test_validate_frame_uses_the_measured_ceilings(tmp_path):
     df, s = validate_db(make_db(tmp_path / "v.db"))
     assert len(df) == 4 and set(s["family"]) == {"fc", "cnn"}
     assert df["basis"].str.startswith("measured ceilings").all()
 
 
-def test_validate_db_without_any_chip_is_one_line(tmp_path):
+def test_validate_frame_without_any_chip_is_one_line(tmp_path):
     path = tmp_path / "n.db"
     with open_store(path) as store:
         store.insert(
@@ -282,7 +289,7 @@ def test_validate_db_without_any_chip_is_one_line(tmp_path):
 
 def test_every_registered_family_can_be_predicted():
     from paradnn import families
-    from paradnn.sim.lowering import lower_all
+    from paradnn.families.lowering import lower_all
 
     tpu = sim_chip.load("tpu-v4")
     for name in families.names():
@@ -297,7 +304,7 @@ def test_every_registered_family_can_be_predicted():
 
 def test_report_entry_point_reads_analysis_data(tmp_path):
     from paradnn.analysis import frames
-    from paradnn.sim.validate import predicted_vs_measured_data
+    from paradnn.sim.fidelity import predicted_vs_measured_data
 
     data = frames.load([make_db(tmp_path / "r.db")])
     df = predicted_vs_measured_data(data)

@@ -12,8 +12,8 @@ from paradnn import families, memory
 from paradnn.errors import ConfigError
 from paradnn.families.transformer import Attention
 from paradnn.measure.flops import count_step, count_train_flops
-from paradnn.measure.memory import saved_tensor_bytes
-from paradnn.runner.step import TrainStep
+from paradnn.measure.saved_bytes import saved_tensor_bytes
+from paradnn.measure.step import TrainStep
 
 FAM = families.get("transformer")
 CPU = torch.device("cpu")

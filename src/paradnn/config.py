@@ -2,20 +2,89 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 from paradnn.errors import ConfigError
-from paradnn.measure.timer import TimingPolicy
+from paradnn.optimizers import OPTIMIZERS
 from paradnn.precisions import PRECISIONS, precision_flags
-from paradnn.validate import SEED_MAX, int_at_least, number_in, one_of
+from paradnn.validate import SEED_MAX, int_at_least, number_at_least, number_in, one_of
 
-__all__ = ["MODES", "OPTIMIZERS", "PRECISIONS", "RunOptions", "check_device", "precision_flags"]
+__all__ = [
+    "MODES",
+    "OPTIMIZERS",
+    "PRECISIONS",
+    "QUICK_POLICY",
+    "RunOptions",
+    "TimingPolicy",
+    "check_device",
+    "precision_flags",
+]
 
-OPTIMIZERS = ("rmsprop", "sgd", "momentum")
 MODES = ("eager",)
 MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits.md)
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
+MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
+MAX_TIMING_COUNT = 1_000_000  # samples, warm-up steps, steps per chunk
+
+
+def _finite(value: object) -> bool:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return ok and math.isfinite(value)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    min_samples: int = 10
+    max_samples: int = 1000
+    target_ci_rel: float = 0.02
+    confidence: float = 0.95
+    min_time_s: float = 1.0
+    max_time_s: float = 10.0
+    warmup_min_steps: int = 5
+    warmup_min_time_s: float = 0.3
+    warmup_max_steps: int = 200
+    warmup_max_time_s: float = 30.0
+    warmup_tolerance: float = 0.05
+    min_block_s: float = 0.001
+    max_chunk: int = 50
+    # Energy: the timed window lasts at least this long, so counter resolution gives ≤1% error
+    # (set from the energy sources when --energy is on; it also lifts the time and sample caps).
+    min_window_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        # Upper bounds (docs/limits.md): a day of timing per config, a million samples or
+        # steps; past them a run never ends in practice, and floats stay finite.
+        count, day = MAX_TIMING_COUNT, MAX_TIMING_S
+        int_at_least("timing.min_samples", self.min_samples, 2, count)
+        int_at_least("timing.max_samples", self.max_samples, self.min_samples, count)
+        number_at_least("timing.target_ci_rel", self.target_ci_rel, 0.0, strict=True, high=1.0)
+        if not _finite(self.confidence) or not 0.5 <= self.confidence < 1.0:
+            raise ConfigError("timing.confidence", self.confidence, "must be in [0.5, 1)")
+        number_at_least("timing.min_time_s", self.min_time_s, 0.0, high=day)
+        number_at_least("timing.max_time_s", self.max_time_s, self.min_time_s, high=day)
+        int_at_least("timing.warmup_min_steps", self.warmup_min_steps, 1, count)
+        int_at_least("timing.warmup_max_steps", self.warmup_max_steps, self.warmup_min_steps, count)
+        number_at_least("timing.warmup_min_time_s", self.warmup_min_time_s, 0.0, high=day)
+        number_at_least("timing.warmup_max_time_s", self.warmup_max_time_s, 0.0, high=day)
+        number_at_least(
+            "timing.warmup_tolerance", self.warmup_tolerance, 0.0, strict=True, high=1.0
+        )
+        number_at_least("timing.min_block_s", self.min_block_s, 0.0, high=3600.0)
+        int_at_least("timing.max_chunk", self.max_chunk, 1, count)
+        number_at_least("timing.min_window_s", self.min_window_s, 0.0, high=day)
+
+
+# A first look: the same rules on smaller budgets and a ±5% target (publication sweeps keep ±2%);
+# its runs are judged against the target they asked for (kept in each record's `load`).
+QUICK_POLICY = TimingPolicy(
+    min_time_s=0.3,
+    max_time_s=3.0,
+    warmup_min_time_s=0.2,
+    warmup_max_time_s=5.0,
+    target_ci_rel=0.05,
+)
 
 
 def check_device(spec: str) -> None:

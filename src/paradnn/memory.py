@@ -5,7 +5,7 @@ when `fits` says no. That answer must never skip a config that would have fitted
 a lower bound, not the best estimate; the estimate is stored next to the measured peak so its
 error can be studied. docs/memory.md describes the model and its measured error.
 
-What is alive when, in the step of runner/step.py (zero_grad(set_to_none) → forward → backward →
+What is alive when, in the step of measure/step.py (zero_grad(set_to_none) → forward → backward →
 optimizer step): fp32 weights and the optimizer state stay resident; forward accumulates the
 tensors autograd saves; backward frees them while it allocates the fp32 gradients; the optimizer
 step runs with weights, gradients and state alive.
@@ -17,15 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from paradnn import families
-from paradnn.config import OPTIMIZERS, PRECISIONS
-from paradnn.families.base import activation_itemsize
 from paradnn.families.shapes import Conv2d, Gemm, Shape
+from paradnn.optimizers import OPTIMIZERS, SPECS
+from paradnn.precisions import PRECISIONS
+from paradnn.precisions import itemsize as activation_itemsize
 from paradnn.validate import one_of
 
 DEVICE_TYPES = ("cpu", "cuda")
-# Optimizer state in fp32 copies of the parameters: RMSProp with momentum keeps square_avg and
-# momentum_buffer, momentum SGD its buffer, plain SGD nothing.
-OPTIMIZER_STATE_COPIES = {"sgd": 0, "momentum": 1, "rmsprop": 2}
 # An allowance for the cuBLAS and cuBLASLt workspaces (PyTorch's defaults: a few MiB, 32 MiB on
 # Hopper) and cuDNN's, which the caching allocator counts; not validated on a GPU yet.
 CUDA_LIBRARY_BYTES = 64 * 2**20
@@ -91,24 +89,22 @@ def predict(
     family = families.get(family_name)
     params = family.params(cfg)
     grads = 4 * params
-    activations = family.activation_bytes(cfg, precision, device_type=device_type)
+    act = family.activation_memory(cfg, precision, device_type=device_type)
+    activations = act.saved
     shapes = family.shapes(cfg)
     phases = {  # phase: (gradients + activations alive, transients alongside)
-        "forward": (
-            activations,
-            family.transient_cast_bytes(cfg, precision, device_type=device_type),
-        ),
+        "forward": (activations, act.casts),
         "backward": _backward(shapes, activations, grads, precision, device_type),
         "optimizer": (grads, _optimizer_temporaries(shapes, params, optimizer, device_type)),
     }
     phase = max(phases, key=lambda k: sum(phases[k]))
     live, transient = phases[phase]
     return MemoryEstimate(
-        weights=4 * params + family.buffer_bytes(cfg),
+        weights=4 * params + act.buffers,
         grads=grads,
-        optimizer_state=4 * params * OPTIMIZER_STATE_COPIES[optimizer],
+        optimizer_state=4 * params * SPECS[optimizer].state_copies,
         activations=activations,
-        activations_floor=family.activation_floor_bytes(cfg, precision, device_type=device_type),
+        activations_floor=act.floor,
         peak_phase=phase,
         live_at_peak=live,
         workspace=transient + (CUDA_LIBRARY_BYTES if device_type == "cuda" else 0),

@@ -10,10 +10,33 @@ runs, `calibrate`, `ops`, `platforms`, `--dry-run` and the presets' `native` pre
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from paradnn import host
+from paradnn.errors import ConfigError
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+@dataclass(frozen=True)
+class Precision:
+    """What a precision means to a run, torch-free: bytes per activation (and synthetic input)
+    element, the autocast dtype's torch name (None: no autocast), TF32 matmuls on or off, and
+    whether the loss is scaled (fp16's narrow exponent underflows small gradients)."""
+
+    name: str
+    itemsize: int
+    autocast_dtype: str | None = None
+    tf32: bool = False
+    loss_scaling: bool = False
+
+
+TABLE = {
+    "fp32": Precision("fp32", 4),
+    "tf32": Precision("tf32", 4, tf32=True),  # stored as fp32, multiplied with 10-bit mantissas
+    "bf16": Precision("bf16", 2, autocast_dtype="bfloat16"),
+    "fp16": Precision("fp16", 2, autocast_dtype="float16", loss_scaling=True),
+}
+PRECISIONS = tuple(TABLE)  # ("fp32", "tf32", "bf16", "fp16")
+AUTOCAST = tuple(p for p, v in TABLE.items() if v.autocast_dtype)  # 16-bit activations
 # What a sweep's `precisions = ["fp32", "native"]` expands `native` to, where the device runs
 # them natively: the mixed precisions (TF32 is an fp32 mode of its own, asked for by name).
 LOW_PRECISIONS = ("bf16", "fp16")
@@ -28,15 +51,26 @@ CPU_NATIVE_FLAGS = {
 ONEDNN_LEVEL = {"bf16": "AVX512_CORE_BF16", "fp16": "AVX512_CORE_FP16"}
 
 
+def get(precision: str) -> Precision:
+    if precision not in TABLE:
+        raise ConfigError("precision", precision, "must be one of " + ", ".join(PRECISIONS))
+    return TABLE[precision]
+
+
+def itemsize(precision: str) -> int:
+    """Bytes per activation element (fp32 master weights and gradients stay 4 in every one)."""
+    return get(precision).itemsize
+
+
 def precision_flags(precision: str) -> dict[str, object]:
     """The framework flags a run of this precision sets (stored with every record)."""
-    tf32 = precision == "tf32"
+    p = TABLE.get(precision, TABLE["fp32"])
     return {
-        "matmul_allow_tf32": tf32,
-        "cudnn_allow_tf32": tf32,
-        "float32_matmul_precision": "high" if tf32 else "highest",
-        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(precision),
-        "loss_scaling": precision == "fp16",
+        "matmul_allow_tf32": p.tf32,
+        "cudnn_allow_tf32": p.tf32,
+        "float32_matmul_precision": "high" if p.tf32 else "highest",
+        "autocast_dtype": p.autocast_dtype,
+        "loss_scaling": p.loss_scaling,
     }
 
 

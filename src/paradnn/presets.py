@@ -1,4 +1,5 @@
-"""Named sweeps shipped with paradnn (`paradnn/sweeps/<name>.toml`) and `RunSpec`, one run.
+"""Named sweeps shipped with paradnn (`paradnn/sweeps/<name>.toml`); `RunSpec` (one run) lives
+in `paradnn.sweep.runspec` and is re-exported here.
 
 Torch-free, so `paradnn families`/`--dry-run` can list and expand them cheaply. A preset is an
 ordinary sweep file (docs/sweeps.md): copy one to start your own and pass its path instead.
@@ -8,25 +9,18 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from paradnn.errors import ConfigError
+from paradnn.sweep.runspec import RunSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.sweep import Sweep
 
+__all__ = ["DEFAULT", "RunSpec", "get", "names", "resolve_native"]
+
 DEFAULT = "quick"
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    family: str
-    config: Mapping[str, Any]
-    precision: str
-    optimizer: str = "rmsprop"
 
 
 def resolve_native(specs: list[RunSpec], native: list[str]) -> tuple[list[RunSpec], list[str]]:

@@ -3,7 +3,7 @@
 The datasheet roof (peak FLOP/s and memory bandwidth of the matching platform entry) and the
 measured roof (`paradnn calibrate`: best matmul FLOP/s and copy bandwidth on that device) are
 drawn side by side and never mixed. A model's arithmetic intensity is counted from its shape
-list as the simulator lowers it (`sim.lowering`: operand traffic without reuse between ops), so
+list as the simulator lowers it (`families.lowering`: operand traffic without reuse between ops), so
 it is an analytic upper bound on intensity; per-operation points come from measured profiles
 when `paradnn bench --profile` stored them.
 """
@@ -68,9 +68,8 @@ def model_points(data: Data) -> pd.DataFrame:
     """One point per ok run: analytic intensity (FLOP/byte) and achieved FLOP/s."""
     from paradnn import families
     from paradnn.errors import ConfigError
-    from paradnn.sim.lowering import lower_all
-    from paradnn.sim.memory import op_bytes
-    from paradnn.sim.precision import itemsize
+    from paradnn.families.lowering import lower_all
+    from paradnn.precisions import itemsize
 
     cols = [
         "family",
@@ -95,7 +94,7 @@ def model_points(data: Data) -> pd.DataFrame:
                 fam = families.get(r["family"])
                 cfg = fam.config(r["config"] if isinstance(r["config"], dict) else {})
                 size = itemsize(r["precision"])
-                cache[key] = sum(op_bytes(op, size) for op in lower_all(fam.shapes(cfg)))
+                cache[key] = sum(op.elements() * size for op in lower_all(fam.shapes(cfg)))
             except (ConfigError, ImportError, AttributeError, TypeError, ValueError):
                 cache[key] = None  # a family this installation does not know
         nbytes = cache[key]

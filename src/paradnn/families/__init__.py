@@ -1,4 +1,9 @@
-"""A lazy registry of workload families: importing paradnn never imports every model (or torch)."""
+"""A lazy registry of workload families: importing paradnn never imports every model (or torch).
+
+The registry names modules by their dotted path and imports one when it is asked for, so it
+depends on no family, and the zoo's models (which build on `families.base`) can register here
+without an import cycle.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +12,46 @@ import os
 
 from paradnn.errors import ConfigError
 from paradnn.families.base import Built, Family
-from paradnn.zoo import MODELS as ZOO_MODELS
 
 _REGISTRY: dict[str, str] = {
     "fc": "paradnn.families.fc",
     "cnn": "paradnn.families.cnn",
     "rnn": "paradnn.families.rnn",
     "transformer": "paradnn.families.transformer",
-    **ZOO_MODELS,  # the real-world models of seeds 000 and 002 (kind "real")
+    # the real-world models of seeds 000 and 002 (kind "real"; docs/models.md)
+    "resnet50": "paradnn.zoo.resnet",
+    "densenet121": "paradnn.zoo.densenet",
+    "mobilenet_v2": "paradnn.zoo.mobilenet",
+    "squeezenet1_1": "paradnn.zoo.squeezenet",
+    "retinanet": "paradnn.zoo.retinanet",
+    "transformer_base": "paradnn.zoo.translation",
+    "vgg16": "paradnn.zoo.vgg",
+    "inception_v3": "paradnn.zoo.inception",
+    "lstm_ptb": "paradnn.zoo.lstm_lm",
+    "deepspeech2": "paradnn.zoo.deepspeech",
 }
+BUILTIN = tuple(_REGISTRY)
 # Families of your own: PARADNN_FAMILIES="name=package.module,other=mod" (each module defines
 # FAMILY). An environment variable, so sweep worker processes see them too.
-for _item in filter(None, os.environ.get("PARADNN_FAMILIES", "").split(",")):
-    _name, _, _module = _item.partition("=")
-    if _name.strip() and _module.strip():
-        _REGISTRY[_name.strip()] = _module.strip()
 
 
 def register(name: str, module: str) -> None:
-    """Add a family whose module defines `FAMILY` (tests use this for fault-injection families)."""
+    """Add a family whose module defines `FAMILY`. A name already taken raises ConfigError,
+    unless it names the same module (registering twice, as a test or a re-imported plugin
+    does, is harmless); a name must never silently change meaning."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("family", name, "must be a non-empty name")
+    if name in _REGISTRY and _REGISTRY[name] != module:
+        raise ConfigError(
+            "family", name, f"is already registered (to {_REGISTRY[name]}); pick another name"
+        )
     _REGISTRY[name] = module
+
+
+for _item in filter(None, os.environ.get("PARADNN_FAMILIES", "").split(",")):
+    _name, _, _module = _item.partition("=")
+    if _name.strip() and _module.strip():
+        register(_name.strip(), _module.strip())
 
 
 def names() -> list[str]:

@@ -1,11 +1,15 @@
-"""The torch modules behind `cnn.py` (kept apart so the analytic layer never imports torch)."""
+"""The torch modules behind `cnn.py` (kept apart so the analytic layer never imports torch).
+
+One-way: `cnn.py` imports this module in `build` and passes what it needs (the config and the
+groups' widths and strides); nothing here imports the analytic half."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 from torch import nn
-
-from paradnn.families.cnn import GROUP_STRIDE, GROUP_WIDTH, CNNConfig
 
 
 def _conv_bn(cin: int, cout: int, k: int, stride: int, zero_gamma: bool = False) -> nn.Sequential:
@@ -41,7 +45,8 @@ class Block(nn.Module):
 
 
 class ResNetV1(nn.Module):
-    def __init__(self, cfg: CNNConfig):
+    def __init__(self, cfg: Any, group_width: Sequence[int], group_stride: Sequence[int]):
+        """`cfg`: a `CNNConfig` (filters, blocks, block, expansion, features, output)."""
         super().__init__()
         self.stem = nn.Sequential(
             _conv_bn(3, cfg.filters, 7, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
@@ -49,7 +54,7 @@ class ResNetV1(nn.Module):
         layers: list[nn.Module] = []
         cin = cfg.filters
         bottleneck = cfg.block == "bottleneck"
-        for mult, stride in zip(GROUP_WIDTH, GROUP_STRIDE, strict=True):
+        for mult, stride in zip(group_width, group_stride, strict=True):
             width = cfg.filters * mult
             for i in range(cfg.blocks):
                 layers.append(Block(cin, width, stride if i == 0 else 1, bottleneck, i == 0))

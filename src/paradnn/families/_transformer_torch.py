@@ -1,13 +1,14 @@
 """The torch module behind `transformer.py` (kept apart so the analytic layer never imports
-torch): nanoGPT's block layout, attention through `scaled_dot_product_attention`."""
+torch): nanoGPT's block layout, attention through `scaled_dot_product_attention`. One-way:
+`transformer.py` imports this module in `build`; nothing here imports the analytic half."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-from paradnn.families.transformer import TransformerConfig
 
 
 class Block(nn.Module):
@@ -31,7 +32,8 @@ class Block(nn.Module):
 
 
 class DecoderLM(nn.Module):
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: Any) -> None:
+        """`cfg`: a `TransformerConfig` (vocab, length, d_model, n_heads, ffn, layers)."""
         super().__init__()
         d = cfg.d_model
         self.tok = nn.Embedding(cfg.vocab, d)

@@ -1,5 +1,12 @@
 """The one interface every workload family (and every real-world model) implements.
 
+A family is five things (docs/architecture.md):
+- config: `config_cls` (a frozen, validated dataclass) and `config(values)`;
+- space: `paper_space` (Table 2) and `paper_fixed`;
+- analytic counts: `params`, `shapes` (and from them `train_flops`), `examples_per_step`;
+- `build(cfg, device, precision)`: the module, a synthetic-batch maker and a loss;
+- `activation_memory(cfg, precision, device_type)`: what the memory model needs from it.
+
 Everything here but `build` is torch-free, so the simulator, the analysis layer and
 `paradnn run --dry-run` can reason about a workload without importing torch.
 """
@@ -12,25 +19,50 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from paradnn import precisions
 from paradnn.families.shapes import Conv2d, Gemm, Shape
+from paradnn.precisions import AUTOCAST
+from paradnn.precisions import itemsize as activation_itemsize
 from paradnn.validate import from_mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-
-AUTOCAST = ("bf16", "fp16")  # precisions that run under autocast with 16-bit activations
-
-
-def activation_itemsize(precision: str) -> int:
-    """Bytes per activation element, which is also the synthetic input's (see `input_dtype`)."""
-    return 2 if precision in AUTOCAST else 4
+__all__ = [
+    "AUTOCAST",
+    "ActivationMemory",
+    "Built",
+    "Family",
+    "activation_itemsize",
+    "cross_entropy_saved_bytes",
+    "input_dtype",
+]
 
 
 def cross_entropy_saved_bytes(rows: int, classes: int) -> int:
     """What F.cross_entropy saves besides its targets: the log-softmax, fp32 even under autocast
     (it is on autocast's fp32 list), and nll_loss's scalar total weight."""
     return rows * classes * 4 + 4
+
+
+@dataclass(frozen=True)
+class ActivationMemory:
+    """What a family tells the memory model (`paradnn.memory`) about one training step.
+
+    saved:   bytes autograd holds from the end of forward into backward: saved tensors (the
+             batch, 16-bit weight copies under autocast, kernel-library workspaces) and the
+             loss's log-softmax;
+    floor:   the part of `saved` certainly alive at the end of forward whatever the kernel
+             library (the lower bound rests on it: a family without a precise model claims 0);
+    casts:   16-bit weight copies autocast caches until its region exits but no backward
+             formula saves (those are in `saved`);
+    buffers: non-trainable module state (BatchNorm statistics), resident like the weights.
+    """
+
+    saved: int
+    floor: int = 0
+    casts: int = 0
+    buffers: int = 0
 
 
 @dataclass
@@ -78,24 +110,19 @@ class Family(ABC):
     def shapes(self, cfg: Any) -> list[Shape]:
         """The FLOP-carrying operations of one training step, in forward order."""
 
-    def fwd_flops(self, cfg: Any) -> int:
-        return sum(s.fwd_flops() for s in self.shapes(cfg))
-
     def train_flops(self, cfg: Any) -> int:
         """Model FLOPs of one forward+backward step (optimizer excluded)."""
         return sum(s.train_flops() for s in self.shapes(cfg))
 
-    def buffer_bytes(self, cfg: Any) -> int:
-        """Bytes of non-trainable module state (BatchNorm statistics): resident like weights."""
-        return 0
+    def activation_memory(
+        self, cfg: Any, precision: str, *, device_type: str = "cuda"
+    ) -> ActivationMemory:
+        """Bytes of one step that are not weights, gradients or optimizer state.
 
-    def activation_bytes(self, cfg: Any, precision: str, *, device_type: str = "cuda") -> int:
-        """Bytes autograd holds from the end of forward into backward: saved tensors (the batch,
-        16-bit weight copies under autocast, kernel-library workspaces) and the loss's log-softmax.
-
-        This fallback counts every op's input and output from `shapes`, which is the right order
-        of magnitude for an unknown model; the families override it with what PyTorch's autograd
-        actually saves for their modules, per device type (`paradnn.memory` adds the rest).
+        This fallback counts every op's input and output from `shapes` (the right order of
+        magnitude for an unknown model), claims no floor, and assumes autocast casts every GEMM
+        and convolution weight and saves none; the families override it with what PyTorch's
+        autograd actually saves for their modules, per device type.
         """
         elements = 0
         for s in self.shapes(cfg):
@@ -105,21 +132,8 @@ class Family(ABC):
                 elements += s.batch * (s.in_ch * s.in_h * s.in_w + s.out_ch * s.out_h * s.out_w)
             else:
                 elements += s.seq * s.batch * (s.input + (s.gates + 1) * s.hidden)
-        return elements * activation_itemsize(precision)
-
-    def activation_floor_bytes(self, cfg: Any, precision: str, *, device_type: str = "cuda") -> int:
-        """The part of `activation_bytes` that is certainly alive at the end of forward, whatever
-        the kernel library: the memory model's lower bound rests on it, so a family without a
-        precise model claims nothing."""
-        return 0
-
-    def transient_cast_bytes(self, cfg: Any, precision: str, *, device_type: str = "cuda") -> int:
-        """16-bit weight copies that autocast caches until its region exits but no backward
-        formula saves (those are in `activation_bytes`). The fallback assumes every GEMM and
-        convolution weight is cast and none saved."""
-        if precision not in AUTOCAST:
-            return 0
-        return 2 * sum(s.weights for s in self.shapes(cfg))
+        casts = 2 * sum(s.weights for s in self.shapes(cfg)) if precision in AUTOCAST else 0
+        return ActivationMemory(saved=elements * activation_itemsize(precision), casts=casts)
 
     @abstractmethod
     def build(self, cfg: Any, device: Any, precision: str = "fp32") -> Built:
@@ -129,6 +143,7 @@ class Family(ABC):
 
 
 def input_dtype(precision: str) -> Any:
+    """The synthetic floating-point inputs' dtype: the precision's autocast dtype, else fp32."""
     import torch
 
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+    return getattr(torch, precisions.get(precision).autocast_dtype or "float32")

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from paradnn.errors import ConfigError
 from paradnn.families.base import (
     AUTOCAST,
+    ActivationMemory,
     Built,
     Family,
     activation_itemsize,
@@ -131,11 +132,11 @@ class CNN(Family):
         head = Gemm("head", cfg.batch, cfg.output, cfg.features)
         return [*self._convs(cfg), head]
 
-    def buffer_bytes(self, cfg: CNNConfig) -> int:
+    def _buffer_bytes(self, cfg: CNNConfig) -> int:
         """Each conv's BatchNorm keeps fp32 running mean and variance and an int64 step count."""
         return sum(2 * 4 * c.out_ch + 8 for c in self._convs(cfg))
 
-    def activation_bytes(self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda") -> int:
+    def _saved_bytes(self, cfg: CNNConfig, precision: str, device_type: str) -> int:
         """Per conv: BatchNorm saves its input (the conv output) and fp32 mean and inverse std,
         and the in-place ReLU after it saves its output, which the next conv saves as its input
         (one tensor). A block's last BatchNorm and its projection's feed the residual add, which
@@ -156,24 +157,29 @@ class CNN(Family):
             saved += 2 * (sum(c.weights for c in convs) + cfg.features * cfg.output)
         return saved
 
-    def activation_floor_bytes(
-        self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
-        """All of it: each tensor counted is one a derivative formula of these ops requires."""
-        return self.activation_bytes(cfg, precision, device_type=device_type)
-
-    def transient_cast_bytes(
-        self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _cast_bytes(self, cfg: CNNConfig, precision: str, device_type: str) -> int:
         """Only the head's bias: convs have none, and BatchNorm is not cast."""
         return 2 * cfg.output if precision in AUTOCAST else 0
+
+    def activation_memory(
+        self, cfg: CNNConfig, precision: str, *, device_type: str = "cuda"
+    ) -> ActivationMemory:
+        """The floor is all of `saved`: each tensor counted is one a derivative formula of these
+        ops requires."""
+        saved = self._saved_bytes(cfg, precision, device_type)
+        return ActivationMemory(
+            saved=saved,
+            floor=saved,
+            casts=self._cast_bytes(cfg, precision, device_type),
+            buffers=self._buffer_bytes(cfg),
+        )
 
     def build(self, cfg: CNNConfig, device: Any, precision: str = "fp32") -> Built:
         import torch
 
         from paradnn.families._cnn_torch import ResNetV1
 
-        module = ResNetV1(cfg).to(device)
+        module = ResNetV1(cfg, GROUP_WIDTH, GROUP_STRIDE).to(device)
         dtype = input_dtype(precision)
 
         def make_batch() -> tuple[torch.Tensor, torch.Tensor]:

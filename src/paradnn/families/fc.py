@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from paradnn.families.base import (
     AUTOCAST,
+    ActivationMemory,
     Built,
     Family,
     activation_itemsize,
@@ -65,7 +66,7 @@ class FC(Family):
         out.append(Gemm("head", b, cfg.output, cfg.nodes))
         return out
 
-    def activation_bytes(self, cfg: FCConfig, precision: str, *, device_type: str = "cuda") -> int:
+    def _saved_bytes(self, cfg: FCConfig, precision: str, device_type: str) -> int:
         """Each Linear saves its input and each ReLU its output, which is the next Linear's input
         (one tensor); fc1's input is the batch. Under autocast a Linear also saves its 16-bit
         weight copy when its input needs a gradient, i.e. all but fc1. Same on CPU and CUDA."""
@@ -76,19 +77,23 @@ class FC(Family):
             saved += 2 * ((cfg.layers - 1) * cfg.nodes**2 + cfg.output * cfg.nodes)
         return saved
 
-    def activation_floor_bytes(
-        self, cfg: FCConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
-        """All of it: each tensor counted is one a derivative formula of these ops requires."""
-        return self.activation_bytes(cfg, precision, device_type=device_type)
-
-    def transient_cast_bytes(
-        self, cfg: FCConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _cast_bytes(self, cfg: FCConfig, precision: str, device_type: str) -> int:
         """fc1's weight copy (its input is data, so backward never needs it) and every bias."""
         if precision not in AUTOCAST:
             return 0
         return 2 * (cfg.nodes * cfg.input + cfg.layers * cfg.nodes + cfg.output)
+
+    def activation_memory(
+        self, cfg: FCConfig, precision: str, *, device_type: str = "cuda"
+    ) -> ActivationMemory:
+        """The floor is all of `saved`: each tensor counted is one a derivative formula of these
+        ops requires."""
+        saved = self._saved_bytes(cfg, precision, device_type)
+        return ActivationMemory(
+            saved=saved,
+            floor=saved,
+            casts=self._cast_bytes(cfg, precision, device_type),
+        )
 
     def build(self, cfg: FCConfig, device: Any, precision: str = "fp32") -> Built:
         import torch

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from paradnn.families.base import (
     AUTOCAST,
+    ActivationMemory,
     Built,
     Family,
     activation_itemsize,
@@ -75,7 +76,7 @@ class RNN(Family):
         ]
         return [*layers, Gemm("head", cfg.batch * cfg.length, cfg.vocab, e)]
 
-    def activation_bytes(self, cfg: RNNConfig, precision: str, *, device_type: str = "cuda") -> int:
+    def _saved_bytes(self, cfg: RNNConfig, precision: str, device_type: str) -> int:
         """What the recurrent layers save depends on the kernel library (T steps, B batch, H
         hidden, L layers, G gates, s bytes per activation):
 
@@ -122,9 +123,7 @@ class RNN(Family):
             saved += 2 * n * g * h * h * (2 if t > 1 else 1)
         return saved
 
-    def activation_floor_bytes(
-        self, cfg: RNNConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _floor_bytes(self, cfg: RNNConfig, precision: str, device_type: str) -> int:
         """What every implementation saves: the common tensors, h0 (and c0), the head's input
         and, under autocast, 16-bit copies of the input-side weights. Library workspaces and
         per-step intermediates are left out: a fused kernel keeps them in its own layout."""
@@ -137,9 +136,7 @@ class RNN(Family):
             floor += 2 * n * GATES[cfg.cell] * h * h
         return floor
 
-    def transient_cast_bytes(
-        self, cfg: RNNConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _cast_bytes(self, cfg: RNNConfig, precision: str, device_type: str) -> int:
         """The head's bias and, on CPU's per-step path, the recurrent biases (and W_hh for a
         single step); cuDNN casts into its own flat copy and oneDNN saves all four weights."""
         if precision not in AUTOCAST:
@@ -157,6 +154,15 @@ class RNN(Family):
         common = (t + 1) * b * 8 + t * b * h * activation_itemsize(precision)
         common += cross_entropy_saved_bytes(t * b, cfg.vocab)
         return common + (2 * cfg.vocab * h if precision in AUTOCAST else 0)
+
+    def activation_memory(
+        self, cfg: RNNConfig, precision: str, *, device_type: str = "cuda"
+    ) -> ActivationMemory:
+        return ActivationMemory(
+            saved=self._saved_bytes(cfg, precision, device_type),
+            floor=self._floor_bytes(cfg, precision, device_type),
+            casts=self._cast_bytes(cfg, precision, device_type),
+        )
 
     def build(self, cfg: RNNConfig, device: Any, precision: str = "fp32") -> Built:
         import torch

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from paradnn.errors import ConfigError
 from paradnn.families.base import (
     AUTOCAST,
+    ActivationMemory,
     Built,
     Family,
     activation_itemsize,
@@ -136,9 +137,7 @@ class Transformer(Family):
         """PaLM's 6·N + 12·L·d·T: what `train_flops` is, divided by batch·length."""
         return 6 * self.matmul_params(cfg) + 12 * cfg.layers * cfg.d_model * cfg.length
 
-    def activation_bytes(
-        self, cfg: TransformerConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _saved_bytes(self, cfg: TransformerConfig, precision: str, device_type: str) -> int:
         """What autograd saves per block, in rows = batch·length and activation size s: the two
         LayerNorms' inputs and outputs (4·d) plus fp32 mean and rstd, q, k, v and the attention
         output (4·d) plus an fp32 log-sum-exp per head (flash-style SDPA keeps no T×T matrix),
@@ -153,19 +152,24 @@ class Transformer(Family):
             saved += 2 * self.matmul_params(cfg)
         return saved
 
-    def activation_floor_bytes(
-        self, cfg: TransformerConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _floor_bytes(self, cfg: TransformerConfig, precision: str, device_type: str) -> int:
         """Certainly alive at the end of forward: the tokens, the LM head's input and the
         log-softmax (cross-entropy's fp32 output), whatever the attention kernel."""
         rows, s = cfg.batch * cfg.length, activation_itemsize(precision)
         head = rows * cfg.d_model * s + cross_entropy_saved_bytes(rows, cfg.vocab)
         return (cfg.length + 1) * cfg.batch * 8 + head
 
-    def transient_cast_bytes(
-        self, cfg: TransformerConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
+    def _cast_bytes(self, cfg: TransformerConfig, precision: str, device_type: str) -> int:
         return 0  # linear layers have no bias; their 16-bit weights are saved (above)
+
+    def activation_memory(
+        self, cfg: TransformerConfig, precision: str, *, device_type: str = "cuda"
+    ) -> ActivationMemory:
+        return ActivationMemory(
+            saved=self._saved_bytes(cfg, precision, device_type),
+            floor=self._floor_bytes(cfg, precision, device_type),
+            casts=self._cast_bytes(cfg, precision, device_type),
+        )
 
     def build(self, cfg: TransformerConfig, device: Any, precision: str = "fp32") -> Built:
         import torch

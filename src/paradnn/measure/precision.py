@@ -15,7 +15,13 @@ import torch
 from paradnn import precisions
 from paradnn.precisions import PRECISIONS, precision_flags
 
-__all__ = ["PRECISIONS", "autocast", "grad_scaler", "tf32_flags", "unsupported_reason"]
+__all__ = [
+    "PRECISIONS",
+    "autocast",
+    "grad_scaler",
+    "tf32_flags",
+    "unsupported_reason",
+]
 
 
 def unsupported_reason(precision: str, device: torch.device) -> str | None:
@@ -26,7 +32,8 @@ def unsupported_reason(precision: str, device: torch.device) -> str | None:
 
 
 def _autocast_dtype(precision: str) -> torch.dtype | None:
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    name = precisions.get(precision).autocast_dtype
+    return None if name is None else getattr(torch, name)
 
 
 @contextlib.contextmanager
@@ -57,4 +64,4 @@ def autocast(precision: str, device: torch.device) -> contextlib.AbstractContext
 
 
 def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
-    return torch.amp.GradScaler(device.type) if precision == "fp16" else None
+    return torch.amp.GradScaler(device.type) if precisions.get(precision).loss_scaling else None

@@ -196,7 +196,7 @@ def profile_config(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """Build `family` with `values` as runner/execute.py does and profile one training step."""
-    from paradnn.runner.step import TrainStep  # runner imports measure: import late
+    from paradnn.measure.step import TrainStep
 
     dev = torch.device(device)
     fam = families.get(family)

@@ -16,16 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from paradnn.config import MAX_TIMING_COUNT, MAX_TIMING_S, QUICK_POLICY, TimingPolicy
 from paradnn.measure.stats import Summary, summarize
-from paradnn.validate import int_at_least, number_at_least
 
-MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
-MAX_TIMING_COUNT = 1_000_000  # samples, warm-up steps, steps per chunk
-
-
-def _finite(value: object) -> bool:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return ok and math.isfinite(value)  # type: ignore[arg-type]
+__all__ = [
+    "MAX_TIMING_COUNT",
+    "MAX_TIMING_S",
+    "QUICK_POLICY",
+    "BlockClock",
+    "HostClock",
+    "Progress",
+    "Timing",
+    "TimingPolicy",
+    "Windows",
+    "measure",
+]
 
 
 class BlockClock(Protocol):
@@ -52,61 +57,6 @@ class HostClock:
 
     def elapsed(self, pairs: list[tuple[float, float]]) -> list[float]:
         return [b - a for a, b in pairs]
-
-
-@dataclass(frozen=True)
-class TimingPolicy:
-    min_samples: int = 10
-    max_samples: int = 1000
-    target_ci_rel: float = 0.02
-    confidence: float = 0.95
-    min_time_s: float = 1.0
-    max_time_s: float = 10.0
-    warmup_min_steps: int = 5
-    warmup_min_time_s: float = 0.3
-    warmup_max_steps: int = 200
-    warmup_max_time_s: float = 30.0
-    warmup_tolerance: float = 0.05
-    min_block_s: float = 0.001
-    max_chunk: int = 50
-    # Energy: the timed window lasts at least this long, so counter resolution gives ≤1% error
-    # (set from the energy sources when --energy is on; it also lifts the time and sample caps).
-    min_window_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        # Upper bounds (docs/limits.md): a day of timing per config, a million samples or
-        # steps; past them a run never ends in practice, and floats stay finite.
-        count, day = MAX_TIMING_COUNT, MAX_TIMING_S
-        int_at_least("timing.min_samples", self.min_samples, 2, count)
-        int_at_least("timing.max_samples", self.max_samples, self.min_samples, count)
-        number_at_least("timing.target_ci_rel", self.target_ci_rel, 0.0, strict=True, high=1.0)
-        if not _finite(self.confidence) or not 0.5 <= self.confidence < 1.0:
-            from paradnn.errors import ConfigError
-
-            raise ConfigError("timing.confidence", self.confidence, "must be in [0.5, 1)")
-        number_at_least("timing.min_time_s", self.min_time_s, 0.0, high=day)
-        number_at_least("timing.max_time_s", self.max_time_s, self.min_time_s, high=day)
-        int_at_least("timing.warmup_min_steps", self.warmup_min_steps, 1, count)
-        int_at_least("timing.warmup_max_steps", self.warmup_max_steps, self.warmup_min_steps, count)
-        number_at_least("timing.warmup_min_time_s", self.warmup_min_time_s, 0.0, high=day)
-        number_at_least("timing.warmup_max_time_s", self.warmup_max_time_s, 0.0, high=day)
-        number_at_least(
-            "timing.warmup_tolerance", self.warmup_tolerance, 0.0, strict=True, high=1.0
-        )
-        number_at_least("timing.min_block_s", self.min_block_s, 0.0, high=3600.0)
-        int_at_least("timing.max_chunk", self.max_chunk, 1, count)
-        number_at_least("timing.min_window_s", self.min_window_s, 0.0, high=day)
-
-
-# A first look: the same rules on smaller budgets and a ±5% target (publication sweeps keep ±2%);
-# its runs are judged against the target they asked for (kept in each record's `load`).
-QUICK_POLICY = TimingPolicy(
-    min_time_s=0.3,
-    max_time_s=3.0,
-    warmup_min_time_s=0.2,
-    warmup_max_time_s=5.0,
-    target_ci_rel=0.05,
-)
 
 
 @dataclass

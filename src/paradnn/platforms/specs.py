@@ -15,8 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from paradnn.config import PRECISIONS
 from paradnn.errors import ConfigError
+from paradnn.precisions import PRECISIONS
 
 # Precisions a spec may list: the ones paradnn measures, plus lower ones datasheets quote.
 PEAK_PRECISIONS = (*PRECISIONS, "fp8", "fp4", "int8")

@@ -563,7 +563,7 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
         "Predictions are labelled as such.",
     )
     try:
-        from paradnn.sim import validate as sim_validate
+        from paradnn.sim import fidelity as sim_validate
     except ImportError:
         s.empty = "The simulator is not installed in this version."
         return s

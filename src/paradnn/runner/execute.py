@@ -23,9 +23,10 @@ from paradnn.measure import environment, flops
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, resolve, synchronize
 from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
+from paradnn.measure.step import TrainStep
 from paradnn.measure.timer import Progress, Timing, Windows, measure
-from paradnn.records import RunRecord, now, start_record
-from paradnn.runner.step import TrainStep
+from paradnn.records import RunRecord, now
+from paradnn.runner.start import start_record
 
 UNSUPPORTED_PATTERNS = ("not implemented for", "could not create a primitive", "not supported")
 OOM_PATTERNS = (

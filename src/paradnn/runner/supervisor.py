@@ -28,7 +28,8 @@ from paradnn import utilization
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
-from paradnn.records import RunRecord, now, start_record
+from paradnn.records import RunRecord, now
+from paradnn.runner.start import start_record
 from paradnn.runner.tasks import Task, failure_row
 from paradnn.runner.worker import WorkerSettings
 from paradnn.runner.worker import main as worker_main

@@ -18,9 +18,11 @@ from typing import Any
 
 from paradnn import families
 from paradnn.errors import ConfigError
+from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
-from paradnn.sim import memory as mem
-from paradnn.sim import precision as prec
+from paradnn.precisions import itemsize
+from paradnn.sim import rounding as prec
+from paradnn.sim import traffic as mem
 from paradnn.sim.chip import Chip
 from paradnn.sim.interconnect import (
     MAX_CHIPS,
@@ -30,7 +32,6 @@ from paradnn.sim.interconnect import (
     default_topology,
     step_time,
 )
-from paradnn.sim.lowering import Op, lower
 from paradnn.sim.systolic import array_cycles
 from paradnn.validate import int_at_least
 
@@ -95,7 +96,7 @@ class Prediction:
 
 def predict_op(op: Op, chip: Chip, precision: str) -> OpPrediction:
     peak = chip.peak(precision)
-    nbytes = mem.op_bytes(op, prec.itemsize(precision))
+    nbytes = mem.op_bytes(op, itemsize(precision))
     arrays = chip.arrays
     if arrays is not None:
         cycles = array_cycles(op.m, op.n, op.k, arrays, chip.dataflow) * op.count
@@ -147,11 +148,11 @@ def predict(
             "--topology", topology.label(), f"has {topology.chips} chips but --chips is {chips}"
         )
     peak = chip.peak(precision)
-    itemsize = prec.itemsize(precision)
+    size = itemsize(precision)
     shapes = fam.shapes(cfg)
     ops = tuple(predict_op(op, chip, precision) for s in shapes for op in lower(s))
     params = fam.params(cfg)
-    other_s = _other_bytes(shapes, params, optimizer, itemsize) / chip.mem_bandwidth
+    other_s = _other_bytes(shapes, params, optimizer, size) / chip.mem_bandwidth
     compute = sum(o.compute_s for o in ops)
     memory_s = sum(o.memory_s for o in ops) + other_s
     lower_s = sum(o.time_s for o in ops) + other_s

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from paradnn import families
-from paradnn.sim.lowering import Op, lower_all
+from paradnn.families.lowering import Op, lower_all
 from paradnn.sim.systolic import Arrays, array_cycles, check_dataflow
 from paradnn.sim.topologies import resnet50_forward
 from paradnn.validate import int_at_least

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from paradnn.sim.lowering import Op
+from paradnn.families.lowering import Op
 
 # fmt: off
 RESNET50: tuple[tuple[str, int, int, int, int, int, int, int], ...] = (

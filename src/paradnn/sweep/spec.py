@@ -4,7 +4,7 @@
     description = "..."           # optional
     precisions = ["fp32", "bf16"] # default ["fp32"]; any of paradnn.config.PRECISIONS, or
                                   # "native": every low precision the device runs natively
-    optimizers = ["rmsprop"]      # default ["rmsprop"]; any of paradnn.config.OPTIMIZERS
+    optimizers = ["rmsprop"]      # default ["rmsprop"]; any of paradnn.optimizers.OPTIMIZERS
 
     [sampling]                    # optional; default method = "grid" (every combination)
     method = "lhs"                # "grid", "random" or "lhs" (Latin hypercube over the axes)
@@ -57,13 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import families
-from paradnn.config import OPTIMIZERS, PRECISIONS
+from paradnn.config import TimingPolicy
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.families.base import Family
-from paradnn.measure.timer import TimingPolicy
-from paradnn.precisions import NATIVE
-from paradnn.presets import RunSpec
+from paradnn.optimizers import OPTIMIZERS
+from paradnn.precisions import NATIVE, PRECISIONS
 from paradnn.space import parse_range
+from paradnn.sweep.runspec import RunSpec
 from paradnn.sweep.sampling import METHODS, Sampling
 from paradnn.validate import SEED_MAX, coerce, from_mapping, one_of, plain_text
 

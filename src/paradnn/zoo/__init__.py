@@ -4,17 +4,5 @@ Transformer, and seed 002's VGG16, Inception v3, 2-layer LSTM and Deep Speech 2 
 
 The analytic modules are torch-free; the torch modules live in `_vision_torch` and
 `_sequence_torch` and load in `build`. docs/models.md lists each model's source and counts.
+The registry (`paradnn.families`) names each module; nothing here imports them.
 """
-
-MODELS = {
-    "resnet50": "paradnn.zoo.resnet",
-    "densenet121": "paradnn.zoo.densenet",
-    "mobilenet_v2": "paradnn.zoo.mobilenet",
-    "squeezenet1_1": "paradnn.zoo.squeezenet",
-    "retinanet": "paradnn.zoo.retinanet",
-    "transformer_base": "paradnn.zoo.translation",
-    "vgg16": "paradnn.zoo.vgg",
-    "inception_v3": "paradnn.zoo.inception",
-    "lstm_ptb": "paradnn.zoo.lstm_lm",
-    "deepspeech2": "paradnn.zoo.deepspeech",
-}

@@ -9,7 +9,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from paradnn.zoo.images import CLASSES
-from paradnn.zoo.resnet import BLOCKS, EXPANSION, WIDTHS
+from paradnn.zoo.images import RESNET50_BLOCKS as BLOCKS
+from paradnn.zoo.images import RESNET50_EXPANSION as EXPANSION
+from paradnn.zoo.images import RESNET50_WIDTHS as WIDTHS
 
 
 def conv_bn(

@@ -8,6 +8,12 @@ from paradnn.families.base import Built, input_dtype
 from paradnn.validate import int_at_least
 
 CLASSES = 1000  # ImageNet, as in every reference count
+# ResNet-50's stages (torchvision v1.5): blocks per stage, bottleneck widths, expansion. Here,
+# below both halves, because the analytic walk (`resnet.py`) and the module (`_vision_torch`,
+# also RetinaNet's backbone) build the same network.
+RESNET50_BLOCKS = (3, 4, 6, 3)
+RESNET50_WIDTHS = (64, 128, 256, 512)
+RESNET50_EXPANSION = 4
 # Upper bounds of every image model (docs/limits.md): 64× the studies' largest batch (1024)
 # and 3× RetinaNet's 640 px; VGG16 at both bounds needs 5e17 FLOPs per step, well inside
 # SQLite's 64-bit INTEGER.

@@ -8,11 +8,12 @@ against the reference implementations' published counts.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from paradnn.errors import ConfigError
-from paradnn.families.base import Family
+from paradnn.families.base import ActivationMemory, Family
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent, Shape
 
 
@@ -126,8 +127,12 @@ class RealModel(Family):
     def shapes(self, cfg: Any) -> list[Shape]:
         return list(self._cached(cfg).shapes)
 
-    def buffer_bytes(self, cfg: Any) -> int:
-        return self._cached(cfg).buffers
+    def activation_memory(
+        self, cfg: Any, precision: str, *, device_type: str = "cuda"
+    ) -> ActivationMemory:
+        """The fallback estimate from the shapes, with the plan's BatchNorm buffers."""
+        generic = super().activation_memory(cfg, precision, device_type=device_type)
+        return dataclasses.replace(generic, buffers=self._cached(cfg).buffers)
 
 
 def check_final_map(prefix: str, batch: int, image: int, final: int) -> None:

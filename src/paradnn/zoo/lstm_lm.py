@@ -5,10 +5,11 @@ parameters, sequences of 20): PyTorch's word_language_model example in its large
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from paradnn.families.base import Built, activation_itemsize
+from paradnn.families.base import ActivationMemory, Built, activation_itemsize
 from paradnn.families.rnn import FAMILY as RNN_FAMILY
 from paradnn.validate import limits
 from paradnn.zoo.layers import Plan, RealModel
@@ -52,30 +53,17 @@ class LSTMPTB(RealModel):
         memory model is fitted to what PyTorch saves."""
         return RNN_FAMILY.config_cls(LAYERS, WIDTH, cfg.length, VOCAB, cfg.batch, "lstm")
 
-    def activation_bytes(
+    def activation_memory(
         self, cfg: LSTMPTBConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
-        """The RNN family's model plus what dropout adds: a mask per dropout (fp32 after the
-        embedding, whose output stays fp32 under autocast) and the two dropped copies read by
-        the second layer and the decoder. On CUDA the inter-layer dropout is inside cuDNN."""
+    ) -> ActivationMemory:
+        """The RNN family's model plus what dropout adds to `saved`: a mask per dropout (fp32
+        after the embedding, whose output stays fp32 under autocast) and the two dropped copies
+        read by the second layer and the decoder. On CUDA the inter-layer dropout is inside
+        cuDNN."""
         s, elements = activation_itemsize(precision), cfg.length * cfg.batch * WIDTH
         per_element = 4 + 2 * s if device_type == "cuda" else 4 + 4 * s
-        rnn = RNN_FAMILY.activation_bytes(self._as_rnn(cfg), precision, device_type=device_type)
-        return rnn + per_element * elements
-
-    def activation_floor_bytes(
-        self, cfg: LSTMPTBConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
-        return RNN_FAMILY.activation_floor_bytes(
-            self._as_rnn(cfg), precision, device_type=device_type
-        )
-
-    def transient_cast_bytes(
-        self, cfg: LSTMPTBConfig, precision: str, *, device_type: str = "cuda"
-    ) -> int:
-        return RNN_FAMILY.transient_cast_bytes(
-            self._as_rnn(cfg), precision, device_type=device_type
-        )
+        rnn = RNN_FAMILY.activation_memory(self._as_rnn(cfg), precision, device_type=device_type)
+        return dataclasses.replace(rnn, saved=rnn.saved + per_element * elements)
 
     def build(self, cfg: LSTMPTBConfig, device: Any, precision: str = "fp32") -> Built:
         import torch

@@ -10,12 +10,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from paradnn.families.base import Built
-from paradnn.zoo.images import CLASSES, build_classifier, check_image_config, image_limits
+from paradnn.zoo.images import (
+    CLASSES,
+    RESNET50_BLOCKS,
+    RESNET50_EXPANSION,
+    RESNET50_WIDTHS,
+    build_classifier,
+    check_image_config,
+    image_limits,
+)
 from paradnn.zoo.layers import Plan, RealModel, check_final_map, conv_out, pool_out
 
-BLOCKS = (3, 4, 6, 3)
-WIDTHS = (64, 128, 256, 512)
-EXPANSION = 4
+BLOCKS, WIDTHS, EXPANSION = RESNET50_BLOCKS, RESNET50_WIDTHS, RESNET50_EXPANSION
 
 
 def resnet50_body(plan: Plan, image: int) -> list[tuple[int, int]]:

@@ -13,20 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paradnn.errors import ConfigError
+from paradnn import precisions
 
-BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
+BYTES = {name: p.itemsize for name, p in precisions.TABLE.items()}  # paradnn.precisions' table
 # Explicit mantissa (fraction) bits and exponent bits; tf32 is stored as fp32 but multiplied with
 # a 10-bit mantissa.
 MANTISSA_BITS = {"fp32": 23, "tf32": 10, "bf16": 7, "fp16": 10}
 EXPONENT_BITS = {"fp32": 8, "tf32": 8, "bf16": 8, "fp16": 5}
 GRADIENT_BYTES = 4  # mixed precision keeps fp32 master weights, so gradients are fp32
-
-
-def itemsize(precision: str) -> int:
-    if precision not in BYTES:
-        raise ConfigError("precision", precision, "must be one of " + ", ".join(BYTES))
-    return BYTES[precision]
 
 
 def round_bf16(x: np.ndarray | float) -> np.ndarray:

@@ -17,12 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paradnn.sim.lowering import Op
+from paradnn.families.lowering import Op
+from paradnn.optimizers import SPECS
 
-# fp32 words read + written per parameter by one optimizer step (weights, gradient, state):
-# SGD reads w, g and writes w; momentum adds a buffer read and write; RMSProp with momentum adds
-# square_avg and the momentum buffer, each read and written.
-OPTIMIZER_WORDS = {"sgd": 3, "momentum": 5, "rmsprop": 7}
 # Reads + writes of each forward GEMM output by the elementwise ops around it, forward and
 # backward (an assumption; see the module docstring): FC bias + ReLU, CNN BatchNorm + ReLU
 # (+ residual), RNN gate nonlinearities and the state update.
@@ -62,7 +59,8 @@ def attainable(intensity: float, peak: float, bandwidth: float) -> float:
 
 
 def optimizer_bytes(params: int, optimizer: str) -> int:
-    return OPTIMIZER_WORDS[optimizer] * 4 * params
+    """fp32 words each parameter moves in one optimizer step (`paradnn.optimizers`)."""
+    return SPECS[optimizer].words_per_param * 4 * params
 
 
 def elementwise_bytes(fwd_outputs: int, kind: str, itemsize: int) -> int:

@@ -1,15 +1,24 @@
 """One training step, exactly what is timed: zero_grad → forward → loss → backward → step.
-No host synchronisation inside (no .item()); the last loss is kept for a NaN check afterwards."""
+No host synchronisation inside (no .item()); the last loss is kept for a NaN check afterwards.
+
+It lives with the measurement code because the memory and profile instruments run it too; the
+runner's `execute` times it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import torch
 
-from paradnn import optim
+from paradnn import optimizers
 from paradnn.families.base import Built
 from paradnn.measure import precision as prec
+
+
+def make_optimizer(name: str, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+    """The torch optimizer of `paradnn.optimizers`' spec (ParaDnn's constants)."""
+    spec = optimizers.spec(name)
+    return getattr(torch.optim, spec.torch_class)(params, **spec.hyperparameters)
 
 
 class TrainStep:
@@ -17,7 +26,7 @@ class TrainStep:
         self.module = built.module.train()
         self.loss_fn = built.loss
         self.x, self.y = built.make_batch()  # synthetic, on the device, generated once
-        self.opt = optim.make(optimizer, self.module.parameters())
+        self.opt = make_optimizer(optimizer, self.module.parameters())
         self.scaler = prec.grad_scaler(precision, device)
         self.autocast: Callable = lambda: prec.autocast(precision, device)
         self.last_loss: torch.Tensor | None = None

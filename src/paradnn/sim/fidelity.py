@@ -25,10 +25,10 @@ from typing import Any
 import pandas as pd
 
 from paradnn.errors import ConfigError
+from paradnn.precisions import PRECISIONS
 from paradnn.sim import chip as chips
 from paradnn.sim.chip import Chip
 from paradnn.sim.model import KIND, predict
-from paradnn.sim.precision import BYTES
 
 COLUMNS = (
     "family",
@@ -67,7 +67,7 @@ def predicted_vs_measured(
         ok = ok.sort_values("attempt").drop_duplicates("run_key", keep="last").sort_index()
     for r in ok.to_dict("records"):
         chip = platform.get(r.get("device_name")) if isinstance(platform, Mapping) else platform
-        if chip is None or r["precision"] not in BYTES:
+        if chip is None or r["precision"] not in PRECISIONS:
             continue
         if chip.platform.peak(r["precision"]) is None:
             continue
@@ -158,14 +158,16 @@ def predicted_vs_measured_data(data: Any) -> pd.DataFrame:
     return predicted_vs_measured(runs, target)
 
 
-def validate_db(db: str, platform: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-run rows, per-family summary) for every ok run in ``db``. ``platform`` forces one
-    chip for all runs; by default each device gets `device_chips`."""
-    from paradnn.store import open_store
-
-    with open_store(db, readonly=True) as store:
-        frame = store.frame()
-        ceilings = store.rows("ceilings")
+def validate_frame(
+    frame: pd.DataFrame,
+    ceilings: list[dict[str, Any]],
+    platform: str | None = None,
+    *,
+    db: str = "the database",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-run rows, per-family summary) for every ok run of ``frame`` (`Store.frame()`, with
+    the store's ``ceilings`` rows; the caller reads the store, ``db`` names it in errors).
+    ``platform`` forces one chip for all runs; by default each device gets `device_chips`."""
     if frame.empty:
         raise ConfigError("--db", db, "holds no runs: run `paradnn run --db ...` first")
     target: Chip | Mapping[str, Chip] = (

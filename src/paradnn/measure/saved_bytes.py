@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from paradnn.runner.step import TrainStep
+from paradnn.measure.step import TrainStep
 
 
 def _nbytes(t: torch.Tensor) -> int:

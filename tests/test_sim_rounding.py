@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from paradnn.errors import ConfigError
-from paradnn.sim.precision import BYTES, itemsize, matmul_error, precision_study, round_bf16
+from paradnn.precisions import itemsize
+from paradnn.sim.rounding import BYTES, matmul_error, precision_study, round_bf16
 
 
 def _f(bits: int) -> np.float32:

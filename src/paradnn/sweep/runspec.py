@@ -1,0 +1,16 @@
+"""`RunSpec`: one run of a sweep (family, config, precision, optimizer). Torch-free; the sweep
+expands into them, the presets resolve their `native` precision, the runner runs them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    family: str
+    config: Mapping[str, Any]
+    precision: str
+    optimizer: str = "rmsprop"
