@@ -12,6 +12,15 @@ from paradnn.cli.common import DbOpt, DeviceOpt, EmulatedOpt, ThreadsOpt, out
 from paradnn.cli.progress import say
 from paradnn.store import DEFAULT_DB
 
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Measure every unit again (default: a re-run skips units already measured ok or "
+        "unsupported in this environment, and resumes after a crash).",
+    ),
+]
+
 
 def calibrate(
     precision: Annotated[
@@ -37,6 +46,7 @@ def calibrate(
         ),
     ] = None,
     allow_emulated: EmulatedOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
     (copy, triad). Later runs report utilization against them."""
@@ -52,8 +62,12 @@ def calibrate(
         if_missing=if_missing,
         budget_s=budget,
         allow_emulated=allow_emulated,
+        force=force,
         progress=say,
     )
+    if not rows:
+        out.print("Nothing to measure: every unit is already in the database (--force: again).")
+        return
     kept = if_missing and rows and rows[0].get("id") is not None
     title = "measured ceilings" + (" (already in the database)" if kept else "")
     out.print(tables.side_table("ceilings", rows, title=title))
@@ -75,6 +89,7 @@ def ops(
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     allow_emulated: EmulatedOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """The accelerator study's op micro-benchmarks (its Table 4): matmul 2048/4096/8192 and
     conv2d I/II/III, forward and forward+backward."""
@@ -86,7 +101,11 @@ def ops(
         thread_sweep=thread_sweep,
         db=db,
         allow_emulated=allow_emulated,
+        force=force,
         progress=say,
     )
+    if not rows:
+        out.print("Nothing to measure: every op is already in the database (--force: again).")
+        return
     out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
     out.print(f"Stored in [bold]{db}[/].")
