@@ -143,7 +143,7 @@ def _matmul_row(
     budget_s: float = float("inf"),
     say: Say | None = None,
 ) -> tuple[float | None, dict[str, Any]]:
-    from paradnn.runner.execute import classify, one_line
+    from paradnn.measure.faults import classify, one_line
 
     say = say or (lambda msg: None)
     dtype = DTYPES[precision]
@@ -314,7 +314,7 @@ def calibrate(
     measure_fn: the timing function (default `timer.measure`); tests inject a fake one.
     The CPU thread count is set for the measurement (default: every core) and restored after.
     """
-    from paradnn.runner.execute import prepare
+    from paradnn.measure.environment import prepare
 
     kinds = tuple(kinds)
     for k in kinds:

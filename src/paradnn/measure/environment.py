@@ -19,6 +19,7 @@ import torch
 
 import paradnn
 from paradnn import host, precisions
+from paradnn.config import RunOptions
 
 FINGERPRINT_FIELDS = (
     "python",
@@ -146,3 +147,27 @@ def _version(module: str) -> str | None:
         return __import__(module).__version__
     except Exception:
         return None
+
+
+def default_threads() -> int:
+    """Every core this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@cache
+def run_environment(device: str, threads: int) -> dict[str, Any]:
+    """The environment of runs on `device` with `threads` CPU threads (collected once)."""
+    return collect(torch.device(device), threads)
+
+
+def prepare(options: RunOptions) -> tuple[torch.device, dict[str, Any]]:
+    """Resolve the device, set the CPU thread count, and describe the environment."""
+    from paradnn.measure.device import resolve
+
+    device = resolve(options.device)
+    threads = options.threads or default_threads()
+    torch.set_num_threads(threads)
+    return device, run_environment(str(device), threads)

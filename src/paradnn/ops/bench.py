@@ -131,7 +131,8 @@ def run_ops(
     "crashed", with `error`. utilization_* are left None (reasons in `nulls`). The CPU thread
     count is set for the run (default: every core) and restored after.
     """
-    from paradnn.runner.execute import classify, one_line, prepare
+    from paradnn.measure.environment import prepare
+    from paradnn.measure.faults import classify, one_line
 
     names = tuple(names or TABLE4)
     specs = [spec(n, scale) for n in names]

@@ -10,69 +10,37 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import os
 import traceback
-from functools import cache
 from typing import Any
 
 import torch
 
 from paradnn import families
 from paradnn.config import RunOptions
-from paradnn.measure import environment, flops
+from paradnn.measure import flops
 from paradnn.measure import precision as prec
-from paradnn.measure.device import clock_for, resolve, synchronize
+from paradnn.measure.device import clock_for, synchronize
+from paradnn.measure.environment import default_threads, prepare, run_environment
+from paradnn.measure.faults import classify, one_line
 from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
 from paradnn.measure.step import TrainStep
 from paradnn.measure.timer import Progress, Timing, Windows, measure
 from paradnn.records import RunRecord, now
 from paradnn.runner.start import start_record
 
-UNSUPPORTED_PATTERNS = ("not implemented for", "could not create a primitive", "not supported")
-OOM_PATTERNS = (
-    "out of memory",
-    "can't allocate memory",
-    "cublas_status_alloc_failed",
-    "failed to allocate",
-)
+__all__ = [  # prepare & co. live in measure/ (calibrate and ops use them too); kept importable here
+    "classify",
+    "default_threads",
+    "execute",
+    "fill_quality",
+    "fill_timing",
+    "measure_into",
+    "one_line",
+    "prepare",
+    "run_environment",
+]
+
 CPU_PEAK_NULL = "host memory of one run is not separable inside a shared process"
-
-
-def default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-@cache
-def run_environment(device: str, threads: int) -> dict[str, Any]:
-    """The environment of runs on `device` with `threads` CPU threads (collected once)."""
-    return environment.collect(torch.device(device), threads)
-
-
-def prepare(options: RunOptions) -> tuple[torch.device, dict[str, Any]]:
-    """Resolve the device, set the CPU thread count, and describe the environment."""
-    device = resolve(options.device)
-    threads = options.threads or default_threads()
-    torch.set_num_threads(threads)
-    return device, run_environment(str(device), threads)
-
-
-def classify(exc: BaseException) -> str:
-    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
-        return "oom"
-    msg = str(exc).lower()
-    if any(p in msg for p in OOM_PATTERNS):
-        return "oom"
-    if isinstance(exc, NotImplementedError) or any(p in msg for p in UNSUPPORTED_PATTERNS):
-        return "unsupported"
-    return "crashed"
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]
 
 
 def execute(

@@ -108,7 +108,7 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
 
 def _run_task(job: dict[str, Any], settings: WorkerSettings, progress: Any) -> dict[str, Any]:
     """One ceiling or op; an exception is the task's failure, never the worker's."""
-    from paradnn.runner.execute import classify, one_line
+    from paradnn.measure.faults import classify, one_line
     from paradnn.runner.tasks import run_task
 
     task = job["task"]
