@@ -195,3 +195,19 @@ def test_families_lists_real_models_in_one_table_with_their_parameters(capsys):
     assert code == 0
     assert "Real-world models" in out and "25,557,032" in out  # ResNet-50, exact
     assert "resnet50: " not in out  # not one table per real model
+
+
+def test_the_cli_uses_no_private_typer_module():
+    """Error handling goes through typer's public names, so a typer upgrade cannot break it."""
+    from pathlib import Path
+
+    from paradnn import cli
+
+    for path in Path(cli.__file__).parent.glob("*.py"):
+        assert "typer._" not in path.read_text(), path.name
+
+
+def test_an_unknown_option_of_a_subcommand_is_one_line(capsys):
+    code, out, err = run_cli(capsys, "simulate", "step", "--nope")
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and "No such option: --nope" in err
