@@ -136,7 +136,7 @@ def simulate_mxu_study(batch: int = 8, dataflow: str = "ws") -> list[dict[str, A
 
 def simulate_precision_study() -> list[dict[str, Any]]:
     """bf16 vs fp16 vs fp32 inputs to a matmul (fp32 accumulation), against float64."""
-    from paradnn.sim.precision import precision_study
+    from paradnn.sim.rounding import precision_study
 
     return precision_study()
 
@@ -146,9 +146,12 @@ def simulate_validate(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
     MdAPE rows)."""
-    from paradnn.sim.validate import validate_db
+    from paradnn.sim.fidelity import validate_frame
+    from paradnn.store import open_store
 
-    df, summary = validate_db(db, platform)
+    with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
+        frame, ceilings = store.frame(), store.rows("ceilings")
+    df, summary = validate_frame(frame, ceilings, platform, db=db)
     clean = df.astype(object).where(df.notna(), None)
     return clean.to_dict("records"), summary.astype(object).where(summary.notna(), None).to_dict(
         "records"
