@@ -19,7 +19,7 @@ AVX2_TESTS ?= tests/test_families.py tests/test_memory.py tests/test_calibrate_o
               tests/test_native.py
 DEMO_BUDGET ?= 20
 
-.PHONY: demo test test-native test-avx2 lint setup bench clean
+.PHONY: demo test test-native test-avx2 lint setup bench mutation clean
 
 setup: $(STAMP)
 
@@ -50,6 +50,15 @@ test-avx2: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/harness_overhead.py
+
+# Mutation testing of analysis/, sim/, the timer and statistics, the store and the memory model
+# (benchmarks/mutation.py, [tool.mutmut] in pyproject.toml): hours on a 2-core machine, so it
+# runs on purpose, never in `make test`. Writes benchmarks/results/mutation.json.
+# MUTATION_ARGS e.g. `--group analysis --timeout 3600`, `--only survivors` after adding tests.
+MUTATION_ARGS ?=
+mutation: $(STAMP)
+	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[mutation]'
+	$(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache $(REPORT)

@@ -1,0 +1,361 @@
+"""Mutation testing of the code that draws paradnn's conclusions: would a wrong conclusion fail a
+test? (`make mutation`; slow on purpose, like the other benchmarks, and not part of `make test`.)
+
+mutmut ([tool.mutmut] in pyproject.toml) copies the project into `mutants/`, plants one small
+fault at a time in the modules it may mutate (a `<` for a `<=`, a `min` for a `max`, a constant
+off by one...) and runs the tests that call the mutated function. A mutant the tests fail for
+is killed; one they pass with survived, and is a conclusion the tests would not catch.
+
+This script runs mutmut one group of modules at a time, each bounded by a timeout, then reads
+mutmut's results and writes benchmarks/results/mutation.json: per group the killed, survived,
+timeout, suspicious and unchecked counts, the score, every surviving mutant with its diff, the
+mutants judged equivalent (same behaviour: no test can fail for them) with the reason, the wall
+time, and the tool version, date and CPU.
+
+    python benchmarks/mutation.py [--group analysis sim timer-stats store memory]
+        [--only survivors|unchecked] [--timeout S] [--max-children N]
+
+`--only survivors` re-tests the mutants that were not killed last time (after adding tests);
+`--only unchecked` resumes a run a timeout stopped. Score = (killed + timeout + killed at
+set-up) / (mutants - equivalent - unchecked); survived, suspicious and "no tests" count against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "mutation.json"
+
+# name -> (module globs as mutmut names them, target score)
+GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
+    "analysis": (("paradnn.analysis.*",), 0.90),
+    "sim": (("paradnn.sim.*",), 0.90),
+    "timer-stats": (("paradnn.measure.timer.*", "paradnn.measure.stats.*"), 0.95),
+    "store": (("paradnn.store.*",), 0.95),
+    "memory": (("paradnn.memory.*",), 0.90),
+}
+
+# Mutants no test can kill because the program behaves the same with them. Keyed by mutmut's
+# name; `line` is a fragment of the mutated line, checked against the mutant's diff so that a
+# renumbering (the function changed) never marks a different mutant equivalent.
+EQUIVALENT: dict[str, tuple[str, str]] = {}
+
+# mutmut's exit codes (mutmut.stats.status_by_exit_code), plus 4: pytest could not start
+# because the mutant raised while conftest imported (e.g. TimingPolicy's validation), which is
+# a failing suite like any other.
+STATUS = {
+    1: "killed",
+    3: "killed",
+    4: "killed at set-up",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    36: "timeout",
+    24: "timeout",
+    -24: "timeout",
+    152: "timeout",
+    255: "timeout",
+    -9: "timeout",  # SIGKILL after the CPU limit
+    37: "caught by type check",
+    None: "unchecked",
+}
+KILLED = ("killed", "killed at set-up", "timeout", "caught by type check")
+
+
+def _mutmut_main(argv: list[str]) -> None:
+    """mutmut's command line, with one fix to its start-up check.
+
+    Before mutating, mutmut runs the suite with every mutated function raising, and expects a
+    failing exit code. paradnn's conftest builds a TimingPolicy (a mutated class) at import, so
+    pytest stops at conftest with exit code 4 ("usage error"), which mutmut 3.8.1 takes for a
+    bad command line. The check's purpose, a suite that fails when the mutants raise, is met;
+    any other exit code is left to mutmut."""
+    import mutmut.__main__ as mm
+    from mutmut.runners.harness import BadTestExecutionCommandsException
+
+    check = mm.run_forced_fail_test
+
+    def forced_fail(runner) -> None:
+        try:
+            check(runner)
+        except BadTestExecutionCommandsException:
+            mm.set_mutant_under_test("")
+            print("    done (the suite failed in conftest, as it should)")
+
+    mm.run_forced_fail_test = forced_fail
+    mm.cli(args=argv, prog_name="mutmut")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _load_results() -> dict[str, tuple[Path, int | None, float | None, float | None]]:
+    """mutant name -> (source path, exit code, duration s, estimated test time s)."""
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.utils.file_utils import walk_mutatable_files
+
+    out = {}
+    for path in walk_mutatable_files():
+        m = SourceFileMutationData(path=path)
+        m.load()
+        for name, code in m.exit_code_by_key.items():
+            out[name] = (
+                path,
+                code,
+                m.durations_by_key.get(name),
+                m.estimated_time_of_tests_by_mutant.get(name),
+            )
+    return out
+
+
+def _in_group(name: str, globs: tuple[str, ...]) -> bool:
+    from fnmatch import fnmatch
+
+    return any(fnmatch(name, g) for g in globs)
+
+
+def _names(group: str, only: str | None, subset: list[str] | None = None) -> list[str]:
+    """What to pass to `mutmut run`: the group's globs (or the `subset` of them asked for), or
+    its mutants left from last time."""
+    globs = GROUPS[group][0]
+    if subset:
+        globs = tuple(g for g in subset if _in_group(g.rstrip("*") + "x", globs))
+        if not globs:
+            return []
+    if only is None or not (ROOT / "mutants").exists():
+        return list(globs)
+    res = _load_results()
+    if not res:
+        return list(globs)
+    want = ("unchecked",) if only == "unchecked" else ("unchecked", "survived", "no tests")
+    picked = [
+        n
+        for n, (_, code, _, _) in res.items()
+        if _in_group(n, globs) and STATUS.get(code, "suspicious") in (*want, "suspicious")
+    ]
+    return picked
+
+
+def _run_group(group: str, names: list[str], timeout: float, max_children: int) -> dict:
+    cmd = [sys.executable, __file__, "--mutmut", "run", "--max-children", str(max_children)]
+    log = ROOT / "mutants" / f"mutmut-{group}.log"
+    log.parent.mkdir(exist_ok=True)
+    t0 = time.monotonic()
+    with open(log, "w") as f:
+        proc = subprocess.Popen(
+            [*cmd, *names], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            rc = proc.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)  # mutmut and the workers it forked
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            rc, timed_out = None, True
+    wall = time.monotonic() - t0
+    tail = log.read_text(errors="replace")[-2000:]
+    if rc not in (0, None):
+        print(f"{group}: mutmut exited {rc}; the end of {log}:\n{tail}", file=sys.stderr)
+    return {"wall_s": round(wall, 1), "exit_code": rc, "stopped_by_timeout": timed_out}
+
+
+def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -> dict:
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    globs, target = GROUPS[group]
+    counts = dict.fromkeys(
+        (
+            "killed",
+            "killed at set-up",
+            "timeout",
+            "survived",
+            "suspicious",
+            "no tests",
+            "skipped",
+            "caught by type check",
+            "unchecked",
+            "equivalent",
+        ),
+        0,
+    )
+    survivors, equivalent, stale, modules = [], [], [], set()
+    done_s, done_n = 0.0, 0
+    est_left = 0.0
+    for name, (path, code, dur, est) in sorted(res.items()):
+        if not _in_group(name, globs):
+            continue
+        modules.add(str(path))
+        status = STATUS.get(code, "suspicious")
+        if status != "unchecked" and dur:
+            done_s, done_n = done_s + dur, done_n + 1
+        if status == "unchecked":
+            est_left += est or 0.0
+        if status in ("survived", "suspicious", "no tests") and name in EQUIVALENT:
+            reason, line = EQUIVALENT[name]
+            diff = get_diff_for_mutant(name, path=path)
+            if line in diff:
+                counts["equivalent"] += 1
+                equivalent.append({"name": name, "reason": reason, "diff": diff})
+                continue
+            stale.append(name)
+        counts[status] += 1
+        if status in ("survived", "suspicious", "no tests"):
+            diff = get_diff_for_mutant(name, path=path)
+            survivors.append({"name": name, "status": status, "diff": diff})
+    total = sum(counts.values())
+    killed = sum(counts[k] for k in KILLED)
+    judged = total - counts["equivalent"] - counts["unchecked"] - counts["skipped"]
+    score = killed / judged if judged else None
+    out = {
+        "modules": sorted(modules),
+        "target": target,
+        "mutants": total,
+        **{k.replace(" ", "_"): v for k, v in counts.items()},
+        "score": None if score is None else round(score, 4),
+        "meets_target": None if score is None else score >= target,
+        "complete": counts["unchecked"] == 0,
+        "survivors": survivors,
+        "equivalent_mutants": equivalent,
+    }
+    if stale:
+        out["stale_equivalences"] = stale  # the named mutant's diff no longer matches
+    if counts["unchecked"]:
+        # What the unchecked mutants would take, from mutmut's per-mutant test-time estimates
+        # (the worst case, all surviving) or else the mean time of the checked ones.
+        mean = done_s / done_n if done_n else 0.0
+        guess = est_left if est_left else mean * counts["unchecked"]
+        out["estimated_remaining_s"] = round(guess, 1)
+    if run is not None:
+        out.update(run)
+    elif previous:
+        for k in ("wall_s", "exit_code", "stopped_by_timeout", "max_children", "date"):
+            if k in previous:
+                out[k] = previous[k]
+    out["mutant_seconds"] = round(done_s, 1)  # summed per-mutant test time, all children
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--mutmut"]:
+        _mutmut_main(argv[1:])
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--group", nargs="+", choices=list(GROUPS), default=list(GROUPS))
+    p.add_argument("--only", choices=("survivors", "unchecked"))
+    p.add_argument("--timeout", type=float, default=3600, help="seconds per group")
+    p.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--mutants",
+        nargs="+",
+        metavar="GLOB",
+        help="run only these mutmut names (e.g. 'paradnn.analysis.roofline.*'); the rest of "
+        "each group stays unchecked and is estimated",
+    )
+    p.add_argument("--note", help="a line stored in the JSON (e.g. what tree was measured)")
+    p.add_argument("--report-only", action="store_true", help="write the JSON from the last runs")
+    args = p.parse_args(argv)
+    os.chdir(ROOT)
+    import mutmut
+
+    previous = {}
+    if args.out.exists():
+        try:
+            previous = json.loads(args.out.read_text()).get("groups", {})
+        except (json.JSONDecodeError, AttributeError):
+            previous = {}
+    runs = {}
+    if not args.report_only:
+        for g in args.group:
+            names = _names(g, args.only, args.mutants)
+            if not names:
+                print(f"{g}: nothing to run")
+                continue
+            print(f"{g}: mutmut run ({len(names)} names, timeout {args.timeout:.0f} s)", flush=True)
+            runs[g] = _run_group(g, names, args.timeout, args.max_children)
+            runs[g]["max_children"] = args.max_children
+            runs[g]["date"] = datetime.now(UTC).isoformat(timespec="seconds")
+            runs[g]["run_of"] = args.only or "all"
+            print(f"{g}: {runs[g]['wall_s']} s", flush=True)
+    from mutmut.configuration import config
+
+    config()  # reads [tool.mutmut] from ./pyproject.toml
+    res = _load_results()
+    groups = {}
+    for g in GROUPS:
+        if g in runs or g in previous or any(_in_group(n, GROUPS[g][0]) for n in res):
+            groups[g] = _summarise(g, res, runs.get(g), previous.get(g))
+            old = previous.get(g) or {}
+            if (
+                g not in runs
+                and groups[g]["mutants"] == groups[g]["unchecked"]
+                and old.get("mutants", 0) > old.get("unchecked", 0)
+            ):
+                # mutmut reset its results (a changed test selection resets them all): keep
+                # the last measured numbers of a group this invocation did not run.
+                groups[g] = {**old, "kept_from": old.get("date")}
+    doc = {
+        "what": "mutation testing of analysis, sim, the timer and statistics, store, memory",
+        "tool": "mutmut",
+        "tool_version": mutmut.__version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "commit": _git("rev-parse", "HEAD"),
+        "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "score_rule": (
+            "(killed + killed at set-up + timeout) / (mutants - equivalent - unchecked); "
+            "survived, suspicious and no-tests mutants count against"
+        ),
+        "groups": groups,
+    }
+    if args.note:
+        doc["note"] = args.note
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    for g, s in groups.items():
+        score = "n/a" if s["score"] is None else f"{100 * s['score']:.1f}%"
+        left = "" if s["complete"] else f", {s['unchecked']} unchecked"
+        print(
+            f"{g:12s} {score:>6s} (target {100 * s['target']:.0f}%): {s['killed']} killed, "
+            f"{s['survived']} survived, {s['timeout']} timeout, {s['suspicious']} suspicious, "
+            f"{s['no_tests']} no tests, {s['equivalent']} equivalent{left}"
+        )
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
