@@ -117,7 +117,7 @@ def write_db(
         for r in run_rows:
             r = dict(r)
             env = {"torch": r.pop("torch_version"), "hostname": r.pop("hostname")}
-            store.insert(RunRecord(**r, env=env))
+            store.insert(RunRecord.flat(**r, env=env))
         if ceilings:
             store.insert_rows("ceilings", ceilings)
         if ops:

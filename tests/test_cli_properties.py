@@ -29,7 +29,7 @@ def _fake_run(self, specs):
     options = self.options
     family, values = spec.family, dict(spec.config)
     return [
-        RunRecord(
+        RunRecord.flat(
             run_key="k",
             family=family,
             config=values,

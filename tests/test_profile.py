@@ -106,7 +106,7 @@ def test_opcount_works_on_meta_and_matches_the_counter():
 def test_rows_insert_into_the_store(store):
     rows = profile_config("fc", TINY["fc"])
     rid = store.insert(
-        RunRecord(
+        RunRecord.flat(
             run_key="k",
             family="fc",
             config=TINY["fc"],

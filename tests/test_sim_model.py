@@ -243,7 +243,9 @@ def test_predicted_vs_measured_and_mdape():
 def make_db(path):
     with open_store(path) as store:
         for i, r in enumerate(_frame().to_dict("records")):
-            store.insert(RunRecord(run_key=f"k{i}", device="cpu", **{k: v for k, v in r.items()}))
+            store.insert(
+                RunRecord.flat(run_key=f"k{i}", device="cpu", **{k: v for k, v in r.items()})
+            )
         store.insert_rows(
             "ceilings",
             [
@@ -271,14 +273,14 @@ def test_validate_frame_without_any_chip_is_one_line(tmp_path):
     path = tmp_path / "n.db"
     with open_store(path) as store:
         store.insert(
-            RunRecord(
-                "k",
-                "fc",
-                TINY["fc"],
-                "fp32",
-                "sgd",
-                "cpu",
-                "ok",
+            RunRecord.flat(
+                run_key="k",
+                family="fc",
+                config=TINY["fc"],
+                precision="fp32",
+                optimizer="sgd",
+                device="cpu",
+                status="ok",
                 device_name="Unknown CPU",
                 step_time_s=0.1,
             )

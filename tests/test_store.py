@@ -24,7 +24,7 @@ def _record(**kw):
         nulls={"peak_mem_bytes": "not measured"},
         converged=True,
     )
-    return RunRecord(**{**base, **kw})
+    return RunRecord.flat(**{**base, **kw})
 
 
 def test_roundtrip_keeps_json_and_env_columns(store):
@@ -137,8 +137,7 @@ def test_failed_migration_rolls_back(tmp_path, monkeypatch):
 
 def test_attempts_number_the_rows_of_a_run_key(store):
     a, b, c = _record(status="oom"), _record(status="ok"), _record(run_key="other")
-    for rec in (a, b, c):
-        store.insert(rec)
+    a, b, c = (store.insert_record(rec) for rec in (a, b, c))  # records are immutable
     assert (a.attempt, b.attempt, c.attempt) == (1, 2, 1)
     assert store.latest_status() == {"k1": "ok", "other": "ok"}
     with pytest.raises(sqlite3.IntegrityError):  # the database itself refuses duplicates

@@ -1,15 +1,49 @@
-"""The run record: one row per attempted configuration, failures included. Torch-free."""
+"""The run record: one row per attempted configuration, failures included. Torch-free.
+
+A record is immutable and built from typed parts, each written by one module:
+
+| part | what | written by |
+|---|---|---|
+| `Identity` | run key, family, config, precision, optimizer, device, env | runner/start.py |
+| `Outcome` | status, error, attempt, times, worker | runner (execute, supervisor) |
+| `Counts` | params and FLOPs per step, analytic and counted | runner/start.py, execute.py |
+| `StepTimes` | median, CI, IQR, every sample, examples/s, FLOP/s | runner/execute.py |
+| `Memory` | measured peak | runner/execute.py |
+| `Prediction` | predicted peak and its lower bound | runner/supervisor.py (memory model) |
+| `Utilization` | against the datasheet and the measured ceiling | utilization.py |
+| `Energy` | J, W, J/sample, method, scope, idle | measure/energy/meter.py |
+| `Quality` | good/noisy, reasons, load around the window | measure/quality.py |
+
+Every part carries `nulls` (field -> why it is null); the record reads flat (`rec.step_time_s`)
+and flattens to one SQLite row (`as_dict`). A change is a new record (`replace`, `with_part`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
-STATUSES = ("ok", "oom", "predicted_oom", "timeout", "crashed", "nan", "invalid", "unsupported")
+
+class Status(StrEnum):
+    """What became of a run (equal to its string, as stored)."""
+
+    OK = "ok"
+    OOM = "oom"
+    PREDICTED_OOM = "predicted_oom"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    NAN = "nan"
+    INVALID = "invalid"
+    UNSUPPORTED = "unsupported"
+
+
+STATUSES = tuple(s.value for s in Status)
 QUALITIES = ("good", "noisy")
 
 
@@ -22,25 +56,59 @@ def run_key(family: str, config: dict[str, Any], options: dict[str, Any], finger
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-@dataclass
-class RunRecord:
+def _nulls() -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Identity:
     run_key: str
     family: str
     config: dict[str, Any]
     precision: str
     optimizer: str
     device: str
-    status: str
     mode: str = "eager"
     sweep: str | None = None
     device_name: str | None = None
+    threads: int | None = None
+    fingerprint: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+    emulated: bool = False  # a low precision run without native support (--allow-emulated)
+    paradnn_version: str | None = None
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
     error: str | None = None
+    attempt: int | None = None  # assigned by the store: 1 + earlier rows of this run key
+    started_at: str | None = None
+    finished_at: str | None = None
+    worker_pid: int | None = None
+    worker_index: int | None = None  # how many runs this worker process did before this one
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status = {self.status!r}: must be one of {', '.join(STATUSES)}")
+
+
+@dataclass(frozen=True)
+class Counts:
     params: int | None = None
     params_analytic: int | None = None
     flops_per_step: int | None = None  # counted (FlopCounterMode + corrections)
     flops_analytic: int | None = None
     flops_count_device: str | None = None
     examples_per_step: int | None = None
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class StepTimes:
     step_time_s: float | None = None  # median
     step_time_mean_s: float | None = None
     step_time_min_s: float | None = None
@@ -59,17 +127,34 @@ class RunRecord:
     samples: list[float] | None = None
     examples_per_s: float | None = None
     achieved_flops: float | None = None
-    utilization_datasheet: float | None = None
-    utilization_measured: float | None = None
-    peak_mem_bytes: int | None = None
     final_loss: float | None = None
-    attempt: int | None = None  # assigned by the store: 1 + earlier rows of this run key
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class Memory:
+    peak_mem_bytes: int | None = None
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class Prediction:
     predicted_mem_bytes: int | None = None
     predicted_mem_lower_bytes: int | None = None
-    worker_pid: int | None = None
-    worker_index: int | None = None  # how many runs this worker process did before this one
-    op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
-    # Energy of the run's device over the timed window (--energy; docs/energy.md).
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class Utilization:
+    utilization_datasheet: float | None = None
+    utilization_measured: float | None = None
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy of the run's device over the timed window (--energy; docs/energy.md)."""
+
     energy_j: float | None = None
     energy_window_s: float | None = None
     avg_power_w: float | None = None  # energy_j / energy_window_s
@@ -81,40 +166,133 @@ class RunRecord:
     energy_period_s: float | None = None  # power sampling period
     idle_power_w: float | None = None  # idle baseline before the sweep; reported, not subtracted
     energy: dict[str, Any] | None = None  # per device/domain detail, totals, sampling, idle
-    # Quality of the measurement (paradnn.measure.quality): a timed run is `good` or `noisy`
-    # (missed its CI target, ran under load, ...) with the reasons; the load around the window.
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """A timed run is `good` or `noisy` (missed its CI target, ran under load, ...)."""
+
     quality: str | None = None
     quality_reasons: list[str] | None = None
     ci_half_rel: float | None = None  # half the CI's width over the median: the printed ±
     iqr_rel: float | None = None
     others_cpu_frac: float | None = None  # CPU time of other processes / (window × CPUs)
     load: dict[str, Any] | None = None
-    emulated: bool = False  # a low precision run without native support (--allow-emulated)
-    threads: int | None = None
-    fingerprint: str | None = None
-    env: dict[str, Any] = field(default_factory=dict)
-    flags: dict[str, Any] = field(default_factory=dict)
-    nulls: dict[str, str] = field(default_factory=dict)  # field -> why it is null
-    started_at: str | None = None
-    finished_at: str | None = None
-    paradnn_version: str | None = None
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status = {self.status!r}: must be one of {', '.join(STATUSES)}")
         if self.quality is not None and self.quality not in QUALITIES:
             raise ValueError(f"quality = {self.quality!r}: must be one of {', '.join(QUALITIES)}")
 
-    def null(self, name: str, reason: str) -> None:
-        """Leave `name` null and say why (the store keeps the reason next to the row)."""
-        setattr(self, name, None)
-        self.nulls[name] = reason
+
+PARTS: dict[str, type] = {
+    "identity": Identity,
+    "outcome": Outcome,
+    "counts": Counts,
+    "times": StepTimes,
+    "memory": Memory,
+    "prediction": Prediction,
+    "utilization": Utilization,
+    "energy_part": Energy,
+    "quality_part": Quality,
+}
+FIELD_PART: dict[str, str] = {
+    f.name: part
+    for part, cls in PARTS.items()
+    for f in dataclasses.fields(cls)
+    if f.name != "nulls"
+}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    identity: Identity
+    outcome: Outcome
+    counts: Counts = field(default_factory=Counts)
+    times: StepTimes = field(default_factory=StepTimes)
+    memory: Memory = field(default_factory=Memory)
+    prediction: Prediction = field(default_factory=Prediction)
+    utilization: Utilization = field(default_factory=Utilization)
+    energy_part: Energy = field(default_factory=Energy)
+    quality_part: Quality = field(default_factory=Quality)
+    op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
+
+    def __getattr__(self, name: str) -> Any:
+        """Flat reads: `rec.step_time_s` is `rec.times.step_time_s`."""
+        part = FIELD_PART.get(name)
+        if part is None:
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, part), name)
+
+    @property
+    def nulls(self) -> dict[str, str]:
+        """Field -> why it is null, over every part."""
+        out: dict[str, str] = {}
+        for part in PARTS:
+            out.update(getattr(self, part).nulls)
+        return out
+
+    @classmethod
+    def flat(cls, *, nulls: Mapping[str, str] | None = None, **values: Any) -> RunRecord:
+        """A record from flat columns (a stored row, a test's fixture)."""
+        op_profile = values.pop("op_profile", None)
+        unknown = sorted(set(values) - set(FIELD_PART))
+        if unknown:
+            raise TypeError(f"unknown record field(s): {', '.join(unknown)}")
+        by: dict[str, dict[str, Any]] = {p: {} for p in PARTS}
+        for name, value in values.items():
+            by[FIELD_PART[name]][name] = value
+        for name, why in (nulls or {}).items():
+            by[FIELD_PART.get(name, "identity")].setdefault("nulls", {})[name] = why
+        parts = {p: PARTS[p](**kw) for p, kw in by.items()}
+        return cls(**parts, op_profile=op_profile)
+
+    def replace(self, **values: Any) -> RunRecord:
+        """A new record with flat fields changed (each lands in its part)."""
+        by: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            if name == "op_profile":
+                by.setdefault("", {})[name] = value
+                continue
+            part = FIELD_PART.get(name)
+            if part is None:
+                raise TypeError(f"unknown record field: {name}")
+            by.setdefault(part, {})[name] = value
+        top: dict[str, Any] = dict(by.pop("", {}))
+        for part, kw in by.items():
+            top[part] = dataclasses.replace(getattr(self, part), **kw)
+        return dataclasses.replace(self, **top)
+
+    def with_part(self, part: Any) -> RunRecord:
+        """A new record with one part swapped for `part` (matched by its type)."""
+        for name, cls in PARTS.items():
+            if isinstance(part, cls):
+                return dataclasses.replace(self, **{name: part})
+        raise TypeError(f"not a record part: {type(part).__name__}")
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """One flat row: every field of every part, `nulls` merged, `op_profile` kept."""
+        out: dict[str, Any] = {}
+        for part in PARTS:
+            obj = getattr(self, part)
+            for f in dataclasses.fields(obj):
+                if f.name != "nulls":
+                    out[f.name] = _copy(getattr(obj, f.name))
+        out["nulls"] = self.nulls
+        out["op_profile"] = _copy(self.op_profile)
+        return out
 
 
-RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord) if f.name != "op_profile")
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+RECORD_FIELDS = (*FIELD_PART, "nulls")
 
 
 def now() -> str:
@@ -135,11 +313,10 @@ ENERGY_FIELDS = (
 )
 
 
-def null_energy(rec: RunRecord, code: str) -> None:
+def null_energy(code: str) -> Energy:
     """Every energy column null with `code: hint` (codes: paradnn.measure.energy.REASONS)."""
     hint = {
         "not_requested": "the run was measured without --energy",
         "not_measured": "the run did not reach its timed window",
     }.get(code, "")
-    for name in ENERGY_FIELDS:
-        rec.null(name, f"{code}: {hint}" if hint else code)
+    return Energy(nulls={name: f"{code}: {hint}" if hint else code for name in ENERGY_FIELDS})

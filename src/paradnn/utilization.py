@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from paradnn.records import RunRecord, Utilization
 from paradnn.store import Store
 
 NO_CEILING = "no measured ceiling for {device} at {precision}: run `paradnn calibrate`"
@@ -39,33 +40,45 @@ def measured_ceiling(store: Store, device_name: str | None, precision: str) -> f
     return rows[0] if rows and rows[0] else None
 
 
-def fill(row: Any, store: Store, *, flops_field: str = "achieved_flops") -> None:
-    """Set utilization_datasheet / utilization_measured on a run record or an ops row (an
-    object with attributes, or a dict), with reasons for whatever stays null."""
-    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
-    achieved, name, precision = get(flops_field), get("device_name"), get("precision")
-    nulls: dict[str, str] = dict(get("nulls") or {})
-    values: dict[str, float | None] = {}
+def part(
+    achieved: float | None,
+    device_name: str | None,
+    precision: str,
+    status: str,
+    store: Store,
+) -> Utilization:
+    """Achieved FLOP/s against the datasheet peak and the measured ceiling, each null with the
+    reason when it cannot be known."""
+    nulls: dict[str, str] = {}
     if achieved is None:
-        for key in ("utilization_datasheet", "utilization_measured"):
-            values[key] = None
-            nulls[key] = f"no achieved FLOP/s ({get('status')} run)"
-    else:
-        peak, why = datasheet_peak(name, precision)
-        values["utilization_datasheet"] = achieved / peak if peak else None
-        ceiling = measured_ceiling(store, name, precision)
-        values["utilization_measured"] = achieved / ceiling if ceiling else None
-        if peak:
-            nulls.pop("utilization_datasheet", None)
-        else:
-            nulls["utilization_datasheet"] = why
-        if ceiling:
-            nulls.pop("utilization_measured", None)
-        else:
-            nulls["utilization_measured"] = NO_CEILING.format(device=name, precision=precision)
-    values["nulls"] = nulls
-    for key, value in values.items():
-        if isinstance(row, dict):
-            row[key] = value
-        else:
-            setattr(row, key, value)
+        why = f"no achieved FLOP/s ({status} run)"
+        return Utilization(nulls={"utilization_datasheet": why, "utilization_measured": why})
+    peak, why = datasheet_peak(device_name, precision)
+    ceiling = measured_ceiling(store, device_name, precision)
+    if not peak:
+        nulls["utilization_datasheet"] = why
+    if not ceiling:
+        nulls["utilization_measured"] = NO_CEILING.format(device=device_name, precision=precision)
+    return Utilization(
+        utilization_datasheet=achieved / peak if peak else None,
+        utilization_measured=achieved / ceiling if ceiling else None,
+        nulls=nulls,
+    )
+
+
+def of_record(rec: RunRecord, store: Store) -> RunRecord:
+    """The run record with its utilization part."""
+    return rec.with_part(
+        part(rec.achieved_flops, rec.device_name, rec.precision, rec.status, store)
+    )
+
+
+def fill(row: dict[str, Any], store: Store, *, flops_field: str = "achieved_flops") -> None:
+    """Set utilization_datasheet / utilization_measured (and their null reasons) on an ops row."""
+    u = part(row.get(flops_field), row.get("device_name"), row["precision"], row["status"], store)
+    nulls = dict(row.get("nulls") or {})
+    for key in ("utilization_datasheet", "utilization_measured"):
+        row[key] = getattr(u, key)
+        nulls.pop(key, None)
+    nulls.update(u.nulls)
+    row["nulls"] = nulls

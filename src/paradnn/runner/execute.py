@@ -25,19 +25,19 @@ from paradnn.measure.faults import classify, one_line
 from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
 from paradnn.measure.step import TrainStep
 from paradnn.measure.timer import Progress, Timing, Windows, measure
-from paradnn.records import RunRecord, now
+from paradnn.records import Counts, Energy, Memory, Quality, RunRecord, StepTimes, now
 from paradnn.runner.start import start_record
 
 __all__ = [  # prepare & co. live in measure/ (calibrate and ops use them too); kept importable here
     "classify",
     "default_threads",
     "execute",
-    "fill_quality",
-    "fill_timing",
     "measure_into",
     "one_line",
     "prepare",
+    "quality_part",
     "run_environment",
+    "step_times",
 ]
 
 CPU_PEAK_NULL = "host memory of one run is not separable inside a shared process"
@@ -53,15 +53,12 @@ def execute(
     device, env = prepare(options)
     rec = start_record(family_name, values, options, env, sweep=sweep)
     if rec.status == "invalid":
-        rec.finished_at = now()
-        return rec
+        return rec.replace(finished_at=now())
     reason = prec.unsupported_reason(options.precision, device)
     if reason and not rec.emulated:
-        rec.status, rec.error, rec.finished_at = "unsupported", reason, now()
-        return rec
-    measure_into(rec, family_name, options, device, progress)
-    rec.finished_at = now()
-    return rec
+        return rec.replace(status="unsupported", error=reason, finished_at=now())
+    rec = measure_into(rec, family_name, options, device, progress)
+    return rec.replace(finished_at=now())
 
 
 def measure_into(
@@ -70,7 +67,9 @@ def measure_into(
     options: RunOptions,
     device: torch.device,
     progress: Progress | None = None,
-) -> None:
+) -> RunRecord:
+    """The record with what one measurement adds: counted FLOPs, step times, quality, memory,
+    energy; or the failure (status, error) with whatever was measured before it."""
     say = progress or (lambda info: None)
     family = families.get(family_name)
     cfg = family.config(rec.config)
@@ -89,10 +88,13 @@ def measure_into(
             say({"phase": "build"})
             with torch.device(device):
                 built = family.build(cfg, device, options.precision)
-            rec.params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
+            params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
+            rec = rec.replace(params=params)
             step = TrainStep(built, options.optimizer, options.precision, device)
             del built
-            meter = _open_meter(options, device, rec)
+            meter, failed = _open_meter(options, device)
+            if failed is not None:
+                rec = rec.with_part(failed)
             policy = options.timing
             if meter is not None and meter.min_window_s > policy.min_window_s:
                 policy = dataclasses.replace(policy, min_window_s=meter.min_window_s)
@@ -101,29 +103,30 @@ def measure_into(
             timing = measure(step, clock_for(device), policy, window=windows, progress=progress)
             synchronize(device)
             if meter is not None:
-                _fill_energy(rec, meter, timing.steps, options.energy_period_s)
+                rec = rec.with_part(_energy(meter, timing.steps, rec, options.energy_period_s))
             say({"phase": "counting FLOPs"})
             count = flops.count_step(step, device)  # one more step, untimed, under the counter
             if options.profile:
                 from paradnn.measure.profile import profile_step
 
-                rec.op_profile = profile_step(step, device)
-        rec.flops_per_step, rec.flops_count_device = count.total, count.device
-        fill_timing(rec, timing)
-        fill_quality(rec, timing, probe.result, policy.target_ci_rel)
-        rec.final_loss = step.final_loss()
+                rec = rec.replace(op_profile=profile_step(step, device))
+        rec = rec.replace(flops_per_step=count.total, flops_count_device=count.device)
+        rec = rec.with_part(step_times(timing, rec.counts, step.final_loss()))
+        rec = rec.with_part(quality_part(timing, probe.result, policy.target_ci_rel))
         if device.type == "cuda":
-            rec.peak_mem_bytes = int(torch.cuda.max_memory_allocated(device))
+            rec = rec.with_part(Memory(int(torch.cuda.max_memory_allocated(device))))
         else:
-            rec.null("peak_mem_bytes", CPU_PEAK_NULL)
-        if rec.final_loss is None or not torch.isfinite(torch.tensor(rec.final_loss)):
-            rec.status = "nan"
-            rec.error = f"non-finite training loss ({rec.final_loss}); timings kept"
+            rec = rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
+        loss = rec.final_loss
+        if loss is None or not torch.isfinite(torch.tensor(loss)):
+            rec = rec.replace(
+                status="nan", error=f"non-finite training loss ({loss}); timings kept"
+            )
     except Exception as e:  # every failure becomes data
-        rec.status = classify(e)
-        rec.error = one_line(e)
-        if rec.status == "crashed":
-            rec.error += " | " + _where(e)
+        status, error = classify(e), one_line(e)
+        if status == "crashed":
+            error += " | " + _where(e)
+        rec = rec.replace(status=status, error=error)
     finally:
         if meter is not None:
             meter.close()
@@ -132,36 +135,35 @@ def measure_into(
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
+    return rec
 
 
-def _open_meter(options: RunOptions, device: torch.device, rec: RunRecord):
-    """The energy meter for this run, or None without --energy (its nulls are already set).
-    A meter that fails to open nulls the energy (read_failed) rather than failing the run."""
+def _open_meter(options: RunOptions, device: torch.device) -> tuple[Any, Energy | None]:
+    """The energy meter for this run (None without --energy: its nulls are already set), or
+    the energy part saying why it failed to open (read_failed) — never the run's failure."""
     if not options.energy:
-        return None
-    from paradnn.measure.energy import open_meter
+        return None, None
+    from paradnn.measure.energy import energy_part, open_meter
 
     try:
-        return open_meter(
+        meter = open_meter(
             str(device), period_s=options.energy_period_s, sync=lambda: synchronize(device)
         )
+        return meter, None
     except Exception as e:
-        from paradnn.measure.energy import fill_record
-
-        fill_record(rec, None, options.energy_period_s, reason="read_failed", detail=one_line(e))
-        return None
+        part = energy_part(None, options.energy_period_s, reason="read_failed", detail=one_line(e))
+        return None, part
 
 
-def _fill_energy(rec: RunRecord, meter: Any, steps: int, period_s: float) -> None:
-    """The window's energy into the record; an error here nulls the energy, never the run."""
-    from paradnn.measure.energy import fill_record
+def _energy(meter: Any, steps: int, rec: RunRecord, period_s: float) -> Energy:
+    """The window's energy; an error here nulls the energy, never the run."""
+    from paradnn.measure.energy import energy_part
 
     try:
         res = meter.result(steps, rec.examples_per_step)
     except Exception as e:
-        fill_record(rec, None, period_s, reason="read_failed", detail=one_line(e))
-        return
-    fill_record(rec, res, period_s)
+        return energy_part(None, period_s, reason="read_failed", detail=one_line(e))
+    return energy_part(res, period_s)
 
 
 def _where(exc: BaseException) -> str:
@@ -174,7 +176,8 @@ def _load_probe(device: torch.device) -> LoadProbe:
     return LoadProbe(gpu_others=gpu)
 
 
-def fill_quality(rec: RunRecord, t: Timing, load: dict[str, Any], target: float) -> None:
+def quality_part(t: Timing, load: dict[str, Any], target: float) -> Quality:
+    """The timed run's quality verdict (measure/quality.py's rules) as a record part."""
     s = t.summary
     v = judge(
         median=s.median,
@@ -187,26 +190,41 @@ def fill_quality(rec: RunRecord, t: Timing, load: dict[str, Any], target: float)
         target_ci_rel=target,
         load=load,
     )
-    rec.quality, rec.quality_reasons = v.quality, v.reasons
-    rec.ci_half_rel, rec.iqr_rel = v.ci_half_rel, v.iqr_rel
-    rec.load = {**load, "target_ci_rel": target}  # the target the verdict was judged against
-    rec.others_cpu_frac = load.get("others_cpu_frac")
-    if rec.others_cpu_frac is None:
-        rec.nulls["others_cpu_frac"] = load.get("reason", "not measured")
+    others = load.get("others_cpu_frac")
+    return Quality(
+        quality=v.quality,
+        quality_reasons=v.reasons,
+        ci_half_rel=v.ci_half_rel,
+        iqr_rel=v.iqr_rel,
+        others_cpu_frac=others,
+        load={**load, "target_ci_rel": target},  # the target the verdict was judged against
+        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
+    )
 
 
-def fill_timing(rec: RunRecord, t: Timing) -> None:
+def step_times(t: Timing, counts: Counts, final_loss: float | None) -> StepTimes:
+    """The timer's result as a record part, with examples/s and achieved FLOP/s."""
     s = t.summary
-    rec.step_time_s = s.median
-    rec.step_time_mean_s, rec.step_time_min_s, rec.step_time_iqr_s = s.mean, s.min, s.iqr
-    rec.step_time_ci_low_s, rec.step_time_ci_high_s = s.ci_low, s.ci_high
-    rec.ci_rel = s.ci_rel if s.ci_low is not None else None
-    rec.n_samples, rec.steps_per_sample = s.n, t.steps_per_sample
-    rec.converged, rec.stop_reason = t.converged, t.stop_reason
-    rec.first_step_s, rec.warmup_steps, rec.warmup_s = t.first_step_s, t.warmup_steps, t.warmup_s
-    rec.host_step_s = t.host_step_s
-    rec.samples = list(t.samples)
-    if rec.examples_per_step:
-        rec.examples_per_s = rec.examples_per_step / s.median
-    if rec.flops_per_step is not None:
-        rec.achieved_flops = rec.flops_per_step / s.median
+    return StepTimes(
+        step_time_s=s.median,
+        step_time_mean_s=s.mean,
+        step_time_min_s=s.min,
+        step_time_iqr_s=s.iqr,
+        step_time_ci_low_s=s.ci_low,
+        step_time_ci_high_s=s.ci_high,
+        ci_rel=s.ci_rel if s.ci_low is not None else None,
+        n_samples=s.n,
+        steps_per_sample=t.steps_per_sample,
+        converged=t.converged,
+        stop_reason=t.stop_reason,
+        first_step_s=t.first_step_s,
+        warmup_steps=t.warmup_steps,
+        warmup_s=t.warmup_s,
+        host_step_s=t.host_step_s,
+        samples=list(t.samples),
+        examples_per_s=counts.examples_per_step / s.median if counts.examples_per_step else None,
+        achieved_flops=(
+            counts.flops_per_step / s.median if counts.flops_per_step is not None else None
+        ),
+        final_loss=final_loss,
+    )

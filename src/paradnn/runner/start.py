@@ -13,7 +13,16 @@ from paradnn import families, precisions
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.precisions import precision_flags
-from paradnn.records import RunRecord, now, null_energy, run_key
+from paradnn.records import (
+    Counts,
+    Identity,
+    Outcome,
+    RunRecord,
+    Utilization,
+    now,
+    null_energy,
+    run_key,
+)
 
 
 def start_record(
@@ -30,7 +39,7 @@ def start_record(
     (`predicted_oom`) or whose worker died (`timeout`, `crashed`). A config that does not make
     a model comes back `invalid`; otherwise the status is `ok` until something says otherwise.
     """
-    common = dict(
+    identity = dict(
         family=family_name,
         precision=options.precision,
         optimizer=options.optimizer,
@@ -42,35 +51,42 @@ def start_record(
         fingerprint=env["fingerprint"],
         env=env,
         flags=precision_flags(options.precision),
-        started_at=now(),
         paradnn_version=env.get("paradnn"),
     )
+    energy = null_energy("not_measured" if getattr(options, "energy", False) else "not_requested")
     try:
         fam = families.get(family_name)
         cfg = fam.config(values)
     except ConfigError as e:
         key = run_key(family_name, dict(values), options.key_fields(), env["fingerprint"])
-        return RunRecord(run_key=key, config=dict(values), status="invalid", error=str(e), **common)
+        return RunRecord(
+            Identity(run_key=key, config=dict(values), **identity),
+            Outcome("invalid", error=str(e), started_at=now()),
+            energy_part=energy,
+        )
     resolved = dict(cfg.__dict__)
     key = options.key_fields()
     emulated = _emulated(options, env)
     if emulated:  # an emulated run is another measurement than the `unsupported` row it replaces
         key["emulated"] = True
-        common["flags"] = {**common["flags"], "emulated": emulated}
-    rec = RunRecord(
-        run_key=run_key(family_name, resolved, key, env["fingerprint"]),
-        config=resolved,
-        status="ok",
-        params_analytic=fam.params(cfg),
-        flops_analytic=fam.train_flops(cfg),
-        examples_per_step=fam.examples_per_step(cfg),
-        emulated=bool(emulated),
-        **common,
+        identity["flags"] = {**identity["flags"], "emulated": emulated}
+    why = "computed against the platform database and ceilings when stored"
+    return RunRecord(
+        Identity(
+            run_key=run_key(family_name, resolved, key, env["fingerprint"]),
+            config=resolved,
+            emulated=bool(emulated),
+            **identity,
+        ),
+        Outcome("ok", started_at=now()),
+        counts=Counts(
+            params_analytic=fam.params(cfg),
+            flops_analytic=fam.train_flops(cfg),
+            examples_per_step=fam.examples_per_step(cfg),
+        ),
+        utilization=Utilization(nulls={"utilization_datasheet": why, "utilization_measured": why}),
+        energy_part=energy,
     )
-    for name in ("utilization_datasheet", "utilization_measured"):  # until the store fills them
-        rec.null(name, "computed against the platform database and ceilings when stored")
-    null_energy(rec, "not_measured" if getattr(options, "energy", False) else "not_requested")
-    return rec
 
 
 def _emulated(options: RunOptions, env: dict[str, Any]) -> str | None:

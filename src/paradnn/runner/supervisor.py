@@ -28,7 +28,7 @@ from paradnn import utilization
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
-from paradnn.records import RunRecord, now
+from paradnn.records import Prediction, RunRecord, now
 from paradnn.runner.start import start_record
 from paradnn.runner.tasks import Task, failure_row
 from paradnn.runner.worker import WorkerSettings
@@ -262,14 +262,16 @@ class Supervisor:
         est = memory.predict(
             job.spec.family, cfg, job.spec.precision, job.spec.optimizer, device_type=device_type
         )
-        job.record.predicted_mem_bytes = int(est.total)
-        job.record.predicted_mem_lower_bytes = int(est.lower_bound)
+        job.record = job.record.with_part(Prediction(int(est.total), int(est.lower_bound)))
         if not self.settings.predict or memory.fits(est, capacity):
             return True
-        job.record.status = "predicted_oom"
-        job.record.error = (
-            f"needs at least {est.lower_bound / 2**30:.2f} GiB (predicted {est.total / 2**30:.2f}"
-            f" GiB) and the worker has {capacity / 2**30:.2f} GiB; --no-predict runs it anyway"
+        job.record = job.record.replace(
+            status="predicted_oom",
+            error=(
+                f"needs at least {est.lower_bound / 2**30:.2f} GiB (predicted "
+                f"{est.total / 2**30:.2f} GiB) and the worker has {capacity / 2**30:.2f} GiB; "
+                "--no-predict runs it anyway"
+            ),
         )
         return False
 
@@ -382,7 +384,7 @@ class Supervisor:
                 w.job, w.started = job, time.monotonic()
                 w.conn.send(job.message(self))
                 if job.record is not None:
-                    job.record.started_at = now()
+                    job.record = job.record.replace(started_at=now())
                 self._emit("run", slots)
 
     def _finish(
@@ -396,16 +398,15 @@ class Supervisor:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
         if job.task is not None:
             return self._finish_task(rec, job, measured_s, results, slots)
-        rec.predicted_mem_bytes = job.record.predicted_mem_bytes
-        rec.predicted_mem_lower_bytes = job.record.predicted_mem_lower_bytes
+        rec = rec.with_part(job.record.prediction)
         if rec.finished_at is None:
-            rec.finished_at = now()
+            rec = rec.replace(finished_at=now())
         if self.options.energy:
-            from paradnn.measure.energy import attach_idle
+            from paradnn.measure.energy import with_idle
 
-            attach_idle(rec, self.idle)
-        utilization.fill(rec, self.store)
-        self.store.insert(rec)
+            rec = rec.with_part(with_idle(rec.energy_part, self.idle))
+        rec = utilization.of_record(rec, self.store)
+        rec = self.store.insert_record(rec)  # the supervisor alone stores; the store numbers it
         self.done += 1
         self.counts[rec.status] += 1
         self.cost_left -= job.cost
@@ -446,10 +447,9 @@ class Supervisor:
         """The outcome of a job whose worker died or ran past its deadline."""
         if job.task is not None:
             return failure_row(job.task, status, error)
-        rec = job.record
-        rec.status, rec.error = status, error
-        rec.worker_pid, rec.worker_index = w.process.pid, w.runs
-        return rec
+        return job.record.replace(
+            status=status, error=error, worker_pid=w.process.pid, worker_index=w.runs
+        )
 
     def run_tasks(self, plan: Callable[[dict[str, Any]], list[Task]]) -> list[dict[str, Any]]:
         """Run the ceilings or ops that `plan(environment)` returns, one per job, in workers;

@@ -101,7 +101,7 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
         rec = execute(
             job["family"], job["config"], job["options"], sweep=job["sweep"], progress=progress
         )
-        rec.worker_pid, rec.worker_index = os.getpid(), index
+        rec = rec.replace(worker_pid=os.getpid(), worker_index=index)
         index += 1
         conn.send({"type": "result", "job": job["id"], "record": rec})
 

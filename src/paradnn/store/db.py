@@ -38,6 +38,15 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
     def insert(self, rec: RunRecord) -> int:
+        """Store one run record in its own transaction; its row id."""
+        return self._insert(rec)[0]
+
+    def insert_record(self, rec: RunRecord) -> RunRecord:
+        """Store one run record; the record as stored (with the attempt number it was given)."""
+        _, attempt = self._insert(rec)
+        return rec.replace(attempt=attempt)
+
+    def _insert(self, rec: RunRecord) -> tuple[int, int]:
         row = rec.as_dict()
         for col in JSON_COLUMNS:
             row[col] = None if row[col] is None else json.dumps(row[col])
@@ -60,12 +69,11 @@ class Store:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        rec.attempt = self.conn.execute(
-            "SELECT attempt FROM runs WHERE id = ?", (cur.lastrowid,)
-        ).fetchone()[0]
+        rid = int(cur.lastrowid)
+        attempt = self.conn.execute("SELECT attempt FROM runs WHERE id = ?", (rid,)).fetchone()[0]
         if rec.op_profile:
-            self.insert_rows("op_profile", [{**r, "run_id": cur.lastrowid} for r in rec.op_profile])
-        return int(cur.lastrowid)
+            self.insert_rows("op_profile", [{**r, "run_id": rid} for r in rec.op_profile])
+        return rid, int(attempt)
 
     def task_status(self, table: str) -> dict[str, str]:
         """The newest status of every task key in `ceilings` or `ops` (what a re-run skips)."""

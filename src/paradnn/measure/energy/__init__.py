@@ -7,10 +7,10 @@ from paradnn.measure.energy.base import REASONS, Reading, Unavailable, reason_te
 from paradnn.measure.energy.meter import (
     ENERGY_COLUMNS,
     EnergyMeter,
-    attach_idle,
-    fill_record,
+    energy_part,
     measure_idle,
     open_meter,
+    with_idle,
 )
 from paradnn.measure.energy.sampler import MIN_PERIOD_S, Sampler
 
@@ -22,9 +22,9 @@ __all__ = [
     "Reading",
     "Sampler",
     "Unavailable",
-    "attach_idle",
-    "fill_record",
+    "energy_part",
     "measure_idle",
     "open_meter",
     "reason_text",
+    "with_idle",
 ]

@@ -11,6 +11,7 @@ null with `window_too_short`. Average power is always E / t.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ from paradnn.measure.energy import nvml as nvml_mod
 from paradnn.measure.energy import rapl
 from paradnn.measure.energy.base import REASONS, Reading, Unavailable, reason_text
 from paradnn.measure.energy.sampler import MIN_PERIOD_S, Sampler
-from paradnn.records import ENERGY_FIELDS
+from paradnn.records import ENERGY_FIELDS, Energy
 
 # Columns of `runs` this module fills (schema v4; docs/energy.md documents them).
 ENERGY_COLUMNS = ENERGY_FIELDS
@@ -362,49 +363,51 @@ def measure_idle(meter: EnergyMeter, seconds: float, sleep=time.sleep) -> dict[s
     }
 
 
-def attach_idle(rec: Any, idle: dict[str, Any] | None) -> None:
-    """The sweep's idle baseline on a record of an energy run (reported, never subtracted)."""
+def with_idle(part: Energy, idle: dict[str, Any] | None) -> Energy:
+    """The sweep's idle baseline on an energy run's part (reported, never subtracted)."""
+    nulls = dict(part.nulls)
     if idle is None:
-        rec.null("idle_power_w", "not_measured: no idle baseline (energy_idle = 0)")
-        return
-    if rec.energy is not None:
-        rec.energy["idle"] = idle
+        nulls["idle_power_w"] = "not_measured: no idle baseline (energy_idle = 0)"
+        return dataclasses.replace(part, idle_power_w=None, nulls=nulls)
+    detail = None if part.energy is None else {**part.energy, "idle": idle}
     if idle["power_w"] is None:
-        rec.null("idle_power_w", reason_text(idle["reason"] or "not_measured"))
-    else:
-        rec.idle_power_w = idle["power_w"]
-        rec.nulls.pop("idle_power_w", None)
+        nulls["idle_power_w"] = reason_text(idle["reason"] or "not_measured")
+        return dataclasses.replace(part, idle_power_w=None, energy=detail, nulls=nulls)
+    nulls.pop("idle_power_w", None)
+    return dataclasses.replace(part, idle_power_w=idle["power_w"], energy=detail, nulls=nulls)
 
 
-def fill_record(
-    rec: Any, res: dict[str, Any] | None, period_s: float, reason: str = "", detail: str = ""
-) -> None:
-    """Put a window's result into a RunRecord's energy columns; nulls get `code: hint`."""
+def energy_part(
+    res: dict[str, Any] | None, period_s: float, reason: str = "", detail: str = ""
+) -> Energy:
+    """A window's result as a record's energy part; nulls get `code: hint`."""
     if res is None:
-        for col in ENERGY_COLUMNS:
-            rec.null(col, reason_text(reason or "not_measured", detail))
-        return
-    for col in ENERGY_COLUMNS:
-        if col != "idle_power_w":  # the sweep's idle baseline is filled by the supervisor
-            rec.nulls.pop(col, None)
-    rec.energy = res
+        why = reason_text(reason or "not_measured", detail)
+        return Energy(nulls={col: why for col in ENERGY_COLUMNS})
     head = res["headline"]
-    rec.energy_window_s = res["window"]["duration_s"]
-    rec.energy_period_s = period_s
-    rec.energy_scope = head["scope"]
+    nulls: dict[str, str] = {}
+    values: dict[str, Any] = {
+        "energy": res,
+        "energy_window_s": res["window"]["duration_s"],
+        "energy_period_s": period_s,
+        "energy_scope": head["scope"],
+    }
     derived = res["derived"]["headline"]
     if derived is None:
         why = reason_text(head["reason"], head["detail"])
         for col in ENERGY_COLUMNS:
             if col not in ("energy_window_s", "energy_period_s", "energy_scope", "idle_power_w"):
-                rec.null(col, why)
-        return
-    rec.energy_method = head["method"]
-    rec.energy_j = derived["energy_j"]
-    rec.avg_power_w = derived["avg_power_w"]
-    rec.energy_per_step_j = derived["joules_per_step"]
-    rec.energy_per_sample_j = derived["joules_per_sample"]
-    rec.samples_per_j = derived["samples_per_joule"]
+                nulls[col] = why
+        return Energy(**values, nulls=nulls)
+    values.update(
+        energy_method=head["method"],
+        energy_j=derived["energy_j"],
+        avg_power_w=derived["avg_power_w"],
+        energy_per_step_j=derived["joules_per_step"],
+        energy_per_sample_j=derived["joules_per_sample"],
+        samples_per_j=derived["samples_per_joule"],
+    )
     for col in ("energy_per_step_j", "energy_per_sample_j", "samples_per_j"):
-        if getattr(rec, col) is None:
-            rec.null(col, "no step count for this window")
+        if values[col] is None:
+            nulls[col] = "no step count for this window"
+    return Energy(**values, nulls=nulls)
