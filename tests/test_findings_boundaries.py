@@ -1,0 +1,358 @@
+"""Every finding's verdict at its boundaries: holds, does not hold, not enough data (issue 23).
+
+Each rule in analysis/findings.py compares a number with a threshold; the data here puts that
+number on the threshold or just either side of it, so a `>` written as `>=`, a threshold moved,
+or a verdict swapped fails a test. The regression findings are decided by the 95% CI of a
+standardized weight: above zero, straddling zero, below zero.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import pandas as pd
+import pytest
+
+from paradnn import analysis as A
+from paradnn.analysis import findings as F
+
+import synth
+
+EMPTY = A.from_frames([])
+BY_ID = {check(EMPTY).id: check for check in F.CHECKS}
+
+
+def verdict(data: A.Data, fid: str) -> F.Finding:
+    return BY_ID[fid](data)
+
+
+def _noise(cfg: dict) -> float:
+    return zlib.crc32(repr(sorted(cfg.items())).encode()) % 1000 / 1000 - 0.5
+
+
+# family -> (grid, hyperparameter the finding is about, another one that varies)
+RISING = {
+    "fc-batch": ("fc", "batch", "nodes"),
+    "fc-nodes": ("fc", "nodes", "batch"),
+    "cnn-batch": ("cnn", "batch", "filters"),
+    "cnn-filters": ("cnn", "filters", "batch"),
+    "rnn-batch": ("rnn", "batch", "embed"),
+    "rnn-embed": ("rnn", "embed", "batch"),
+}
+SPACES = {
+    "fc": {"layers": [2, 4], "nodes": [64, 128, 256, 512], "input": [20], "output": [10]},
+    "cnn": {"blocks": [1, 2], "filters": [4, 8, 16, 32], "image": [16], "output": [3]},
+    "rnn": {"layers": [1, 2], "embed": [8, 16, 32, 64], "length": [5], "vocab": [7]},
+}
+
+
+def _space(family: str, hp: str, other: str) -> dict:
+    space = dict(SPACES[family])
+    for h in (hp, other):
+        space[h] = space[h] if h in ("nodes", "filters", "embed") else [8, 16, 32, 64]
+    return space
+
+
+def _runs(family: str, hp: str, other: str, effect: float, **kw) -> A.Data:
+    """A grid over `hp` and `other` (4 values each); utilization rises by 0.04 per doubling of
+    `other` and by `effect` per doubling of `hp`, plus a small deterministic wobble."""
+    space = _space(family, hp, other)
+    lo = {h: min(space[h]) for h in (hp, other)}
+
+    def util(c):
+        return (
+            0.2
+            + 0.04 * math.log2(c[other] / lo[other])
+            + effect * math.log2(c[hp] / lo[hp])
+            + 0.01 * _noise(c)
+        )
+
+    return A.from_frames(synth.rows(family, space, util, **kw))
+
+
+def _ci(data: A.Data, family: str, hp: str) -> tuple[float, float]:
+    row = A.sensitivity(data, family, F.UTIL).table.set_index("hyperparameter").loc[hp]
+    return row.ci_low, row.ci_high
+
+
+@pytest.mark.parametrize("fid", list(RISING))
+def test_rising_findings_at_their_three_verdicts(fid):
+    family, hp, other = RISING[fid]
+    up = _runs(family, hp, other, effect=0.02)
+    assert _ci(up, family, hp)[0] > 0
+    f = verdict(up, fid)
+    assert f.verdict == F.HOLDS and f"w({hp})" in f.evidence and "n = 32" in f.evidence
+    flat = _runs(family, hp, other, effect=0.0)
+    lo, hi = _ci(flat, family, hp)
+    assert lo < 0 < hi  # straddles zero: no detectable effect
+    assert verdict(flat, fid).verdict == F.FAILS
+    down = _runs(family, hp, other, effect=-0.02)
+    assert _ci(down, family, hp)[1] < 0
+    assert verdict(down, fid).verdict == F.FAILS
+
+
+@pytest.mark.parametrize("fid", list(RISING))
+def test_rising_findings_without_enough_data(fid):
+    family, hp, other = RISING[fid]
+    f = verdict(EMPTY, fid)
+    assert f.verdict == F.NO_DATA and f.evidence == f"no {family} runs"
+    # The hyperparameter never varies (8 runs over the others): no weight to judge.
+    grid = {h: v if h in (hp, other) else v[:1] for h, v in _space(family, hp, other).items()}
+    space = {**grid, hp: grid[hp][:1], "layers" if family != "cnn" else "blocks": [1, 2]}
+    data = A.from_frames(synth.rows(family, space, lambda c: 0.1 + 0.01 * _noise(c)))
+    f = verdict(data, fid)
+    assert f.verdict == F.NO_DATA and "constant" in f.evidence and "in this slice" in f.evidence
+    # Too few runs for a fit (6, fewer than 8).
+    small = {**grid, hp: grid[hp][:2], other: grid[other][:3]}
+    data = A.from_frames(synth.rows(family, small, lambda c: 0.1 + 0.01 * _noise(c)))
+    f = verdict(data, fid)
+    assert f.verdict == F.NO_DATA and "6 ok runs" in f.evidence
+
+
+FC3 = {"input": [20], "output": [10]}
+
+
+def _fc3(w_batch: float, w_nodes: float, w_layers: float) -> A.Data:
+    space = {**FC3, "layers": [2, 4, 8], "nodes": [64, 128, 256], "batch": [8, 16, 32]}
+
+    def util(c):
+        return (
+            0.3
+            + w_batch * math.log2(c["batch"] / 8)
+            + w_nodes * math.log2(c["nodes"] / 64)
+            + w_layers * math.log2(c["layers"] / 2)
+            + 0.002 * _noise(c)
+        )
+
+    return A.from_frames(synth.rows("fc", space, util))
+
+
+def test_width_over_depth_holds_only_when_both_beat_layers():
+    assert verdict(_fc3(0.03, 0.02, 0.005), "fc-width-over-depth").verdict == F.HOLDS
+    # nodes below layers: one of the two is not enough.
+    assert verdict(_fc3(0.03, 0.005, 0.02), "fc-width-over-depth").verdict == F.FAILS
+    # A large negative layers effect still counts by its size.
+    assert verdict(_fc3(0.02, 0.02, -0.03), "fc-width-over-depth").verdict == F.FAILS
+    assert verdict(EMPTY, "fc-width-over-depth").verdict == F.NO_DATA
+    flat = {**FC3, "layers": [4], "nodes": [64, 128, 256], "batch": [8, 16, 32]}
+    f = verdict(A.from_frames(synth.rows("fc", flat, lambda c: 0.1)), "fc-width-over-depth")
+    assert f.verdict == F.NO_DATA and "layers" in f.evidence
+
+
+def test_depth_unexploited_at_its_three_verdicts():
+    assert verdict(_fc3(0.03, 0.02, 0.0), "depth-unexploited").verdict == F.HOLDS
+    assert verdict(_fc3(0.03, 0.02, -0.02), "depth-unexploited").verdict == F.HOLDS
+    rising = _fc3(0.03, 0.02, 0.02)
+    assert _ci(rising, "fc", "layers")[0] > 0
+    f = verdict(rising, "depth-unexploited")
+    assert f.verdict == F.FAILS and "w(layers)" in f.evidence
+    assert verdict(EMPTY, "depth-unexploited").verdict == F.NO_DATA
+    flat = {**FC3, "layers": [4], "nodes": [64, 128, 256], "batch": [8, 16, 32]}
+    f = verdict(A.from_frames(synth.rows("fc", flat, lambda c: 0.1)), "depth-unexploited")
+    assert f.verdict == F.NO_DATA and "constant" in f.evidence
+
+
+def _fc(batch: int, nodes: int = 64) -> dict:
+    return {"layers": 2, "nodes": nodes, "input": 20, "output": 10, "batch": batch}
+
+
+def _precision(gains: dict[str, list[float]]) -> A.Data:
+    """fp32 and bf16 runs per family: one config per gain (bf16 examples/s over fp32)."""
+    cfgs = {
+        "fc": lambda i: _fc(8 * (i + 1)),
+        "cnn": lambda i: {"blocks": 1, "filters": 4, "image": 16, "output": 3, "batch": i + 2},
+        "rnn": lambda i: {"layers": 1, "embed": 8, "length": 5, "vocab": 7, "batch": i + 1},
+    }
+    rows = []
+    for fam, gs in gains.items():
+        for i, g in enumerate(gs):
+            rows.append(synth.row(fam, cfgs[fam](i), 0.2))
+            rows.append(synth.row(fam, cfgs[fam](i), 0.2 * g, precision="bf16"))
+    return A.from_frames(rows)
+
+
+def test_precision_helps_at_its_boundary():
+    f = verdict(_precision({"fc": [1.0, 4.0, 1.0]}), "precision-helps")  # geomean 1.587
+    assert f.verdict == F.HOLDS and "geomean 1.59× over 3 configs" in f.evidence
+    # Geomean exactly 1 (median 1, mean 1.25): not faster.
+    assert verdict(_precision({"fc": [0.5, 1.0, 2.0]}), "precision-helps").verdict == F.FAILS
+    # Geomean 0.91 while the mean is 1.03 and the median 1.1: slower overall.
+    assert verdict(_precision({"fc": [0.5, 1.1, 1.5]}), "precision-helps").verdict == F.FAILS
+    f = verdict(A.from_frames([synth.row("fc", _fc(8), 0.2)]), "precision-helps")
+    assert f.verdict == F.NO_DATA and "need fp32 and bf16 or fp16" in f.evidence
+    assert verdict(EMPTY, "precision-helps").evidence == "no runs"
+    rows = [synth.row("fc", _fc(8), 0.2), synth.row("fc", _fc(16), 0.2, precision="bf16")]
+    f = verdict(A.from_frames(rows), "precision-helps")
+    assert f.verdict == F.NO_DATA and "no config ran ok in both" in f.evidence
+
+
+def test_precision_cnn_over_rnn_compares_geometric_means():
+    # CNN: geomean 1.59 (median 1.0); RNN: 1.2 everywhere. By geomeans CNN gains more.
+    f = verdict(
+        _precision({"cnn": [1.0, 4.0, 1.0], "rnn": [1.2, 1.2, 1.2]}), "precision-cnn-over-rnn"
+    )
+    assert f.verdict == F.HOLDS and f.evidence.startswith("cnn 1.59× vs rnn 1.20×")
+    equal = _precision({"cnn": [1.0, 1.0], "rnn": [1.0, 1.0]})  # exact ties
+    assert verdict(equal, "precision-cnn-over-rnn").verdict == F.FAILS  # a tie is not "more"
+    less = _precision({"cnn": [1.2, 1.2], "rnn": [1.0, 2.0]})  # rnn geomean 1.41
+    assert verdict(less, "precision-cnn-over-rnn").verdict == F.FAILS
+    f = verdict(_precision({"cnn": [2.0, 2.0]}), "precision-cnn-over-rnn")
+    assert f.verdict == F.NO_DATA and "cnn and rnn" in f.evidence
+    assert verdict(EMPTY, "precision-cnn-over-rnn").verdict == F.NO_DATA
+
+
+def _ops(groups: list[list[float]], threads: int = 2) -> pd.DataFrame:
+    """One op group (precision) per list: achieved FLOP/s of 3-4 growing matmul shapes."""
+    rows = []
+    for g, rates in enumerate(groups):
+        prec = ["fp32", "bf16", "fp16"][g]
+        for i, rate in enumerate(rates):
+            flops = 2 * (256 << i) ** 3
+            rows.append(synth.op_row(f"mm-{i}", flops, flops / rate, threads, prec))
+    return pd.DataFrame(rows)
+
+
+def test_larger_ops_faster_needs_a_majority_of_groups():
+    up, down = [1e9, 2e9, 3e9], [3e9, 2e9, 1e9]
+    f = verdict(A.from_frames([], ops=_ops([up, up, down])), "larger-ops-faster")
+    assert f.verdict == F.HOLDS and "ρ > 0 in 2/3 groups" in f.evidence
+    f = verdict(A.from_frames([], ops=_ops([up, down])), "larger-ops-faster")
+    assert f.verdict == F.FAILS and "1/2" in f.evidence  # half is not a majority
+    f = verdict(A.from_frames([], ops=_ops([up[:2]])), "larger-ops-faster")
+    assert f.verdict == F.NO_DATA and "fewer than 3 shapes" in f.evidence
+    assert verdict(EMPTY, "larger-ops-faster").verdict == F.NO_DATA
+    # Runs at another thread count are left out: only the most common count is judged.
+    ops = pd.concat([_ops([up, up]), _ops([down], threads=1)], ignore_index=True)
+    assert verdict(A.from_frames([], ops=ops), "larger-ops-faster").verdict == F.HOLDS
+
+
+def _threads(time_at_4: float, base: float = 3.8) -> A.Data:
+    rows = [
+        synth.op_row("mm", 2 * 1024**3, base, threads=1),
+        synth.op_row("mm", 2 * 1024**3, base / 2, threads=2),
+        synth.op_row("mm", 2 * 1024**3, time_at_4, threads=4),
+    ]
+    return A.from_frames([], ops=pd.DataFrame(rows))
+
+
+def test_threads_sublinear_at_its_boundary():
+    f = verdict(_threads(1.0), "threads-sublinear")  # efficiency 3.8/4 = 0.95 exactly
+    assert f.verdict == F.FAILS and "0.95 at 4 threads" in f.evidence
+    f = verdict(_threads(1.0, base=3.7), "threads-sublinear")  # 0.925
+    assert f.verdict == F.HOLDS and "over 1 ops" in f.evidence
+    f = verdict(
+        A.from_frames([], ops=pd.DataFrame([synth.op_row("mm", 2, 1.0)])), "threads-sublinear"
+    )
+    assert f.verdict == F.NO_DATA and "two thread counts" in f.evidence
+
+
+def _platforms(n: int, ratio) -> A.Data:
+    rows = []
+    for i in range(n):
+        cfg = _fc(8 * (i + 1))
+        rows.append(synth.row("fc", cfg, 0.2, platform="A"))
+        rows.append(synth.row("fc", cfg, 0.2 * ratio(i), platform="B", device="cuda"))
+    return A.from_frames(rows)
+
+
+def test_speedup_with_batch_needs_eight_configs_and_a_significant_rise():
+    f = verdict(_platforms(8, lambda i: 1 + i / 4), "speedup-batch")
+    assert f.verdict == F.HOLDS and "over 8 configs" in f.evidence
+    f = verdict(_platforms(7, lambda i: 1 + i / 4), "speedup-batch")
+    assert f.verdict == F.NO_DATA and f.evidence == "7 matched configs"
+    assert verdict(_platforms(8, lambda i: 2 - i / 8), "speedup-batch").verdict == F.FAILS
+    # A rise that is not significant (ρ = +0.08, p = 0.84) does not hold.
+    wobble = [1.0, 1.5, 0.8, 1.2, 0.9, 1.6, 1.1, 1.0]
+    f = verdict(_platforms(8, lambda i: wobble[i]), "speedup-batch")
+    assert f.verdict == F.FAILS and "ρ = +0.08 (p = 0.84)" in f.evidence
+    assert verdict(EMPTY, "speedup-batch").verdict == F.UNTESTABLE
+
+
+def test_largest_fc_on_cpu_at_its_three_verdicts():
+    cpu = [synth.row("fc", _fc(8, n), 0.2, platform="CPU") for n in (64, 128)]
+    gpu_oom = synth.row("fc", _fc(8, 128), None, platform="GPU", device="cuda", status="oom")
+    gpu_ok = synth.row("fc", _fc(8, 64), 0.4, platform="GPU", device="cuda")
+    f = verdict(A.from_frames([*cpu, gpu_ok, gpu_oom]), "largest-fc-cpu")
+    assert f.verdict == F.HOLDS and f.evidence.startswith("1 FC configs")
+    predicted = dict(gpu_oom, status="predicted_oom")
+    assert verdict(A.from_frames([*cpu, predicted]), "largest-fc-cpu").verdict == F.HOLDS
+    # Out of memory on the GPU but failed on the CPU too: not the finding.
+    cpu_bad = [cpu[0], synth.row("fc", _fc(8, 128), None, platform="CPU", status="crashed")]
+    assert verdict(A.from_frames([*cpu_bad, gpu_oom]), "largest-fc-cpu").verdict == F.FAILS
+    assert verdict(A.from_frames([*cpu, gpu_ok]), "largest-fc-cpu").verdict == F.FAILS
+    f = verdict(A.from_frames(cpu), "largest-fc-cpu")
+    assert f.verdict == F.UNTESTABLE
+    assert verdict(EMPTY, "largest-fc-cpu").verdict == F.NO_DATA
+
+
+def test_software_versions_at_their_boundary():
+    def versions(new_gain, same_configs=True):
+        old = [synth.row("fc", _fc(8 * (i + 1)), 0.2, torch_version="2.11.0") for i in range(3)]
+        off = 0 if same_configs else 3
+        new = [
+            synth.row("fc", _fc(8 * (i + 1 + off)), 0.2 * g, torch_version="2.13.0")
+            for i, g in enumerate(new_gain)
+        ]
+        return A.from_frames(old + new)
+
+    f = verdict(versions([1.0, 1.0, 1.5]), "software-updates")
+    assert f.verdict == F.HOLDS and "over 3 configs" in f.evidence
+    assert verdict(versions([0.5, 2.0, 1.0]), "software-updates").verdict == F.FAILS  # 1.0
+    f = verdict(versions([1.5, 1.5], same_configs=False), "software-updates")
+    assert f.verdict == F.NO_DATA and "no config ran on both" in f.evidence
+    f = verdict(A.from_frames([synth.row("fc", _fc(8), 0.2)]), "software-updates")
+    assert f.verdict == F.UNTESTABLE and "2.13.0" in f.evidence
+
+
+def _roofline(n: int, ridge_at: int | None) -> A.Data:
+    """n fc runs of growing intensity; a measured roof whose ridge is the intensity of run
+    `ridge_at` (in order), so the runs before it are left of the ridge."""
+    rows = [synth.row("fc", _fc(2 ** (i + 1), 256), 0.2) for i in range(n)]
+    data = A.from_frames(rows)
+    if ridge_at is None:
+        return data
+    pts = A.model_points(data).sort_values("intensity")
+    assert pts["intensity"].is_unique
+    ridge = float(pts["intensity"].iloc[ridge_at])
+    ceil = pd.DataFrame(
+        [
+            {"device_name": "SynthCPU", "kind": "matmul", "precision": "fp32", "value": ridge},
+            {"device_name": "SynthCPU", "kind": "copy", "precision": None, "value": 1.0},
+        ]
+    )
+    return A.from_frames(rows, ceilings=ceil)
+
+
+def test_memory_bound_share_at_a_quarter():
+    f = verdict(_roofline(4, ridge_at=1), "memory-bound")  # 1 of 4 strictly left: 25%
+    assert f.verdict == F.HOLDS and f.evidence.startswith("1/4 runs below the ridge")
+    assert "measured ridge" in f.evidence
+    # 1 of 5 left (a run exactly at the ridge is not left of it): 20%.
+    f = verdict(_roofline(5, ridge_at=1), "memory-bound")
+    assert f.verdict == F.FAILS and f.evidence.startswith("1/5 runs")
+    f = verdict(_roofline(5, ridge_at=2), "memory-bound")
+    assert f.verdict == F.HOLDS and f.evidence.startswith("2/5 runs")
+    f = verdict(_roofline(4, ridge_at=None), "memory-bound")
+    assert f.verdict == F.NO_DATA and "no roof" in f.evidence
+    f = verdict(EMPTY, "memory-bound")
+    assert f.verdict == F.NO_DATA and "no ok fc/cnn runs" in f.evidence
+
+
+@pytest.mark.parametrize("fid", ["multi-chip", "infeed", "tpu-v3", "tpu-vs-gpu", "torus"])
+def test_what_paradnn_cannot_measure_is_untestable_whatever_the_data(fid):
+    f = verdict(_fc3(0.03, 0.02, 0.0), fid)
+    assert f.verdict == F.UNTESTABLE and f.rule == "needs data paradnn lacks"
+
+
+def test_noisy_runs_are_left_out_of_the_verdicts_unless_asked():
+    noisy = [
+        synth.row("fc", _fc(8), 0.2),
+        synth.row("fc", _fc(8), 0.4, precision="bf16", converged=False, quality="noisy"),
+    ]
+    data = A.from_frames(noisy)
+    got = {f.id: f for f in F.evaluate(data)}
+    assert got["precision-helps"].verdict == F.NO_DATA
+    got = {f.id: f for f in F.evaluate(data, include_noisy=True)}
+    assert got["precision-helps"].verdict == F.HOLDS
+    assert len(F.as_frame(F.evaluate(data))) == len(F.CHECKS)
