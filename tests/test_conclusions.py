@@ -155,3 +155,39 @@ def test_the_roof_is_the_lower_of_the_two_roofs():
     assert Roof("datasheet", 1e12, None, "x").bound(1.0) is None
     assert Roof("datasheet", 1e12, None, "x").ridge is None
     assert Roof("datasheet", None, 1e11, "x").ridge is None
+
+
+def test_op_points_label_each_profiled_op_with_its_run():
+    runs = [
+        synth.row("fc", _fc(8), 0.2, platform="A"),
+        synth.row("fc", _fc(16), 0.2, platform="B", precision="bf16"),
+    ]
+    prof = pd.DataFrame(
+        [
+            {"run_uid": "0:1", "op": "mm", "intensity": 4.0, "achieved_flops": 1e9},
+            {"run_uid": "0:2", "op": "add", "intensity": 0.25, "achieved_flops": 2e8},
+            {"run_uid": "0:2", "op": "relu", "intensity": None, "achieved_flops": 1e8},
+            {"run_uid": "0:9", "op": "mm", "intensity": 2.0, "achieved_flops": 1e9},  # no run
+        ]
+    ).assign(device_time_s=[0.5, 0.25, 0.1, 1.0])
+    pts = A.op_points(A.from_frames(runs, op_profile=prof))
+    assert list(pts.columns) == [
+        "op",
+        "family",
+        "platform",
+        "precision",
+        "intensity",
+        "achieved_flops",
+        "device_time_s",
+    ]
+    assert pts.to_dict("list") == {
+        "op": ["mm", "add"],
+        "family": ["fc", "fc"],
+        "platform": ["A", "B"],
+        "precision": ["fp32", "bf16"],
+        "intensity": [4.0, 0.25],
+        "achieved_flops": [1e9, 2e8],
+        "device_time_s": [0.5, 0.25],
+    }
+    empty = A.op_points(A.from_frames(runs))
+    assert len(empty) == 0 and list(empty.columns) == list(pts.columns)
