@@ -250,11 +250,13 @@ def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -
     if stale:
         out["stale_equivalences"] = stale  # the named mutant's diff no longer matches
     if counts["unchecked"]:
-        # What the unchecked mutants would take, from mutmut's per-mutant test-time estimates
-        # (the worst case, all surviving) or else the mean time of the checked ones.
+        # What the unchecked mutants would take at this machine's pace: the mean time of the
+        # checked ones (mutmut's own estimates exist only for mutants it reached), per child.
         mean = done_s / done_n if done_n else 0.0
-        guess = est_left if est_left else mean * counts["unchecked"]
-        out["estimated_remaining_s"] = round(guess, 1)
+        guess = max(est_left, mean * counts["unchecked"])
+        out["estimated_remaining_s"] = round(
+            guess / max(1, (run or previous or {}).get("max_children", 1)), 1
+        )
     if run is not None:
         out.update(run)
     elif previous:
