@@ -257,7 +257,7 @@ def make_db(path):
 
 
 def validate_db(path):
-    """What `paradnn simulate --validate` does: the caller reads the store, sim predicts."""
+    """What `paradnn simulate validate` does: the caller reads the store, sim predicts."""
     with open_store(path, readonly=True) as store:
         frame, ceilings = store.frame(), store.rows("ceilings")
     return validate_frame(frame, ceilings, db=str(path))

@@ -1,4 +1,5 @@
-"""What this host's CPU can do, read once, torch-free: ISA flags and the caps a user set on them.
+"""The one local-host prober, torch-free: the CPU (cpuinfo, ISA flags and the caps a user set
+on them), the cores this process may use, its memory, and an NVML session for the GPUs.
 
 Two environment variables let anyone see what an older CPU sees on a newer one:
 * ``ONEDNN_MAX_CPU_ISA`` (or ``DNNL_MAX_CPU_ISA``) and ``ATEN_CPU_CAPABILITY`` are oneDNN's and
@@ -9,8 +10,13 @@ Two environment variables let anyone see what an older CPU sees on a newer one:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import platform
 import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 CPUINFO = "/proc/cpuinfo"
 FLAGS_ENV = "PARADNN_CPU_FLAGS"
@@ -99,3 +105,83 @@ def caps() -> dict[str, str | None]:
         "aten_cpu_capability": aten_cap(),
         "cpu_flags_override": os.environ.get(FLAGS_ENV),
     }
+
+
+def read_cpuinfo(path: str | Path = CPUINFO) -> list[dict[str, str]]:
+    """/proc/cpuinfo as one dict per logical CPU (empty list when unreadable)."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return []
+    blocks = []
+    for chunk in re.split(r"\n\s*\n", text):
+        entry = {}
+        for line in chunk.splitlines():
+            if ":" in line:
+                k, v = line.split(":", 1)
+                entry[k.strip()] = v.strip()
+        if entry:
+            blocks.append(entry)
+    return blocks
+
+
+def cpu_model(path: str | Path = CPUINFO) -> str:
+    """The CPU's model name (else what the platform module says)."""
+    for block in read_cpuinfo(path)[:1]:
+        if block.get("model name"):
+            return block["model name"]
+    return platform.processor() or platform.machine()
+
+
+def is_vm_guest(path: str | Path = CPUINFO) -> bool:
+    """The CPU's `hypervisor` flag: set by every mainstream hypervisor for its guests."""
+    return "hypervisor" in _read_flags(str(path))
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def memory_bytes() -> int:
+    """Physical memory, or the cgroup limit when one is set and smaller."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+class NvmlUnavailable(Exception):
+    """NVML cannot be used here; the message is the reason."""
+
+
+@contextlib.contextmanager
+def nvml() -> Iterator[Any]:
+    """An NVML session (the `pynvml` module, initialised; shut down after), or NvmlUnavailable
+    with the reason: the library absent, or no driver."""
+    try:
+        import pynvml
+    except ImportError:
+        raise NvmlUnavailable("nvidia-ml-py (pynvml) not installed") from None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        raise NvmlUnavailable(f"NVML unavailable: {e}") from None
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def text(value: Any) -> str:
+    """NVML returns bytes on older bindings, str on newer ones."""
+    return value.decode() if isinstance(value, bytes) else value

@@ -41,31 +41,16 @@ FINGERPRINT_FIELDS = (
 
 @cache
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return host.cpu_model()
 
 
 def nvidia_driver() -> tuple[str | None, str | None]:
     """(driver version, reason when unknown) via NVML."""
     try:
-        import pynvml
-    except ImportError:
-        return None, "nvidia-ml-py not installed"
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as e:
-        return None, f"NVML unavailable: {e}"
-    try:
-        v = pynvml.nvmlSystemGetDriverVersion()
-        return (v.decode() if isinstance(v, bytes) else v), None
-    finally:
-        pynvml.nvmlShutdown()
+        with host.nvml() as nv:
+            return host.text(nv.nvmlSystemGetDriverVersion()), None
+    except host.NvmlUnavailable as e:
+        return None, str(e)
 
 
 def collect(device: torch.device, threads: int) -> dict[str, Any]:
@@ -151,10 +136,7 @@ def _version(module: str) -> str | None:
 
 def default_threads() -> int:
     """Every core this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    return len(host.usable_cpus())
 
 
 @cache

@@ -65,10 +65,9 @@ def _own_cpu_s() -> float:
 
 
 def _usable_cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return list(range(os.cpu_count() or 1))
+    from paradnn import host
+
+    return host.usable_cpus()
 
 
 def _loadavg() -> float | None:
@@ -129,14 +128,10 @@ def nvml_other_processes(index: int) -> Callable[[], list[dict[str, Any]] | None
     """A reader of the compute processes on GPU `index` other than this one (NVML)."""
 
     def read() -> list[dict[str, Any]] | None:
-        import pynvml
+        from paradnn import host
 
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-        finally:
-            pynvml.nvmlShutdown()
+        with host.nvml() as nv:
+            procs = nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(index))
         me = os.getpid()
         return [
             {"pid": int(p.pid), "used_memory_bytes": getattr(p, "usedGpuMemory", None)}

@@ -5,10 +5,10 @@ them; its docstring has the paper's table and the FLOP accounting).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from paradnn import host
 from paradnn.errors import ConfigError
 
 PASSES = ("fwd", "fwd+bwd")
@@ -155,10 +155,7 @@ def spec(name: str, scale: float = 1.0) -> OpSpec:
 def default_threads_list(cores: int | None = None) -> list[int]:
     """1, 2, 4, … up to the core count, plus the core count itself (the study's Figs. 5–6)."""
     if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            cores = os.cpu_count() or 1
+        cores = len(host.usable_cpus())
     out, t = set(), 1
     while t <= cores:
         out.add(t)

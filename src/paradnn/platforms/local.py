@@ -7,7 +7,6 @@ it is returned with ``source = "derived"`` and the derivation spelled out.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -32,22 +31,7 @@ CPUINFO = "/proc/cpuinfo"
 SYSFS_CPU = "/sys/devices/system/cpu"
 
 
-def read_cpuinfo(path: str | Path = CPUINFO) -> list[dict[str, str]]:
-    """/proc/cpuinfo as one dict per logical CPU (empty list when unreadable)."""
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        return []
-    blocks = []
-    for chunk in re.split(r"\n\s*\n", text):
-        entry = {}
-        for line in chunk.splitlines():
-            if ":" in line:
-                k, v = line.split(":", 1)
-                entry[k.strip()] = v.strip()
-        if entry:
-            blocks.append(entry)
-    return blocks
+read_cpuinfo = host.read_cpuinfo  # one reader of /proc/cpuinfo (paradnn.host)
 
 
 def _read_khz(path: Path) -> float | None:
@@ -106,7 +90,7 @@ def cpu_info(cpuinfo: str | Path = CPUINFO, sysfs: str | Path = SYSFS_CPU) -> di
         "vendor_id": first.get("vendor_id"),
         "physical_cores": physical,
         "logical_cpus": logical,
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "usable_cpus": len(host.usable_cpus()),
         "flags": {f: f in flags for f in ISA_FLAGS},
         "max_frequency_hz": max_hz,
         "base_frequency_hz": base_hz,
@@ -194,27 +178,19 @@ def derive_cpu_peaks(cpu: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def gpu_info(index: int = 0) -> tuple[dict[str, Any] | None, str | None]:
     """(``{name, memory_bytes, driver}``, None) via NVML, or (None, reason) when unavailable."""
     try:
-        import pynvml
-    except ImportError:
-        return None, "nvidia-ml-py (pynvml) not installed"
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as e:
-        return None, f"NVML unavailable: {e}"
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        name = pynvml.nvmlDeviceGetName(handle)
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        mem = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-    except pynvml.NVMLError as e:
-        return None, f"NVML query for device {index} failed: {e}"
-    finally:
-        pynvml.nvmlShutdown()
-
-    def s(v):
-        return v.decode() if isinstance(v, bytes) else v
-
-    return {"name": s(name), "memory_bytes": int(mem), "driver": s(driver)}, None
+        with host.nvml() as nv:
+            try:
+                handle = nv.nvmlDeviceGetHandleByIndex(index)
+                info = {
+                    "name": host.text(nv.nvmlDeviceGetName(handle)),
+                    "memory_bytes": int(nv.nvmlDeviceGetMemoryInfo(handle).total),
+                    "driver": host.text(nv.nvmlSystemGetDriverVersion()),
+                }
+            except nv.NVMLError as e:
+                return None, f"NVML query for device {index} failed: {e}"
+    except host.NvmlUnavailable as e:
+        return None, str(e)
+    return info, None
 
 
 def detect(

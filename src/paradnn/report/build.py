@@ -579,7 +579,7 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
     if df is None or not len(df):
         s.empty = (
             "No run matches a described platform: `paradnn calibrate` describes this "
-            "device from measurements; `paradnn simulate --validate` explains."
+            "device from measurements; `paradnn simulate validate` explains."
         )
         return s
     s.figures.append(

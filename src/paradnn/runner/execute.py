@@ -25,7 +25,7 @@ from paradnn.measure.faults import classify, one_line
 from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
 from paradnn.measure.step import TrainStep
 from paradnn.measure.timer import Progress, Timing, Windows, measure
-from paradnn.records import Counts, Energy, Memory, Quality, RunRecord, StepTimes, now
+from paradnn.records import Counts, Energy, Memory, Quality, RunRecord, Status, StepTimes, now
 from paradnn.runner.start import start_record
 
 __all__ = [  # prepare & co. live in measure/ (calibrate and ops use them too); kept importable here
@@ -52,11 +52,11 @@ def execute(
 ) -> RunRecord:
     device, env = prepare(options)
     rec = start_record(family_name, values, options, env, sweep=sweep)
-    if rec.status == "invalid":
+    if rec.status == Status.INVALID:
         return rec.replace(finished_at=now())
     reason = prec.unsupported_reason(options.precision, device)
     if reason and not rec.emulated:
-        return rec.replace(status="unsupported", error=reason, finished_at=now())
+        return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
     rec = measure_into(rec, family_name, options, device, progress)
     return rec.replace(finished_at=now())
 
@@ -124,7 +124,7 @@ def measure_into(
             )
     except Exception as e:  # every failure becomes data
         status, error = classify(e), one_line(e)
-        if status == "crashed":
+        if status == Status.CRASHED:
             error += " | " + _where(e)
         rec = rec.replace(status=status, error=error)
     finally:

@@ -24,20 +24,20 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from paradnn import utilization
+from paradnn import host, utilization
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
-from paradnn.records import Prediction, RunRecord, now
+from paradnn.records import Prediction, RunRecord, Status, now
 from paradnn.runner.start import start_record
 from paradnn.runner.tasks import Task, failure_row
 from paradnn.runner.worker import WorkerSettings
 from paradnn.runner.worker import main as worker_main
 from paradnn.store import Store
 
-FAILURES = ("oom", "timeout", "crashed", "predicted_oom")
-RECYCLE_AFTER = ("oom", "crashed", "timeout")
-FINAL = ("ok", "unsupported")  # a kernel unit with this status is not measured again
+FAILURES = (Status.OOM, Status.TIMEOUT, Status.CRASHED, Status.PREDICTED_OOM)
+RECYCLE_AFTER = (Status.OOM, Status.CRASHED, Status.TIMEOUT)
+FINAL = (Status.OK, Status.UNSUPPORTED)  # a kernel unit with this status is not measured again
 HELLO_TIMEOUT_S = 600.0
 MAX_WORKERS = 1024
 MAX_TIMEOUT_S = 7 * 86_400.0
@@ -169,20 +169,20 @@ def _stop(w: _Worker, *, kill: bool) -> None:
 
 def _death(exitcode: int | None) -> tuple[str, str]:
     if exitcode == -signal.SIGKILL:
-        return "oom", (
+        return Status.OOM, (
             "worker killed by SIGKILL (exit -9): most likely the host's out-of-memory killer"
         )
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name
-        return "crashed", f"worker died with signal {name} ({exitcode})"
-    return "crashed", f"worker exited with code {exitcode} before returning a result"
+        return Status.CRASHED, f"worker died with signal {name} ({exitcode})"
+    return Status.CRASHED, f"worker exited with code {exitcode} before returning a result"
 
 
 def _cpu_sets(workers: int) -> list[tuple[int, ...] | None]:
     """Disjoint CPU sets, one per worker, so parallel CPU workers don't share cores."""
     if workers == 1:
         return [None]
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = host.usable_cpus()
     if len(cpus) < workers:
         raise ConfigError("workers", workers, f"at most {len(cpus)} on this machine's CPUs")
     per = len(cpus) // workers
@@ -254,7 +254,7 @@ class Supervisor:
 
     def _predict(self, job: _Job, capacity: int, device_type: str) -> bool:
         """Fill the memory prediction; False when the config cannot fit and must not run."""
-        if job.record.status != "ok":
+        if job.record.status != Status.OK:
             return True
         from paradnn import families, memory
 
@@ -266,7 +266,7 @@ class Supervisor:
         if not self.settings.predict or memory.fits(est, capacity):
             return True
         job.record = job.record.replace(
-            status="predicted_oom",
+            status=Status.PREDICTED_OOM,
             error=(
                 f"needs at least {est.lower_bound / 2**30:.2f} GiB (predicted "
                 f"{est.total / 2**30:.2f} GiB) and the worker has {capacity / 2**30:.2f} GiB; "
@@ -515,7 +515,7 @@ class Supervisor:
                 outcome = self._failed(job, *_death(w.process.exitcode), w)
             elif outcome is None and time.monotonic() >= w.started + timeout:
                 error = f"no result within {timeout:g} s; the worker was killed"
-                outcome, kill = self._failed(job, "timeout", error, w), True
+                outcome, kill = self._failed(job, Status.TIMEOUT, error, w), True
             if outcome is None:
                 if not ready:  # a quiet stretch (one long step): a heartbeat for the caller
                     beat = {**(w.progress or {"phase": "starting"})}

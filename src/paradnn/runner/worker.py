@@ -33,17 +33,9 @@ def _die_with_parent() -> None:
 
 
 def host_memory_bytes() -> int:
-    """Physical memory, or the cgroup limit when one is set and smaller."""
-    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as f:
-                text = f.read().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            total = min(total, int(text))
-    return total
+    from paradnn import host
+
+    return host.memory_bytes()
 
 
 def main(conn: Connection, settings: WorkerSettings) -> None:

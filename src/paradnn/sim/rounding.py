@@ -88,7 +88,7 @@ def matmul_error(
 
 
 def precision_study(scales: tuple[float, ...] = (1.0, 1e-6, 1e5)) -> list[dict[str, object]]:
-    """Rows for `paradnn simulate --precision-study`: unit-scale inputs (mantissa matters),
+    """Rows for `paradnn simulate precision-study`: unit-scale inputs (mantissa matters),
     tiny ones (fp16 underflows) and large ones (fp16 overflows; bf16 keeps fp32's range)."""
     rows = []
     for s in scales:

@@ -9,7 +9,7 @@ Traffic that is not a GEMM is counted too, because on a real step it is not free
 reads and writes every parameter and its state, and each GEMM's output passes through
 elementwise ops (bias, activation, normalisation) forward and backward. `ELEMENTWISE_PASSES`
 states how many times such an output is read or written; it is a modelling assumption, not a
-measurement, and `paradnn simulate --validate` shows what it costs in accuracy.
+measurement, and `paradnn simulate validate` shows what it costs in accuracy.
 """
 
 from __future__ import annotations

@@ -44,11 +44,9 @@ class Zone:
 
 def is_vm_guest(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """The CPU's `hypervisor` flag: set by every mainstream hypervisor for its guests."""
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
-        return False
-    return any(line.startswith("flags") and " hypervisor" in line for line in text.splitlines())
+    from paradnn import host
+
+    return host.is_vm_guest(cpuinfo)
 
 
 def absent_reason(
