@@ -92,7 +92,15 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
     db = tmp_path / "r.db"
     cmd = [sys.executable, "-m", "paradnn", "run", "--preset", str(sweep), "--db", str(db),
            "--device", "cpu", "--threads", "1", "--recycle-every", "2", "--quiet"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell's background job (`make test &`, some CI runners) ignores SIGINT, and Python keeps
+    # an inherited SIG_IGN: give the child the default, as a terminal would.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _rows(db) < 1:
         time.sleep(0.2)

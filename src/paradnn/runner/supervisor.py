@@ -167,6 +167,12 @@ def _stop(w: _Worker, *, kill: bool) -> None:
     w.conn.close()
 
 
+def _stop_all(slots: list[_Worker | None], *, kill: bool) -> None:
+    for w in slots:
+        if w is not None:
+            _stop(w, kill=kill)
+
+
 def _death(exitcode: int | None) -> tuple[str, str]:
     if exitcode == -signal.SIGKILL:
         return Status.OOM, (
@@ -326,20 +332,27 @@ class Supervisor:
             if self.options.energy and jobs and self.options.energy_idle_s > 0:
                 self.idle = self._idle_baseline(hello["env"]["device"])
             self._emit("start", slots, skipped)
-            queue = list(jobs)
-            while queue or any(w is not None and w.job for w in slots):
-                self._dispatch(queue, slots, pools, capacity, results)
-                self._collect(slots, results)
+            self._drive(jobs, slots, pools, capacity, results)
         except KeyboardInterrupt:
-            for w in slots:
-                if w is not None:
-                    _stop(w, kill=True)
+            _stop_all(slots, kill=True)
             raise
-        for w in slots:
-            if w is not None:
-                _stop(w, kill=False)
+        _stop_all(slots, kill=False)
         self._emit("end", [])
         return results
+
+    def _drive(
+        self,
+        jobs: list[_Job],
+        slots: list[_Worker | None],
+        pools: list[_Pool],
+        capacity: tuple[int, str],
+        results: list[Any],
+    ) -> None:
+        """Hand out jobs and collect outcomes until every job is stored."""
+        queue = list(jobs)
+        while queue or any(w is not None and w.job for w in slots):
+            self._dispatch(queue, slots, pools, capacity, results)
+            self._collect(slots, results)
 
     def _idle_baseline(self, device: str) -> dict[str, Any]:
         """Idle power of the sweep's device, measured here (torch-free) while the first worker
@@ -469,18 +482,11 @@ class Supervisor:
             jobs = [_Job(i, t, None, 1.0) for i, t in enumerate(todo)]
             self.total, self.cost_left = len(jobs), float(len(jobs))
             self._emit("start", slots, len(tasks) - len(todo))
-            queue = list(jobs)
-            while queue or any(w is not None and w.job for w in slots):
-                self._dispatch(queue, slots, [pool], (0, "task"), results)
-                self._collect(slots, results)
+            self._drive(jobs, slots, [pool], (0, "task"), results)
         except KeyboardInterrupt:
-            for w in slots:
-                if w is not None:
-                    _stop(w, kill=True)
+            _stop_all(slots, kill=True)
             raise
-        for w in slots:
-            if w is not None:
-                _stop(w, kill=False)
+        _stop_all(slots, kill=False)
         self._emit("end", [])
         return results
 
