@@ -118,3 +118,16 @@ def test_bad_kernel_arguments_fail_before_work(tmp_path):
         T.op_tasks(ENV, ["fp32"], names=["conv9d"])
     with pytest.raises(ConfigError, match="pass"):
         T.op_tasks(ENV, ["fp32"], passes=["bwd"])
+
+
+def test_left_out_precisions_are_said_at_the_start(tmp_path):
+    store = open_store(tmp_path / "n.db")
+    events = []
+    rows = kernels.calibrate(
+        store, "cpu", ["fp32", "tf32"], threads=1, sizes=(16,), kinds=("matmul",), budget_s=5,
+        on_event=events.append,
+    )  # fmt: skip
+    assert [r["precision"] for r in rows] == ["fp32"]
+    assert "tensor-core" in rows[0]["detail"]["skipped"]["tf32"]
+    assert any(n.startswith("tf32: skipped (") for n in events[0].notes)
+    store.close()

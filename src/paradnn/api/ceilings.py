@@ -103,6 +103,9 @@ def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
         return None
 
     def hear(e: Any) -> None:
+        if e.kind == "start":
+            for note in e.notes:
+                progress(note)
         if e.kind == "start" and e.skipped:
             progress(f"{e.skipped} units already measured in this environment (skipped)")
         elif e.kind == "progress" and e.progress and e.progress.get("phase"):

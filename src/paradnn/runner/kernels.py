@@ -39,6 +39,7 @@ def calibrate(
     has ok ceilings in the store measures nothing and those rows come back."""
     skipped: dict[str, str] = {}
     known: list[dict[str, Any]] = []
+    notes: list[str] = []
 
     def plan(env: dict[str, Any]) -> list[T.Task]:
         if if_missing:
@@ -59,9 +60,10 @@ def calibrate(
             allow_emulated=allow_emulated,
         )
         skipped.update(left_out)
+        notes.extend(f"{p}: skipped ({why})" for p, why in left_out.items())
         return units
 
-    rows = _run(store, device, threads, plan, force, timeout_s, on_event)
+    rows = _run(store, device, threads, plan, force, timeout_s, on_event, notes)
     if known:
         return known
     for row in rows:
@@ -108,8 +110,9 @@ def _run(
     force: bool,
     timeout_s: float,
     on_event: Callable[[Event], None] | None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     options = RunOptions(device=device, threads=threads)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=force)
     sup = Supervisor(store, dataclasses.replace(options), settings, on_event=on_event)
-    return sup.run_tasks(plan)
+    return sup.run_tasks(plan, notes)

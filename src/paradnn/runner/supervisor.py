@@ -464,7 +464,9 @@ class Supervisor:
             status=status, error=error, worker_pid=w.process.pid, worker_index=w.runs
         )
 
-    def run_tasks(self, plan: Callable[[dict[str, Any]], list[Task]]) -> list[dict[str, Any]]:
+    def run_tasks(
+        self, plan: Callable[[dict[str, Any]], list[Task]], notes: list[str] | None = None
+    ) -> list[dict[str, Any]]:
         """Run the ceilings or ops that `plan(environment)` returns, one per job, in workers;
         units whose newest row of the same key is `ok` or `unsupported` are skipped unless
         `force` (a crash, a hang or an OOM is measured again)."""
@@ -474,6 +476,7 @@ class Supervisor:
         try:
             slots[0] = pool.start()
             tasks = plan(slots[0].hello["env"])
+            self.notes = list(notes or [])  # what the plan left out, said at `start`
             done: dict[str, str] = {}
             for table in {t.table for t in tasks}:
                 done.update(self.store.task_status(table))
