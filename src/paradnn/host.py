@@ -61,9 +61,10 @@ def _read_flags(path: str) -> frozenset[str]:
 
 
 def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
-    """The CPU flags paradnn decides with: PARADNN_CPU_FLAGS when set, else /proc/cpuinfo."""
+    """The CPU flags paradnn decides with: PARADNN_CPU_FLAGS when set, else /proc/cpuinfo.
+    A file named explicitly (another machine's cpuinfo, a test's) is read as it is."""
     override = os.environ.get(FLAGS_ENV)
-    if override is not None:
+    if override is not None and str(path) == CPUINFO:
         return frozenset(f for f in re.split(r"[\s,]+", override.strip().lower()) if f)
     return _read_flags(path)
 

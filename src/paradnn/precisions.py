@@ -74,8 +74,11 @@ def precision_flags(precision: str) -> dict[str, object]:
     }
 
 
-def cpu_reason(precision: str, flags: Iterable[str] | None = None) -> str | None:
-    """Why `precision` is not native on this CPU, or None when it is."""
+def cpu_reason(
+    precision: str, flags: Iterable[str] | None = None, *, caps: bool = True
+) -> str | None:
+    """Why `precision` is not native on this CPU, or None when it is. `caps=False` asks about
+    the hardware alone (the flags), leaving out the ISA caps this process runs under."""
     if precision == "fp32":
         return None
     if precision == "tf32":
@@ -88,6 +91,8 @@ def cpu_reason(precision: str, flags: Iterable[str] | None = None) -> str | None
             "oneDNN would convert to fp32 and back (--allow-emulated runs it, labelled emulated)"
         )
     level = ONEDNN_LEVEL[precision]
+    if not caps:
+        return None
     if not host.onednn_allows(level):
         return (
             f"oneDNN is capped below {level} (ONEDNN_MAX_CPU_ISA={host.onednn_cap()}): "

@@ -140,7 +140,7 @@ def derive_cpu_peaks(cpu: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[precision] = {"value": None, "reason": "tf32 is a GPU tensor-core format"}
             continue
         if precision == "bf16":
-            reason = precisions.cpu_reason("bf16", [f for f, on in flags.items() if on])
+            reason = precisions.cpu_reason("bf16", [f for f, on in flags.items() if on], caps=False)
             if reason or not flags.get("avx512_bf16"):
                 out[precision] = {
                     "value": None,
@@ -152,7 +152,7 @@ def derive_cpu_peaks(cpu: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if flags.get("amx_bf16"):
                 why += "; AMX tiles (amx_bf16) not counted: their throughput is not derived here"
         if precision == "fp16":
-            reason = precisions.cpu_reason("fp16", [f for f, on in flags.items() if on])
+            reason = precisions.cpu_reason("fp16", [f for f, on in flags.items() if on], caps=False)
             if reason or not flags.get("avx512_fp16"):
                 out[precision] = {
                     "value": None,

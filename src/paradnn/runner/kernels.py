@@ -66,9 +66,9 @@ def calibrate(
     rows = _run(store, device, threads, plan, force, timeout_s, on_event, notes)
     if known:
         return known
-    for row in rows:
+    for row in rows:  # the precisions the plan left out, with the reasons, on every row
         if isinstance(row.get("detail"), dict):
-            row["detail"].setdefault("skipped", dict(skipped))
+            row["detail"]["skipped"] = {**skipped, **row["detail"].get("skipped", {})}
     return rows
 
 
