@@ -6,6 +6,7 @@ crash or hang stored as a row with its status, and a re-run resumes where the la
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -102,6 +103,8 @@ def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
     if progress is None:
         return None
 
+    last: dict[str, Any] = {"msg": None, "t": 0.0}
+
     def hear(e: Any) -> None:
         if e.kind == "start":
             for note in e.notes:
@@ -109,7 +112,14 @@ def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
         if e.kind == "start" and e.skipped:
             progress(f"{e.skipped} units already measured in this environment (skipped)")
         elif e.kind == "progress" and e.progress and e.progress.get("phase"):
-            progress(str(e.progress["phase"]))
+            msg, now = str(e.progress["phase"]), time.monotonic()
+            if msg != last["msg"]:  # news
+                progress(msg)
+                last.update(msg=msg, t=now)
+            elif now - last["t"] >= 5.0:  # a heartbeat of a long kernel: say it still runs
+                label = getattr(e.running[0], "label", "") if e.running else ""
+                progress(f"{label}: still running ({e.progress.get('elapsed_s', 0):.0f} s)")
+                last["t"] = now
         elif e.kind == "result" and e.row is not None and e.row.get("status") != "ok":
             progress(f"[{e.done}/{e.total}] {e.row['status']}: {e.row.get('error')}")
 
