@@ -37,3 +37,14 @@ def test_the_files_tests_read_by_path_are_in_this_copy():
         f"missing from {ROOT}: {missing} (mutmut copies src/ and tests/; "
         "add the rest to [tool.mutmut] also_copy in pyproject.toml)"
     )
+
+
+def test_the_mutation_test_selection_names_existing_files():
+    """A renamed test file must not quietly break `make mutation` (mutmut refuses to start)."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]
+    missing = [p for p in config["pytest_add_cli_args_test_selection"] if not (root / p).exists()]
+    assert missing == []
