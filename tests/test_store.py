@@ -179,3 +179,19 @@ def test_side_tables_roundtrip(store):
     with pytest.raises(sqlite3.IntegrityError):  # CHECK constraint on kind
         store.insert_rows("ceilings", [{**row, "id": None, "kind": "flops"}])
     assert len(store.rows("ceilings")) == 1  # the failed transaction left nothing behind
+
+
+def test_task_status_is_the_newest_row_of_each_task_key(store):
+    """What a re-run of calibrate/ops skips: the newest row per task key, per table."""
+    base = {"device": "cpu", "device_name": "CPU", "fingerprint": "f", "unit": "FLOP/s",
+            "measured_at": "2026-01-01T00:00", "kind": "matmul", "precision": "fp32"}  # fmt: skip
+    store.insert_rows("ceilings", [
+        {**base, "value": None, "status": "crashed", "task_key": "a"},
+        {**base, "value": 1.0, "status": "ok", "task_key": "a"},
+        {**base, "value": 2.0, "status": "ok", "task_key": "b"},
+        {**base, "value": 3.0, "status": "ok", "task_key": None},  # calibrated before v6
+    ])  # fmt: skip
+    assert store.task_status("ceilings") == {"a": "ok", "b": "ok"}
+    assert store.task_status("ops") == {}
+    with pytest.raises(ValueError, match="ceilings or ops"):
+        store.task_status("runs")
