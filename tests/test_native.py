@@ -50,10 +50,7 @@ def test_onednn_cap_ladder(monkeypatch):
     assert host.caps()["onednn_max_cpu_isa"] == "SOMETHING-NEW"
 
 
-def test_expand_and_resolve_native():
-    assert precisions.expand(["fp32", "native"], ["fp32", "bf16"]) == ["fp32", "bf16"]
-    assert precisions.expand(["native", "bf16"], ["fp32", "bf16", "fp16"]) == ["bf16", "fp16"]
-    assert precisions.expand(["fp32", "native"], ["fp32"]) == ["fp32"]
+def test_resolve_native_expands_precision_major():
     specs = [
         RunSpec("fc", {"batch": 4}, "fp32"),
         RunSpec("rnn", {"batch": 2}, "fp32"),

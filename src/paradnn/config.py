@@ -87,6 +87,12 @@ QUICK_POLICY = TimingPolicy(
 )
 
 
+def check_budget(budget_s: float | None) -> None:
+    """`calibrate --budget`: seconds of matmuls per precision, at least 1, at most a day."""
+    if budget_s is not None:
+        number_in("budget", budget_s, 1.0, MAX_TIMING_S)
+
+
 def check_device(spec: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
     if not isinstance(spec, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", spec):

@@ -138,14 +138,3 @@ def native_set(device_type: str, *, cuda_capability: tuple[int, int] | None = No
 
 def can_emulate(precision: str, device_type: str) -> bool:
     return precision in EMULATABLE.get(device_type, ())
-
-
-def expand(precisions: Iterable[str], native: Iterable[str]) -> list[str]:
-    """Replace the `native` keyword by the native low precisions; keep order, drop repeats."""
-    native = list(native)
-    out: list[str] = []
-    for p in precisions:
-        for q in [x for x in LOW_PRECISIONS if x in native] if p == NATIVE else [p]:
-            if q not in out:
-                out.append(q)
-    return out

@@ -42,15 +42,14 @@ si = _si  # for other modules (the CLI's families table)
 
 
 def ci_half(row: dict[str, Any]) -> float | None:
-    """Half the width of the median's 95% CI over the median: what `±` means everywhere."""
-    med, lo, hi = (
-        row.get("step_time_s"),
-        row.get("step_time_ci_low_s"),
-        row.get("step_time_ci_high_s"),
-    )
-    if med is None or lo is None or hi is None or med <= 0:
-        return None
-    return (hi - lo) / 2 / med
+    """Half the width of the median's 95% CI over the median: what `±` means everywhere (rows
+    stored before it was a column get it from their CI's ends)."""
+    from paradnn.measure.quality import ci_half_rel
+
+    if row.get("ci_half_rel") is not None:
+        return row["ci_half_rel"]
+    med = row.get("step_time_s")
+    return ci_half_rel(med or 0.0, row.get("step_time_ci_low_s"), row.get("step_time_ci_high_s"))
 
 
 def _ms(row: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, check_budget
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB, open_store
 
@@ -38,12 +38,7 @@ def calibrate(
     RunOptions(device=device, threads=threads)
     for p in precisions or ():
         RunOptions(precision=p)
-    if budget_s is not None and not (
-        isinstance(budget_s, (int, float)) and not isinstance(budget_s, bool)
-    ):
-        raise ConfigError("budget", budget_s, "must be seconds in [1, 86400]")
-    if budget_s is not None and not 1 <= budget_s <= 86400:
-        raise ConfigError("budget", budget_s, "must be seconds in [1, 86400]")
+    check_budget(budget_s)
     with open_store(db) as store:
         return kernels.calibrate(
             store,
@@ -109,8 +104,8 @@ def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
         if e.kind == "start":
             for note in e.notes:
                 progress(note)
-        if e.kind == "start" and e.skipped:
-            progress(f"{e.skipped} units already measured in this environment (skipped)")
+            done = f"; {e.skipped} already measured in this environment" if e.skipped else ""
+            progress(f"{e.total} units to measure, each in a worker{done}")
         elif e.kind == "progress" and e.progress and e.progress.get("phase"):
             msg, now = str(e.progress["phase"]), time.monotonic()
             if msg != last["msg"]:  # news

@@ -50,10 +50,6 @@ def calibrate(
 ) -> None:
     """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
     (copy, triad). Later runs report utilization against them."""
-    say(
-        "calibrate: matmuls of growing size per precision (a time budget each), then copy and "
-        "triad bandwidth"
-    )
     rows = api.calibrate(
         device,
         precision,

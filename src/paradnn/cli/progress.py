@@ -9,6 +9,7 @@ from typing import Any
 
 from paradnn import tables
 from paradnn.cli.common import err
+from paradnn.measure.timer import progress_words
 
 
 class ProgressMode(StrEnum):
@@ -31,22 +32,6 @@ def warn_noisy(rows: list[dict[str, Any]]) -> None:
         line = warning_line(label, r.get("quality"), r.get("quality_reasons"))
         if line:
             err.print(f"[yellow]warning[/]: {line}", highlight=False)
-
-
-def progress_words(p: dict[str, Any]) -> str:
-    """A worker's progress report in a few words: phase, samples, running CI, elapsed."""
-    phase = p.get("phase", "")
-    bits = [phase]
-    if phase == "warm-up" and p.get("steps"):
-        bits.append(f"{p['steps']} steps, {p['step_s'] * 1e3:.3g} ms/step")
-    if phase == "timed" and p.get("samples"):
-        ci = p.get("ci_rel")
-        bits.append(f"{p['samples']} samples, median {p['median_s'] * 1e3:.3g} ms")
-        if ci is not None and ci != float("inf"):
-            bits.append(f"CI ±{ci:.1%}")
-    if p.get("elapsed_s") is not None:
-        bits.append(f"{p['elapsed_s']:.0f} s")
-    return ", ".join(b for b in bits if b)
 
 
 def reporter(mode: ProgressMode) -> BarReporter | JsonlReporter:

@@ -25,7 +25,8 @@ from paradnn.cli.common import (
     out,
     timing,
 )
-from paradnn.cli.progress import ProgressMode, progress_words, reporter, say, warn_noisy
+from paradnn.cli.progress import ProgressMode, reporter, say, warn_noisy
+from paradnn.measure.timer import progress_words
 from paradnn.store import DEFAULT_DB
 
 DRY_RUN_ROWS = 200  # a dry run lists at most this many runs; its totals cover every run

@@ -35,11 +35,11 @@ from typing import Any
 
 import torch
 
-from paradnn.config import PRECISIONS, RunOptions, precision_flags
+from paradnn.config import PRECISIONS, RunOptions, check_budget, precision_flags
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, synchronize
-from paradnn.measure.timer import Timing, TimingPolicy, measure
+from paradnn.measure.timer import Timing, TimingPolicy, measure, told_after
 from paradnn.precisions import can_emulate
 from paradnn.records import now
 
@@ -76,7 +76,6 @@ KINDS = ("matmul", "copy", "triad")
 
 MeasureFn = Callable[..., Timing]
 Say = Callable[[str], None]
-QUIET_S = 2.0  # the timer's phases are reported only for a kernel that runs longer than this
 
 
 def matmul_flops(n: int) -> int:
@@ -178,10 +177,7 @@ def _matmul_row(
                 def step(a=a, b=b, c=c) -> None:
                     torch.mm(a, b, out=c)
 
-                def heard(info: dict[str, Any], n: int = n, t1: float = time.monotonic()) -> None:
-                    if time.monotonic() - t1 >= QUIET_S:  # a size that takes a while: news
-                        say(f"{precision} matmul n={n}: {phase_words(info)}")
-
+                heard = told_after(say, f"{precision} matmul n={n}")
                 with torch.no_grad():
                     t = measure_fn(step, clock, size_policy, progress=heard)
                 synchronize(device)
@@ -219,18 +215,6 @@ def _matmul_row(
     return per_size[n]["flop_per_s"], detail
 
 
-def phase_words(info: dict[str, Any]) -> str:
-    """A timer progress report in a few words."""
-    phase = info.get("phase", "")
-    if phase == "warm-up" and info.get("steps"):
-        return f"warm-up, {info['steps']} steps, {info['step_s'] * 1e3:.3g} ms/step"
-    if phase == "timed" and info.get("samples"):
-        ci = info.get("ci_rel")
-        ci_text = f", CI ±{ci:.1%}" if ci is not None and ci != float("inf") else ""
-        return f"timing, {info['samples']} samples, median {info['median_s'] * 1e3:.3g} ms{ci_text}"
-    return phase
-
-
 def _stream_row(
     device: torch.device,
     kind: str,
@@ -265,13 +249,7 @@ def _stream_row(
                 torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
 
         with torch.no_grad():
-            t0 = time.monotonic()
-
-            def heard(info: dict[str, Any]) -> None:
-                if time.monotonic() - t0 >= QUIET_S:
-                    say(f"{kind}: {phase_words(info)}")
-
-            t = measure_fn(step, clock, policy, progress=heard)
+            t = measure_fn(step, clock, policy, progress=told_after(say, kind))
         synchronize(device)
     finally:
         del arrays
@@ -324,8 +302,7 @@ def calibrate(
     for p in asked or ():
         if p not in PRECISIONS:
             raise ConfigError("precision", p, f"must be one of {', '.join(PRECISIONS)}")
-    if budget_s is not None and not (isinstance(budget_s, (int, float)) and 1 <= budget_s <= 86400):
-        raise ConfigError("budget", budget_s, "must be seconds in [1, 86400]")
+    check_budget(budget_s)
     policy = policy or CALIBRATE_POLICY
     measure_fn = measure_fn or measure
     say = progress or (lambda msg: None)

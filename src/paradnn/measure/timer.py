@@ -116,6 +116,36 @@ class Windows:
 
 Progress = Callable[[dict[str, Any]], None]
 PROGRESS_EVERY_S = 1.0  # the timer speaks at most this often (and at every phase change)
+QUIET_S = 2.0  # a kernel's phases are worth telling only once it has run this long
+
+
+def progress_words(info: dict[str, Any]) -> str:
+    """A progress report in a few words: phase, steps or samples, running median and CI, and
+    the seconds a worker has spent on the job (when the supervisor added them)."""
+    phase = info.get("phase", "")
+    bits = [phase]
+    if phase == "warm-up" and info.get("steps"):
+        bits.append(f"{info['steps']} steps, {info['step_s'] * 1e3:.3g} ms/step")
+    if phase == "timed" and info.get("samples"):
+        bits.append(f"{info['samples']} samples, median {info['median_s'] * 1e3:.3g} ms")
+        ci = info.get("ci_rel")
+        if ci is not None and ci != math.inf:
+            bits.append(f"CI ±{ci:.1%}")
+    if info.get("elapsed_s") is not None:
+        bits.append(f"{info['elapsed_s']:.0f} s")
+    return ", ".join(b for b in bits if b)
+
+
+def told_after(say: Callable[[str], None], label: str, quiet_s: float = QUIET_S) -> Progress:
+    """A progress callback that tells `label: <words>` only once the kernel has run `quiet_s`
+    (a 1 ms matmul's phases are noise; a 20 s one's are news)."""
+    start = time.monotonic()
+
+    def heard(info: dict[str, Any]) -> None:
+        if time.monotonic() - start >= quiet_s:
+            say(f"{label}: {progress_words(info)}")
+
+    return heard
 
 
 def measure(

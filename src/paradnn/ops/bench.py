@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Sequence
-from time import monotonic as now_s
 from typing import Any
 
 import torch
@@ -46,9 +45,9 @@ import torch.nn.functional as F
 from paradnn.config import PRECISIONS, RunOptions
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
-from paradnn.measure.calibrate import DTYPES, QUIET_S, device_name, phase_words
+from paradnn.measure.calibrate import DTYPES, device_name
 from paradnn.measure.device import clock_for, synchronize
-from paradnn.measure.timer import TimingPolicy, measure
+from paradnn.measure.timer import TimingPolicy, measure, told_after
 from paradnn.ops.table4 import (
     PASSES,
     TABLE4,
@@ -199,12 +198,7 @@ def run_ops(
                             with prec.tf32_flags(p):
                                 step, held = _build(s, pass_, dev, DTYPES[p])
 
-                                def heard(
-                                    info: dict[str, Any], label: str = label, t1: float = now_s()
-                                ) -> None:
-                                    if now_s() - t1 >= QUIET_S:  # only a slow op's phases
-                                        say(f"{label}: {phase_words(info)}")
-
+                                heard = told_after(say, label)
                                 t = measure(step, clock, policy, progress=heard)
                                 synchronize(dev)
                             sm = t.summary

@@ -13,13 +13,14 @@ Resuming is by run key: a key whose newest row is finished is skipped (failures 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing as mp
 import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -165,6 +166,18 @@ def _stop(w: _Worker, *, kill: bool) -> None:
         w.process.kill()
         w.process.join()
     w.conn.close()
+
+
+@contextlib.contextmanager
+def _held(slots: list[_Worker | None]) -> Iterator[None]:
+    """Workers for the length of a sweep: stopped when it ends, killed on Ctrl-C (which goes on
+    up, so the caller can say how to resume). Any other error leaves them to die with us."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        _stop_all(slots, kill=True)
+        raise
+    _stop_all(slots, kill=False)
 
 
 def _stop_all(slots: list[_Worker | None], *, kill: bool) -> None:
@@ -319,7 +332,7 @@ class Supervisor:
         pools = [_Pool(WorkerSettings(self.options.device, threads, c)) for c in cpu_sets]
         slots: list[_Worker | None] = [None] * self.settings.workers
         results: list[RunRecord] = []
-        try:
+        with _held(slots):
             slots[0] = pools[0].start()  # its hello tells the environment, hence the run keys
             hello = slots[0].hello
             specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
@@ -333,10 +346,6 @@ class Supervisor:
                 self.idle = self._idle_baseline(hello["env"]["device"])
             self._emit("start", slots, skipped)
             self._drive(jobs, slots, pools, capacity, results)
-        except KeyboardInterrupt:
-            _stop_all(slots, kill=True)
-            raise
-        _stop_all(slots, kill=False)
         self._emit("end", [])
         return results
 
@@ -473,7 +482,7 @@ class Supervisor:
         pool = _Pool(WorkerSettings(self.options.device, self.options.threads, None))
         slots: list[_Worker | None] = [None]
         results: list[dict[str, Any]] = []
-        try:
+        with _held(slots):
             slots[0] = pool.start()
             tasks = plan(slots[0].hello["env"])
             self.notes = list(notes or [])  # what the plan left out, said at `start`
@@ -486,10 +495,6 @@ class Supervisor:
             self.total, self.cost_left = len(jobs), float(len(jobs))
             self._emit("start", slots, len(tasks) - len(todo))
             self._drive(jobs, slots, [pool], (0, "task"), results)
-        except KeyboardInterrupt:
-            _stop_all(slots, kill=True)
-            raise
-        _stop_all(slots, kill=False)
         self._emit("end", [])
         return results
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from paradnn import host
 from paradnn.measure.energy.base import REASONS, Reading, Unavailable
 
 POWERCAP = Path("/sys/class/powercap")
@@ -42,18 +43,11 @@ class Zone:
     range_j: float | None  # max_energy_range_uj in J; None when unreadable
 
 
-def is_vm_guest(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """The CPU's `hypervisor` flag: set by every mainstream hypervisor for its guests."""
-    from paradnn import host
-
-    return host.is_vm_guest(cpuinfo)
-
-
 def absent_reason(
     cpuinfo: Path = Path("/proc/cpuinfo"), markers: tuple[str, ...] = CONTAINER_MARKERS
 ) -> str:
     """Why there is no RAPL tree: a VM guest, a container that masks it, or none at all."""
-    if is_vm_guest(cpuinfo):
+    if host.is_vm_guest(cpuinfo):
         return "vm_guest"
     if any(Path(m).exists() for m in markers):
         return "container_masked"
