@@ -12,6 +12,8 @@ from paradnn.precisions import PRECISIONS, precision_flags
 from paradnn.validate import SEED_MAX, int_at_least, number_at_least, number_in, one_of
 
 __all__ = [
+    "AXES",
+    "KEYED_WHEN_SET",
     "MODES",
     "OPTIMIZERS",
     "PRECISIONS",
@@ -23,6 +25,14 @@ __all__ = [
 ]
 
 MODES = ("eager",)
+# Study axes: sweep-file key -> RunOptions field. A sweep runs every value of each axis it sets
+# (`modes = ["eager", "compile"]`), the CLI and the API take the same values, and RunOptions
+# validates them (one place says what is allowed). A study adds its field to RunOptions and one
+# entry here; nothing else in the pipeline changes.
+AXES: dict[str, str] = {"modes": "mode"}
+# Fields that enter the run key only when they differ from their default, so the keys of runs
+# that do not use a study never change (`mode` predates this and is always in the key).
+KEYED_WHEN_SET: tuple[str, ...] = ()
 MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits.md)
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
@@ -150,4 +160,13 @@ class RunOptions:
         }
         if self.energy:
             key["energy"] = True
+        defaults = RunOptions.__dataclass_fields__
+        for name in KEYED_WHEN_SET:
+            value = getattr(self, name)
+            if value != defaults[name].default:
+                key[name] = value
         return key
+
+    def axis_values(self) -> dict[str, object]:
+        """The value of every study axis (AXES), as a sweep or a row names them."""
+        return {name: getattr(self, name) for name in AXES.values()}

@@ -7,6 +7,7 @@ ordinary sweep file (docs/sweeps.md): copy one to start your own and pass its pa
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from importlib import resources
@@ -33,13 +34,13 @@ def resolve_native(specs: list[RunSpec], native: list[str]) -> tuple[list[RunSpe
         return list(specs), []
     lows = [p for p in LOW_PRECISIONS if p in native]
     out = [s for s in specs if s.precision != NATIVE]
-    seen = {(s.family, repr(sorted(s.config.items())), s.precision, s.optimizer) for s in out}
+    seen = {_identity(s) for s in out}
     for p in lows:
         for s in held:
-            key = (s.family, repr(sorted(s.config.items())), p, s.optimizer)
-            if key not in seen:
-                seen.add(key)
-                out.append(RunSpec(s.family, s.config, p, s.optimizer))
+            spec = dataclasses.replace(s, precision=p)
+            if _identity(spec) not in seen:
+                seen.add(_identity(spec))
+                out.append(spec)
     note = (
         f"native low precisions on this device: {', '.join(lows)}"
         if lows
@@ -47,6 +48,11 @@ def resolve_native(specs: list[RunSpec], native: list[str]) -> tuple[list[RunSpe
         "why, and --allow-emulated with -p bf16 runs one emulated)"
     )
     return out, [note]
+
+
+def _identity(s: RunSpec) -> tuple[str, str, str, str, str]:
+    opts = repr(sorted(s.options.items()))
+    return (s.family, repr(sorted(s.config.items())), s.precision, s.optimizer, opts)
 
 
 @functools.cache

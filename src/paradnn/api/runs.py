@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +38,12 @@ def bench(
     allow_emulated: bool = False,
     db: str = DEFAULT_DB,
     on_event: Callable[[Event], None] | None = None,
+    **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
     environment, same run key), and store it; a config measured before gets a new attempt.
-    Bad input raises before any work starts; `on_event` hears the phases while it runs."""
+    `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
+    `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases."""
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
@@ -56,7 +59,9 @@ def bench(
         energy_idle_s=energy_idle_s,
         allow_emulated=allow_emulated,
     )
-    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer)
+    _check_study(study)
+    options = dataclasses.replace(options, **study)
+    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
     with open_store(db) as store:
         (rec,) = Supervisor(store, options, settings, on_event=on_event).run([spec])
@@ -79,12 +84,14 @@ def run(
     energy_idle_s: float = 2.0,
     allow_emulated: bool = False,
     on_event: Callable[[Event], None] | None = None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
-    a second call with the same arguments resumes where the first stopped."""
+    a second call with the same arguments resumes where the first stopped. `axes` replaces
+    the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`)."""
     from paradnn.runner.supervisor import Supervisor
 
-    sweep, specs = _plan(preset, precisions, optimizer)
+    sweep, specs = _plan(preset, precisions, optimizer, axes)
     options = RunOptions(
         device=device,
         threads=threads,
@@ -113,6 +120,7 @@ def dry_run(
     db: str = DEFAULT_DB,
     limit: int | None = None,
     sample: int | None = None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
     predicted memory (and whether it fits this machine's device) and a time estimate.
@@ -125,7 +133,7 @@ def dry_run(
     whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
     from paradnn import memory
 
-    sweep, specs = _plan(preset, precisions, optimizer)
+    sweep, specs = _plan(preset, precisions, optimizer, axes)
     options = RunOptions(device=device, timing=timing or sweep.timing)
     capacity, device_type = device_capacity(device)
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
@@ -147,6 +155,7 @@ def dry_run(
                 "config": dict(cfg.__dict__),
                 "precision": spec.precision,
                 "optimizer": spec.optimizer,
+                **spec.options,
                 "params": fam.params(cfg),
                 "flops_per_step": flops,
                 "predicted_mem_bytes": est.total,
@@ -174,9 +183,10 @@ def dry_run_count(
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
     device: str = "auto",
+    axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> int:
     """How many runs `run` would plan, counted without estimating any of them."""
-    _, specs = _plan(preset, precisions, optimizer)
+    _, specs = _plan(preset, precisions, optimizer, axes)
     _, device_type = device_capacity(device)
     return len(presets.resolve_native(specs, native_precisions(device_type, device))[0])
 
@@ -190,10 +200,25 @@ def _pick(specs: list[RunSpec], limit: int | None, sample: int | None) -> list[R
     return specs
 
 
-def _plan(preset: str, precisions: Sequence[str] | None, optimizer: str | None):
+def _plan(
+    preset: str,
+    precisions: Sequence[str] | None,
+    optimizer: str | None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
+):
     """Load and validate everything a run needs, before any work starts."""
     sweep = presets.get(preset)
-    return sweep, sweep.specs(precisions, [optimizer] if optimizer else None)
+    return sweep, sweep.specs(precisions, [optimizer] if optimizer else None, axes)
+
+
+def _check_study(study: Mapping[str, Any]) -> None:
+    """`bench`'s study keywords: only the fields of paradnn.config.AXES."""
+    from paradnn.config import AXES
+
+    for name in study:
+        if name not in AXES.values():
+            allowed = ", ".join(AXES.values())
+            raise ConfigError("bench option", name, f"unknown; study axes are {allowed}")
 
 
 def _history_rates(db: str, device: str) -> dict[tuple[str, str], float]:

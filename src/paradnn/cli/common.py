@@ -33,6 +33,13 @@ ThreadsOpt = Annotated[
 OptimizerOpt = Annotated[
     str, typer.Option("--optimizer", help="rmsprop (ParaDnn's default), sgd or momentum.")
 ]
+ModeOpt = Annotated[
+    str, typer.Option("--mode", help="Execution mode (docs/modes.md); default eager.")
+]
+ModesOpt = Annotated[
+    list[str] | None,
+    typer.Option("--mode", help="Override the sweep's execution modes (repeatable)."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
     "--profile",

@@ -18,6 +18,8 @@ from paradnn.cli.common import (
     EnergyPeriodOpt,
     MaxTimeOpt,
     MinTimeOpt,
+    ModeOpt,
+    ModesOpt,
     OptimizerOpt,
     ProfileOpt,
     ThreadsOpt,
@@ -92,6 +94,7 @@ def run(
     energy_period: EnergyPeriodOpt = 0.05,
     energy_idle: EnergyIdleOpt = 2.0,
     allow_emulated: EmulatedOpt = False,
+    mode: ModesOpt = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -109,13 +112,15 @@ def run(
         predict=predict,
         retry_failed=retry_failed,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
+    axes = {"mode": mode}
+    sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
     if dry_run:
         from paradnn.config import RunOptions
 
         RunOptions(
             device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
         )
-        plan = dict(precisions=precision, optimizer=optimizer, device=device)
+        plan = dict(precisions=precision, optimizer=optimizer, device=device, axes=axes)
         return _show_dry_run(sweep.name, preset, plan, timing=policy, db=db)
     mode = ProgressMode.quiet if quiet else progress_mode
     report = reporter(mode)
@@ -136,6 +141,7 @@ def run(
                 energy_idle_s=energy_idle,
                 allow_emulated=allow_emulated,
                 on_event=report,
+                axes=axes,
             )
     except KeyboardInterrupt:
         err.print(
@@ -208,6 +214,7 @@ def bench(
         bool, typer.Option("--json", help="Print the whole record as JSON.")
     ] = False,
     allow_emulated: EmulatedOpt = False,
+    mode: ModeOpt = "eager",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
     from paradnn.validate import parse_assignments
@@ -229,6 +236,7 @@ def bench(
         allow_emulated=allow_emulated,
         db=db,
         on_event=_heartbeat(f"bench {family}"),
+        mode=mode,
     )
     if as_json:
         sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")

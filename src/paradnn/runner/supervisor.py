@@ -246,7 +246,9 @@ class Supervisor:
 
     # -- planning ----------------------------------------------------------------------------
     def _options(self, spec: RunSpec) -> RunOptions:
-        return dataclasses.replace(self.options, precision=spec.precision, optimizer=spec.optimizer)
+        return dataclasses.replace(
+            self.options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
+        )
 
     def plan(self, specs: Sequence[RunSpec], env: dict[str, Any]) -> tuple[list[_Job], int]:
         """Jobs still to do, and how many specs were skipped as already finished."""

@@ -5,6 +5,8 @@
     precisions = ["fp32", "bf16"] # default ["fp32"]; any of paradnn.config.PRECISIONS, or
                                   # "native": every low precision the device runs natively
     optimizers = ["rmsprop"]      # default ["rmsprop"]; any of paradnn.optimizers.OPTIMIZERS
+    modes = ["eager"]             # study axes (paradnn.config.AXES), each optional: every
+                                  # value is run; RunOptions says which values are allowed
 
     [sampling]                    # optional; default method = "grid" (every combination)
     method = "lhs"                # "grid", "random" or "lhs" (Latin hypercube over the axes)
@@ -37,7 +39,8 @@ the file, the dotted key, the value and what is allowed:
 * Filters apply to the families' grids, not to `[[runs]]` (those were asked for by name), and
   after sampling: `n` counts drawn configs, `Sweep.skipped_filtered` those filtered out.
 * Duplicate axis values, precisions and configs are kept once, at their first position.
-* `specs()` orders runs precision-major, then optimizer, then config, so a partial run covers
+* `specs()` orders runs precision-major, then optimizer, then the study axes (in
+  itertools.product order), then config, so a partial run covers
   every model; configs go family by family in file order, each grid in itertools.product order
   over the config fields (random/lhs keep their random order), then the `[[runs]]`.
 """
@@ -45,6 +48,7 @@ the file, the dotted key, the value and what is allowed:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import re
@@ -57,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import families
-from paradnn.config import TimingPolicy
+from paradnn.config import AXES, RunOptions, TimingPolicy
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
@@ -76,7 +80,7 @@ MAX_CONFIGS = 100_000
 MAX_RUNS = 100_000
 MAX_DESCRIPTION = 1000
 TOP_KEYS = (
-    "name", "description", "precisions", "optimizers",
+    "name", "description", "precisions", "optimizers", *AXES,
     "sampling", "filters", "timing", "families", "runs",
 )  # fmt: skip
 
@@ -129,16 +133,37 @@ class Sweep:
     filters: Filters = field(default_factory=Filters)
     skipped_invalid: int = 0  # grid points that make no valid model as a combination
     skipped_filtered: int = 0  # grid points over a [filters] bound
+    # Study axes the file sets: (RunOptions field, its values): (("mode", ("eager", "compile")),)
+    axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def specs(
-        self, precisions: Sequence[str] | None = None, optimizers: Sequence[str] | None = None
+        self,
+        precisions: Sequence[str] | None = None,
+        optimizers: Sequence[str] | None = None,
+        axes: Mapping[str, Sequence[Any]] | None = None,
     ) -> list[RunSpec]:
-        """Every config at every precision and optimizer (overrides replace the file's),
-        precision-major so a partial run covers all models."""
+        """Every config at every precision, optimizer and study-axis value (overrides replace
+        the file's; `axes` is keyed by RunOptions field), precision-major so a partial run
+        covers all models."""
         precs = _override("precision", precisions, PRECISION_WORDS) or self.precisions
         opts = _override("optimizer", optimizers, OPTIMIZERS) or self.optimizers
-        _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts))
-        return [RunSpec(fam, cfg, p, o) for p in precs for o in opts for fam, cfg in self.configs]
+        study = dict(self.axes)
+        for name, values in (axes or {}).items():
+            if name not in AXES.values():
+                raise ConfigError("axis", name, "must be one of " + ", ".join(AXES.values()))
+            for v in values or ():
+                RunOptions(**{name: v})  # its ConfigError names the field, value and choices
+            if values:
+                study[name] = tuple(dict.fromkeys(values))
+        combos = [dict(zip(study, v, strict=True)) for v in itertools.product(*study.values())]
+        _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts) * len(combos))
+        return [
+            RunSpec(fam, cfg, p, o, combo)
+            for p in precs
+            for o in opts
+            for combo in combos
+            for fam, cfg in self.configs
+        ]
 
 
 def load(source: str | os.PathLike[str] | Mapping[str, Any], *, name: str | None = None) -> Sweep:
@@ -182,6 +207,9 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
     description = _string(top / "description", doc.get("description", ""))
     precisions = _choices(top / "precisions", doc.get("precisions", ["fp32"]), PRECISION_WORDS)
     optimizers = _choices(top / "optimizers", doc.get("optimizers", ["rmsprop"]), OPTIMIZERS)
+    study = tuple(
+        (name, _axis_values(top / key, name, doc[key])) for key, name in AXES.items() if key in doc
+    )
     timing = _timing(top / "timing", doc.get("timing", {}))
     sampling = _sampling(top / "sampling", doc.get("sampling", {}))
     filters = _filters(top / "filters", doc.get("filters", {}))
@@ -192,7 +220,8 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
         for fam, table in family_tables.items()
     }
     planned = sum(count for _, _, count in grids.values()) + len(runs)
-    _check_runs(top, planned * len(precisions) * len(optimizers))
+    combos = math.prod(len(values) for _, values in study)
+    _check_runs(top, planned * len(precisions) * len(optimizers) * combos)
     configs: list[tuple[str, dict[str, Any]]] = []
     invalid = filtered = 0
     for fam, (family, axes, _) in grids.items():
@@ -216,6 +245,7 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
         filters=filters,
         skipped_invalid=invalid,
         skipped_filtered=filtered,
+        axes=study,
     )
 
 
@@ -317,7 +347,7 @@ def _check_runs(at: _At, runs: int) -> None:
     if runs > MAX_RUNS:
         raise at.error(
             _ABSENT,
-            f"expands to {runs:,} runs (configs × precisions × optimizers); at most "
+            f"expands to {runs:,} runs (configs × precisions × optimizers × study axes); at most "
             f"{MAX_RUNS:,} per sweep: narrow the axes, sample them ([sampling] method = "
             "'random' or 'lhs') or split the sweep",
         )
@@ -334,6 +364,23 @@ def _choices(at: _At, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
     for i, item in enumerate(items):
         if item not in allowed:
             raise (at / i if listed else at).error(item, "must be one of " + ", ".join(allowed))
+    return tuple(dict.fromkeys(items))
+
+
+def _axis_values(at: _At, name: str, value: object) -> tuple[Any, ...]:
+    """A study axis' values, each checked by RunOptions (the one place that says what is
+    allowed), deduplicated in order."""
+    items = value if isinstance(value, list | tuple) else [value]
+    if not items or isinstance(value, Mapping):
+        raise at.error(value, f"must be a non-empty list of {name} values")
+    for i, item in enumerate(items):
+        try:
+            RunOptions(**{name: item})
+        except ConfigError as e:
+            where = at / i if isinstance(value, list | tuple) else at
+            raise where.error(item, e.allowed) from None
+        except TypeError:
+            raise at.error(item, f"{name} is not a run option") from None
     return tuple(dict.fromkeys(items))
 
 
