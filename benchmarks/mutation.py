@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -48,7 +49,61 @@ GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
 # Mutants no test can kill because the program behaves the same with them. Keyed by mutmut's
 # name; `line` is a fragment of the mutated line, checked against the mutant's diff so that a
 # renumbering (the function changed) never marks a different mutant equivalent.
-EQUIVALENT: dict[str, tuple[str, str]] = {}
+EQUIVALENT: dict[str, tuple[str, str]] = {
+    # runs() builds `WHERE family = ?` from these names: SQLite column names ignore case.
+    **{
+        f"paradnn.store.db.xǁStoreǁruns__mutmut_{n}": (
+            "the name is an SQL column name in a WHERE clause; SQLite identifiers ignore case",
+            col,
+        )
+        for n, col in ((4, '"FAMILY"'), (6, '"SWEEP"'), (8, '"RUN_KEY"'), (10, '"QUALITY"'))
+    },
+    "paradnn.store.db.x_open_store__mutmut_14": (
+        "for ':memory:' the mutant runs Path(':memory:').parent.mkdir(exist_ok=True), which is "
+        "Path('.').mkdir: a no-op",
+        '":MEMORY:"',
+    ),
+    "paradnn.store.db.x_open_store__mutmut_32": (
+        "for ':memory:' the mutant asks for WAL and synchronous=FULL; an in-memory database "
+        "keeps journal_mode=memory and FULL is SQLite's default: same behaviour",
+        '":MEMORY:"',
+    ),
+    "paradnn.store.db.x_open_store__mutmut_13": (
+        "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
+        "which is Path('.').mkdir: a no-op",
+        '"XX:memory:XX"',
+    ),
+    "paradnn.store.db.x_open_store__mutmut_31": (
+        "the mutant also asks an in-memory database for WAL and synchronous=FULL; it keeps "
+        "journal_mode=memory and FULL is SQLite's default: same behaviour",
+        '"XX:memory:XX"',
+    ),
+}
+
+# A mutant that only changes the letter case of SQL text (keywords, pragma names, table and
+# column names) is the same statement to SQLite. Recognised by rule, not by name: the one
+# changed line differs only in case, and every string literal that changed is SQL.
+_SQL_WORDS = re.compile(
+    r"\b(SELECT|INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|WHERE|AND|ORDER BY|FROM)\b", re.IGNORECASE
+)
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def sql_case_only(diff: str) -> bool:
+    """Whether `diff` only changes the case of SQL string literals (an equivalent mutant)."""
+    lines = [x for x in diff.splitlines() if x[:1] in "-+" and x[:3] not in ("---", "+++")]
+    minus = [x[1:] for x in lines if x[0] == "-"]
+    plus = [x[1:] for x in lines if x[0] == "+"]
+    if len(minus) != 1 or len(plus) != 1 or minus == plus:
+        return False
+    if minus[0].lower() != plus[0].lower():
+        return False
+    old, new = _LITERAL.findall(minus[0]), _LITERAL.findall(plus[0])
+    changed = [a for a, b in zip(old, new, strict=False) if a != b]
+    return len(old) == len(new) and bool(changed) and all(_SQL_WORDS.search(a) for a in changed)
+
+
+SQL_CASE_REASON = "changes only the letter case of SQL text; SQLite keywords and names ignore case"
 
 # mutmut's exit codes (mutmut.stats.status_by_exit_code), plus 4: pytest could not start
 # because the mutant raised while conftest imported (e.g. TimingPolicy's validation), which is
@@ -220,6 +275,12 @@ def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -
             done_s, done_n = done_s + dur, done_n + 1
         if status == "unchecked":
             est_left += est or 0.0
+        if status in ("survived", "suspicious", "no tests") and name not in EQUIVALENT:
+            diff = get_diff_for_mutant(name, path=path)
+            if sql_case_only(diff):
+                counts["equivalent"] += 1
+                equivalent.append({"name": name, "reason": SQL_CASE_REASON, "diff": diff})
+                continue
         if status in ("survived", "suspicious", "no tests") and name in EQUIVALENT:
             reason, line = EQUIVALENT[name]
             diff = get_diff_for_mutant(name, path=path)
