@@ -68,6 +68,26 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "keeps journal_mode=memory and FULL is SQLite's default: same behaviour",
         '":MEMORY:"',
     ),
+    **{
+        f"paradnn.measure.stats.x_summarize__mutmut_{n}": (
+            "every number read from the sorted array is converted with float(), so leaving the "
+            "array's dtype to numpy changes no result for numeric samples",
+            line,
+        )
+        for n, line in ((5, "dtype=None"), (7, "np.asarray(samples, )"))
+    },
+    **{
+        f"paradnn.measure.stats.x_median_ci_ranks__mutmut_{n}": (
+            "the cdf's last entries (P(B ≤ n−1) = 1 − 2⁻ⁿ and beyond) are never ≤ α/2 ≤ 0.25, "
+            "so dropping or adding them changes no rank",
+            line,
+        )
+        for n, line in ((13, "np.arange(n - 1)"), (14, "np.arange(n + 2)"))
+    },
+    "paradnn.measure.timer.x_measure__mutmut_14": (
+        "the first report goes out anyway: the speaker has never spoken, so it is due",
+        'say({"phase": "first step"}, force=False)',
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",
