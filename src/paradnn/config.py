@@ -9,15 +9,24 @@ from dataclasses import dataclass, field
 from paradnn.errors import ConfigError
 from paradnn.optimizers import OPTIMIZERS
 from paradnn.precisions import PRECISIONS, precision_flags
-from paradnn.validate import SEED_MAX, int_at_least, number_at_least, number_in, one_of
+from paradnn.validate import (
+    SEED_MAX,
+    int_at_least,
+    number_at_least,
+    number_in,
+    one_of,
+    plain_text,
+)
 
 __all__ = [
     "AXES",
+    "EXECUTORS",
     "KEYED_WHEN_SET",
     "MODES",
     "OPTIMIZERS",
     "PRECISIONS",
     "QUICK_POLICY",
+    "ExecutorSettings",
     "RunOptions",
     "TimingPolicy",
     "check_device",
@@ -170,3 +179,38 @@ class RunOptions:
     def axis_values(self) -> dict[str, object]:
         """The value of every study axis (AXES), as a sweep or a row names them."""
         return {name: getattr(self, name) for name in AXES.values()}
+
+
+EXECUTORS = ("local", "ray", "slurm")
+MAX_ARRAY_SIZE = 1_000_000  # Slurm's own ceiling for MaxArraySize is 4,000,001; real ones ~1001
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """Where a sweep's runs execute (docs/cluster.md). `local` is paradnn's own worker pool;
+    `ray` and `slurm` send each config to a cluster, where paradnn's isolated worker runs it,
+    and return the records to this process, the store's only writer."""
+
+    kind: str = "local"
+    address: str | None = None  # ray: a cluster address (None: RAY_ADDRESS, else a local one)
+    cpus_per_task: int | None = None  # CPUs each run asks for (its thread count); None: a node
+    folder: str = "paradnn-slurm"  # slurm: submitit's shared folder (logs, pickled results)
+    partition: str | None = None  # slurm: the partition to submit to
+    configs_per_job: int = 4  # slurm: configs run one after another by one array element
+    max_array_size: int = 1000  # slurm: arrays are split below the cluster's MaxArraySize
+    cluster: str | None = None  # slurm: submitit's cluster ("local" runs the path without Slurm)
+
+    def __post_init__(self) -> None:
+        one_of("executor", self.kind, EXECUTORS)
+        if self.address is not None and not plain_text(self.address, 500):
+            raise ConfigError("address", self.address, "must be a Ray address like HOST:PORT")
+        if self.cpus_per_task is not None:
+            int_at_least("cpus_per_task", self.cpus_per_task, 1, MAX_THREADS)
+        if not plain_text(self.folder, 4096):
+            raise ConfigError("slurm_folder", self.folder, "must be a directory path")
+        if self.partition is not None and not plain_text(self.partition, 200):
+            raise ConfigError("partition", self.partition, "must be a Slurm partition name")
+        int_at_least("configs_per_job", self.configs_per_job, 1, 10_000)
+        int_at_least("max_array_size", self.max_array_size, 1, MAX_ARRAY_SIZE)
+        if self.cluster is not None:
+            one_of("cluster", self.cluster, ("slurm", "local", "debug"))

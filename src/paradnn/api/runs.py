@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
 from paradnn.api.devices import device_capacity, native_precisions
-from paradnn.config import RunOptions
+from paradnn.config import ExecutorSettings, RunOptions
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
@@ -85,10 +85,13 @@ def run(
     allow_emulated: bool = False,
     on_event: Callable[[Event], None] | None = None,
     axes: Mapping[str, Sequence[Any]] | None = None,
+    executor: ExecutorSettings | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
     a second call with the same arguments resumes where the first stopped. `axes` replaces
-    the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`)."""
+    the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
+    `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
+    cluster or Slurm instead (docs/cluster.md); this process still stores every result."""
     from paradnn.runner.supervisor import Supervisor
 
     sweep, specs = _plan(preset, precisions, optimizer, axes)
@@ -105,9 +108,44 @@ def run(
     settings = settings or SweepSettings()
     if not isinstance(settings, SweepSettings):
         raise ConfigError("settings", settings, "must be a SweepSettings")
+    executor = executor or sweep.executor or ExecutorSettings()
+    if not isinstance(executor, ExecutorSettings):
+        raise ConfigError("executor", executor, "must be an ExecutorSettings")
+    if executor.kind != "local":
+        return _run_on_cluster(sweep.name, specs, options, settings, executor, db, on_event)
     with open_store(db) as store:
         sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event)
         return sup.run(specs)
+
+
+def _run_on_cluster(
+    name: str,
+    specs: list[RunSpec],
+    options: RunOptions,
+    settings: SweepSettings,
+    executor: ExecutorSettings,
+    db: str,
+    on_event: Callable[[Event], None] | None,
+) -> list[RunRecord]:
+    from paradnn.runner.cluster import ClusterSupervisor, open_engine
+
+    if settings.workers != 1:
+        raise ConfigError(
+            "workers", settings.workers, f"local workers only; {executor.kind} decides how many"
+        )
+    if options.energy:
+        raise ConfigError(
+            "energy",
+            True,
+            f"needs --executor local (it measures this machine, not {executor.kind}'s)",
+        )
+    engine = open_engine(executor, options, settings.timeout_s)
+    try:
+        with open_store(db) as store:
+            sup = ClusterSupervisor(store, options, settings, engine, sweep=name, on_event=on_event)
+            return sup.run(specs)
+    finally:
+        engine.close()
 
 
 def dry_run(

@@ -89,6 +89,8 @@ class BarReporter:
         elif e.kind != "progress":
             self.phase = ""
         counts = " ".join(f"{k}:{v}" for k, v in sorted(e.counts.items()))
+        if getattr(e, "nodes", None):  # a cluster executor: results per host
+            counts += "  [" + " ".join(f"{h}:{n}" for h, n in sorted(e.nodes.items())) + "]"
         now = "; ".join(
             f"{s.family} {s.precision} " + tables.compact_config(dict(s.config)) for s in e.running
         )
@@ -105,9 +107,10 @@ class BarReporter:
             r = e.record
             took = f" {r.step_time_s * 1e3:.3g} ms/step" if r.step_time_s else ""
             flag = " (noisy)" if r.quality == "noisy" else ""
+            node = f" on {(r.env or {}).get('hostname')}" if getattr(e, "nodes", None) else ""
             say(
                 f"[{e.done}/{e.total}] {r.family} {r.precision} "
-                f"{tables.compact_config(r.config)}: {r.status}{took}{flag}"
+                f"{tables.compact_config(r.config)}: {r.status}{took}{flag}{node}"
             )
         elif e.kind == "progress" and e.progress and time.monotonic() - self.last_line >= 4.0:
             self.last_line = time.monotonic()  # a heartbeat, not a flood
@@ -140,6 +143,8 @@ class JsonlReporter:
         }
         if e.kind == "start":
             event["skipped"] = e.skipped
+        if getattr(e, "nodes", None):
+            event["nodes"] = e.nodes
         if e.record is not None:
             r = e.record
             event.update(

@@ -95,15 +95,57 @@ def run(
     energy_idle: EnergyIdleOpt = 2.0,
     allow_emulated: EmulatedOpt = False,
     mode: ModesOpt = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            help="Where runs execute: local (default: worker processes here), ray or slurm "
+            "(docs/cluster.md). Default: the sweep's [executor], else local.",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="ray: cluster address (default RAY_ADDRESS).")
+    ] = None,
+    cpus_per_task: Annotated[
+        int | None,
+        typer.Option(
+            "--cpus-per-task", help="ray/slurm: CPUs per run, its thread count (ray: a node)."
+        ),
+    ] = None,
+    slurm_folder: Annotated[
+        str | None, typer.Option("--slurm-folder", help="slurm: submitit's shared folder.")
+    ] = None,
+    slurm_partition: Annotated[
+        str | None, typer.Option("--slurm-partition", help="slurm: partition to submit to.")
+    ] = None,
+    configs_per_job: Annotated[
+        int | None,
+        typer.Option("--configs-per-job", help="slurm: configs per array element (default 4)."),
+    ] = None,
+    max_array_size: Annotated[
+        int | None,
+        typer.Option("--max-array-size", help="slurm: split arrays below this (default 1000)."),
+    ] = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
-    Run the same command again to resume: finished configs are skipped.
+    Run the same command again to resume: finished configs are skipped (whichever executor
+    ran them).
     """
     from paradnn import presets
     from paradnn.runner.supervisor import SweepSettings
 
     sweep = presets.get(preset)
+    where = _executor(
+        sweep.executor,
+        kind=executor,
+        address=address,
+        cpus_per_task=cpus_per_task,
+        folder=slurm_folder,
+        partition=slurm_partition,
+        configs_per_job=configs_per_job,
+        max_array_size=max_array_size,
+    )
     policy = timing(min_time, max_time, sweep.timing)
     settings = SweepSettings(
         workers=workers,
@@ -142,6 +184,7 @@ def run(
                 allow_emulated=allow_emulated,
                 on_event=report,
                 axes=axes,
+                executor=where,
             )
     except KeyboardInterrupt:
         err.print(
@@ -151,6 +194,25 @@ def run(
         raise typer.Exit(130) from None
     if mode is not ProgressMode.jsonl:
         _show_runs([r.as_dict() for r in records], sweep.name, report.skipped, db, energy)
+        if where.kind != "local":
+            _show_nodes(records)
+
+
+def _executor(base: Any, **given: Any) -> Any:
+    """The sweep's [executor] with the options the user gave on top; checked before any work."""
+    import dataclasses
+
+    from paradnn.config import ExecutorSettings
+
+    chosen = {k: v for k, v in given.items() if v is not None}
+    return dataclasses.replace(base or ExecutorSettings(), **chosen)
+
+
+def _show_nodes(records: list[Any]) -> None:
+    from collections import Counter
+
+    nodes = Counter((r.env or {}).get("hostname") or "unknown" for r in records)
+    out.print("results per node: " + ", ".join(f"{h} {n}" for h, n in sorted(nodes.items())))
 
 
 def _show_dry_run(name: str, preset: str, plan: dict[str, Any], **kw: Any) -> None:

@@ -74,6 +74,7 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
         "gpu_memory_bytes": None,
         "gpu_sm_count": None,
         "gpu_capability": None,
+        "device_uuid": None,  # which physical GPU (a sweep across machines names each one)
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "flush_denormal": True,  # set by runner.execute.measure_into around every run
         "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
@@ -87,6 +88,7 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
             gpu_memory_bytes=props.total_memory,
             gpu_sm_count=props.multi_processor_count,
             gpu_capability=f"{props.major}.{props.minor}",
+            device_uuid=_gpu_uuid(props),
             cudnn=str(torch.backends.cudnn.version())
             if torch.backends.cudnn.is_available()
             else None,
@@ -97,6 +99,7 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
     else:
         for k in ("gpu_name", "driver", "cudnn", "gpu_memory_bytes", "gpu_sm_count"):
             nulls[k] = "cpu run"
+        nulls["device_uuid"] = "cpu run: a CPU has no device UUID (the hostname names the machine)"
     # What the CPU computes with: torch's dispatch level and the caps a user set (an AVX2-capped
     # run on an AVX-512 machine is another environment, with its own run keys).
     env["isa"] = {"cpu_capability": _cpu_capability(), **host.caps()}
@@ -113,6 +116,15 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
     env["nulls"] = nulls
     env["fingerprint"] = fingerprint(env)
     return env
+
+
+def _gpu_uuid(props: Any) -> str | None:
+    """`GPU-…` as nvidia-smi prints it; torch's device properties carry it (CUDA ≥ 11.4)."""
+    uuid = getattr(props, "uuid", None)
+    if uuid is None:
+        return None
+    text = str(uuid)
+    return text if text.startswith("GPU-") else f"GPU-{text}"
 
 
 def _cpu_capability() -> str | None:

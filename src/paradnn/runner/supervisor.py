@@ -82,6 +82,7 @@ class Event:
     notes: list[str] = field(default_factory=list)  # `start`: what the plan resolved to
     progress: dict[str, Any] | None = None  # `progress`: the running job's phase and samples
     row: dict[str, Any] | None = None  # `result` of a task (a ceiling or an op): its stored row
+    nodes: dict[str, int] = field(default_factory=dict)  # results per host (cluster executors)
 
 
 @dataclass

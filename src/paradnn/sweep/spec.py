@@ -20,6 +20,9 @@
     [timing]                      # optional overrides of TimingPolicy's fields
     min_time_s = 0.3
 
+    [executor]                    # optional: where the runs execute (docs/cluster.md)
+    kind = "ray"                  # local (default), ray or slurm; fields of ExecutorSettings
+
     [families.fc]                 # one table per family: its grid
     layers = "4..128 x2"          # a range string (paradnn.space.parse_range), numeric axes only
     nodes = [32, "128..512 x2"]   # a list (of values and ranges), or a single value
@@ -61,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import families
-from paradnn.config import AXES, RunOptions, TimingPolicy
+from paradnn.config import AXES, ExecutorSettings, RunOptions, TimingPolicy
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
@@ -81,7 +84,7 @@ MAX_RUNS = 100_000
 MAX_DESCRIPTION = 1000
 TOP_KEYS = (
     "name", "description", "precisions", "optimizers", *AXES,
-    "sampling", "filters", "timing", "families", "runs",
+    "sampling", "filters", "timing", "executor", "families", "runs",
 )  # fmt: skip
 
 _ABSENT = object()  # "this error has no value to show"
@@ -135,6 +138,7 @@ class Sweep:
     skipped_filtered: int = 0  # grid points over a [filters] bound
     # Study axes the file sets: (RunOptions field, its values): (("mode", ("eager", "compile")),)
     axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    executor: ExecutorSettings | None = None  # [executor]: where it runs (CLI options override)
 
     def specs(
         self,
@@ -211,6 +215,7 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
         (name, _axis_values(top / key, name, doc[key])) for key, name in AXES.items() if key in doc
     )
     timing = _timing(top / "timing", doc.get("timing", {}))
+    executor = _executor(top / "executor", doc["executor"]) if "executor" in doc else None
     sampling = _sampling(top / "sampling", doc.get("sampling", {}))
     filters = _filters(top / "filters", doc.get("filters", {}))
 
@@ -246,6 +251,7 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
         skipped_invalid=invalid,
         skipped_filtered=filtered,
         axes=study,
+        executor=executor,
     )
 
 
@@ -431,6 +437,16 @@ def _timing(at: _At, value: object) -> TimingPolicy:
         return from_mapping(TimingPolicy, table, prefix="timing.")
     except ConfigError as e:  # TimingPolicy names its fields timing.X, as the file does
         raise _At(at.label, e.field).error(e.value, e.allowed) from None
+
+
+def _executor(at: _At, value: object) -> ExecutorSettings:
+    table = _table(at, value)
+    _known_keys(at, table, [f.name for f in dataclasses.fields(ExecutorSettings)])
+    try:
+        return ExecutorSettings(**table)
+    except ConfigError as e:  # named as the CLI names it; the file's key is the field's name
+        key = {"executor": "kind", "slurm_folder": "folder"}.get(e.field, e.field)
+        raise (at / key).error(e.value, e.allowed) from None
 
 
 def _family_grid(

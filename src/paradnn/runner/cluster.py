@@ -1,0 +1,121 @@
+"""Sweeps on a cluster engine (Ray, Slurm through submitit): the same plan, the same store.
+
+`ClusterSupervisor` is the local `Supervisor` with another way to execute: it plans exactly as
+the local one does (run keys from a worker's environment, resume by key, the memory
+prediction), hands each config to an `Engine`, and stores what comes back. Only this process
+writes the store; a task returns its record. A cluster task runs `isolated.run_one`, which
+starts paradnn's own worker process for one config with the run's deadline, so a result means
+on a cluster what it means locally, and a sweep can be started with one executor and finished
+with another (same machine kind, same run keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from paradnn.config import ExecutorSettings, RunOptions
+from paradnn.errors import ConfigError
+from paradnn.presets import RunSpec, resolve_native
+from paradnn.records import RunRecord, Status
+from paradnn.runner.engine import Engine, Item
+from paradnn.runner.supervisor import Event, Supervisor, SweepSettings, _Job
+from paradnn.store import Store
+
+
+def open_engine(executor: ExecutorSettings, options: RunOptions, timeout_s: float) -> Engine:
+    """The engine for `executor`; a missing extra is one ConfigError, before any work."""
+    if executor.kind == "ray":
+        from paradnn.runner.ray_engine import RayEngine
+
+        return RayEngine(executor, options, timeout_s)
+    if executor.kind == "slurm":
+        from paradnn.runner.slurm_engine import SlurmEngine
+
+        return SlurmEngine(executor, options, timeout_s)
+    raise ConfigError("executor", executor.kind, "a cluster executor: ray or slurm")
+
+
+class ClusterSupervisor(Supervisor):
+    def __init__(
+        self,
+        store: Store,
+        options: RunOptions,
+        settings: SweepSettings,
+        engine: Engine,
+        *,
+        sweep: str | None = None,
+        on_event: Any = None,
+    ):
+        if engine.threads is not None and options.threads != engine.threads:
+            # the run's recorded thread count is what the task asked the engine for
+            options = dataclasses.replace(options, threads=engine.threads)
+        super().__init__(store, options, settings, sweep=sweep, on_event=on_event)
+        self.engine = engine
+        self.inflight: dict[int, _Job] = {}
+        self.nodes: Counter[str] = Counter()
+
+    def _emit(self, kind: str, slots: Any, skipped: int = 0, progress: Any = None) -> None:
+        running = [j.spec for j in self.inflight.values()]
+        self.on_event(
+            Event(
+                kind,
+                self.done,
+                self.total,
+                dict(self.counts),
+                self._last if kind == "result" else None,
+                running,  # type: ignore[arg-type]
+                skipped,
+                self._eta(max(1, min(len(running), self.engine.slots()))),
+                notes=list(self.notes) if kind == "start" else [],
+                progress=progress,
+                nodes=dict(self.nodes),
+            )
+        )
+
+    def run(self, specs: Sequence[RunSpec]) -> list[RunRecord]:
+        hello = self.engine.probe()
+        specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
+        self.notes.append(f"executor {self.engine.name}: {self.engine.slots()} configs at a time")
+        jobs, skipped = self.plan(specs, hello["env"])
+        self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
+        capacity = hello["capacity_bytes"]
+        if hello["capacity_kind"] == "host":  # tasks on one node share its memory
+            per_node = max(1, int(hello.get("tasks_per_node", 1)))
+            capacity //= per_node
+        results: list[RunRecord] = []
+        self._emit("start", None, skipped)
+        items: list[Item] = []
+        by_id: dict[int, _Job] = {}
+        for job in jobs:
+            if job.record.status == Status.INVALID or not self._predict(
+                job, capacity, hello["env"]["device_type"]
+            ):
+                self._finish(job.record, job, None, results, [])  # never reaches a cluster
+                continue
+            by_id[job.id] = job
+            items.append(Item(job.id, job.message(self), job.record))
+        started: dict[int, float] = {}
+        try:
+            for news in self.engine.run(items):
+                if news.kind == "beat":
+                    self._emit("progress", None, progress={"phase": "running on the cluster"})
+                elif news.kind == "started":
+                    self.inflight[news.id], started[news.id] = by_id[news.id], time.monotonic()
+                    self._emit("run", None)
+                else:
+                    job = by_id[news.id]
+                    self.inflight.pop(news.id, None)
+                    took = time.monotonic() - started.pop(news.id, time.monotonic())
+                    rec = news.record
+                    self.nodes[(rec.env or {}).get("hostname") or "unknown"] += 1
+                    self._finish(rec, job, took, results, [])
+        except KeyboardInterrupt:
+            self.engine.close()
+            raise
+        self.engine.close()
+        self._emit("end", None)
+        return results
