@@ -160,3 +160,63 @@ def test_bad_executor_options_are_one_line_and_exit_2(tmp_path, args, message):
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not db.exists()
+
+
+class FakeRay:
+    """Just enough of Ray's API for the engine's resource decisions (no cluster started)."""
+
+    class exceptions:
+        RayError = Exception
+
+    def __init__(self, cpus_per_node, gpus=0):
+        self.cpus_per_node, self.gpus, self.asked = cpus_per_node, gpus, []
+
+    def init(self, **kw):
+        self.init_kw = kw
+
+    def cluster_resources(self):
+        return {"CPU": float(sum(self.cpus_per_node)), "GPU": float(self.gpus)}
+
+    def nodes(self):
+        return [{"Alive": True, "Resources": {"CPU": float(c)}} for c in self.cpus_per_node]
+
+    def remote(self, **need):
+        self.asked.append(need)
+        return lambda fn: fn
+
+
+@pytest.mark.parametrize(
+    ("device", "cpus_per_node", "gpus", "cpus_per_task", "need", "slots", "threads"),
+    [
+        ("cuda", [8, 8], 2, None, {"num_gpus": 1, "num_cpus": 1}, 2, None),  # whole GPUs
+        ("auto", [8, 8], 4, None, {"num_gpus": 1, "num_cpus": 1}, 4, None),
+        ("cpu", [8, 4], 0, None, {"num_cpus": 4}, 3, 4),  # default: the smallest node
+        ("cpu", [8, 8], 0, 2, {"num_cpus": 2}, 8, 2),
+    ],
+)
+def test_ray_tasks_ask_for_whole_resources(
+    monkeypatch, device, cpus_per_node, gpus, cpus_per_task, need, slots, threads
+):
+    from paradnn.config import RunOptions
+    from paradnn.runner.ray_engine import MAX_RETRIES, RayEngine
+
+    fake = FakeRay(cpus_per_node, gpus)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    executor = ExecutorSettings(kind="ray", cpus_per_task=cpus_per_task)
+    engine = RayEngine(executor, RunOptions(device=device), 60.0)
+    assert fake.asked[0] == need  # the probe
+    assert fake.asked[1] == {**need, "max_retries": MAX_RETRIES, "retry_exceptions": False}
+    assert (engine.slots(), engine.threads) == (slots, threads)
+    assert engine.settings.device == ("cpu" if threads else "cuda")
+    assert engine.settings.threads == threads
+
+
+def test_ray_refuses_a_gpu_run_on_a_cluster_without_gpus_and_too_many_cpus(monkeypatch):
+    from paradnn.config import RunOptions
+    from paradnn.runner.ray_engine import RayEngine
+
+    monkeypatch.setitem(sys.modules, "ray", FakeRay([4], 0))
+    with pytest.raises(ConfigError, match="device = 'cuda': the Ray cluster has no GPU"):
+        RayEngine(ExecutorSettings(kind="ray"), RunOptions(device="cuda"), 60.0)
+    with pytest.raises(ConfigError, match=r"cpus_per_task = 8: no node .* \(largest: 4\)"):
+        RayEngine(ExecutorSettings(kind="ray", cpus_per_task=8), RunOptions(device="cpu"), 60.0)
