@@ -18,6 +18,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import platform
 import signal
 import sys
 import time
@@ -25,7 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-PARENT_ENV = "PARADNN_RANK_PARENT"  # the worker's pid: a rank whose parent is gone exits
+PARENT_ENV = "PARADNN_RANK_PARENT"  # = runner.distributed.PARENT_ENV (read before torch loads)
+
 FAULT_ENV = "PARADNN_FAULT_RANK"  # tests: "<rank>=<SIGNAL|hang|oom>" after the step's timing
 COLLECTIVE_TIMEOUT_ENV = "PARADNN_COLLECTIVE_TIMEOUT_S"
 COLLECTIVE_TIMEOUT_S = 300.0  # a collective waiting longer: a rank is hung or gone
@@ -271,9 +273,82 @@ def launched(argv: list[str]) -> int:
     parser.add_argument("--max-time", type=float, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from paradnn.runner.distributed import torchrun_main
-
     return torchrun_main(args)
+
+
+def torchrun_main(args: Any) -> int:
+    """`torchrun … -m paradnn.runner.rank FAMILY key=value …`: every rank measures (env://
+    rendezvous, device by LOCAL_RANK); rank 0 stores the record in --db."""
+    import torch
+    import torch.distributed as dist
+
+    from paradnn.config import RunOptions, TimingPolicy
+    from paradnn.measure.environment import prepare
+    from paradnn.records import Status, now
+    from paradnn.runner.distributed import RankPlan, merge, rank_job
+    from paradnn.runner.start import dist_backend, start_record
+    from paradnn.store import open_store
+    from paradnn.validate import parse_assignments
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    gpu = torch.cuda.is_available()
+    device_spec = f"cuda:{local}" if gpu else "cpu"
+    policy = TimingPolicy()
+    if args.min_time is not None or args.max_time is not None:
+        lo = args.min_time if args.min_time is not None else policy.min_time_s
+        hi = args.max_time if args.max_time is not None else max(policy.max_time_s, lo)
+        policy = dataclasses.replace(policy, min_time_s=lo, max_time_s=hi)
+    options = RunOptions(
+        precision=args.precision,
+        optimizer=args.optimizer,
+        device=device_spec,
+        threads=args.threads,
+        procs=world,
+        strategy=args.strategy,
+        scaling=args.scaling,
+        timing=policy,
+    )
+    values = parse_assignments(args.assignments, what=f"{args.family} config")
+    device, env = prepare(options)  # threads: --threads, or every core this rank may use
+    if gpu:
+        torch.cuda.set_device(device)
+    rec = start_record(args.family, values, options, env)
+    if rec.status == Status.INVALID:
+        print(rec.error, file=sys.stderr)
+        return 2
+    threads = torch.get_num_threads()
+    plan = RankPlan(dist_backend(device.type), device.type, threads, None)
+    job = rank_job(rec, options, plan)
+    job["cpus"] = None
+    init(plan.backend, "env://", rank, world)
+    try:
+        res = measure_rank(job, rank, world, device)
+    except BaseException as e:
+        res = error_of(e, rank)
+    finally:
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+    if rank != 0:
+        return 0 if res.get("ok") else 1
+    if not res.get("ok"):
+        res = {**res, "error": f"rank {rank}: {res['error']}"}
+    rec = merge(rec, res, options, plan).replace(finished_at=now())
+    rec = rec.with_part(
+        dataclasses.replace(
+            rec.parallel_part,
+            parallel={
+                **(rec.parallel or {}),
+                "launcher": "torchrun",
+                "rank0_host": platform.node(),
+            },
+        )
+    )
+    with open_store(args.db) as store:
+        rec = store.insert_record(rec)
+    if args.json:
+        print(json.dumps({k: v for k, v in rec.as_dict().items() if k != "env"}, default=str))
+    return 0 if rec.status == Status.OK else 1
 
 
 def main(argv: list[str] | None = None) -> int:
