@@ -24,7 +24,7 @@ from paradnn.config import TimingPolicy
 from paradnn.measure.stats import Summary, summarize
 
 SMALL_BYTES = 4096  # the latency end of the all-reduce ladder
-AR_BUDGET_S = 1.0  # seconds of timed all-reduces per buffer size (after a short warm-up)
+AR_BUDGET_S = 1.0  # at most this many seconds of timed all-reduces per buffer size
 
 
 def busbw(algbw: float, n: int) -> float:
@@ -197,7 +197,8 @@ def allreduce_time(
         warm.append(now() - t)
     est = max(agree.max(statistics.median(warm)), 1e-9)
     reps = max(1, math.ceil(policy.min_block_s / est))
-    count = max(policy.min_samples, min(200, int(AR_BUDGET_S / (reps * est))))
+    budget = min(AR_BUDGET_S, max(policy.max_time_s, 0.05))  # a quick policy: a quick ladder
+    count = max(policy.min_samples, min(200, int(budget / (reps * est))))
     samples = []
     for _ in range(count):
         agree.barrier()
