@@ -9,7 +9,6 @@ import math
 import pandas as pd
 import pytest
 
-from conftest import run_cli
 from paradnn import sweep
 from paradnn.analysis import frames
 from paradnn.analysis import scaling as S
@@ -21,6 +20,8 @@ from paradnn.runner import distributed as D
 from paradnn.runner.start import start_record
 from paradnn.sim import scaling_check as C
 from paradnn.sim.interconnect import Link, Topology, allreduce
+
+from conftest import run_cli
 
 ENV = {"device": "cpu", "fingerprint": "f", "device_type": "cpu", "threads": 1}
 FC = {"layers": 1, "nodes": 32, "batch": 8}

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_POLICY, run_cli
 from paradnn import api, host
 from paradnn.store import open_store
+
+from conftest import TINY_POLICY, run_cli
 
 FC = {"layers": 1, "nodes": 32, "batch": 8}
 TWO_CORES = pytest.mark.skipif(len(host.usable_cpus()) < 2, reason="needs 2 usable CPU cores")
