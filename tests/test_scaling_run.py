@@ -108,7 +108,7 @@ def test_a_hung_rank_is_killed_with_its_worker_at_the_timeout(tmp_path, monkeypa
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("PARADNN_FAULT_RANK", "1=hang")  # rank 0 then waits in a collective
     rec = api.bench(
-        "fc", FC, device="cpu", threads=1, procs=2, timing=TINY_POLICY, timeout_s=20,
+        "fc", FC, device="cpu", threads=1, procs=2, timing=TINY_POLICY, timeout_s=12,
         db=str(tmp_path / "h.db"),
     )  # fmt: skip
     assert rec.status == "timeout" and rec.procs == 2
