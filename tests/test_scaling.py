@@ -165,6 +165,7 @@ def _row(procs, step, family="fc", batch=8, **kw):
         "strategy": None if procs == 1 else "ddp",
         "scaling": None if procs == 1 else "weak",
         "examples_per_step": batch * procs,
+        "params": 97_000,
         "step_time_s": step,
         "step_time_ci_low_s": step * 0.98,
         "step_time_ci_high_s": step * 1.02,
@@ -252,3 +253,13 @@ def test_scale_refuses_bad_input_in_one_line_before_any_work(capsys, tmp_path, a
     code, _, err = run_cli(capsys, "scale", "fc", "layers=1", *args, "--db", str(db))
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not db.exists()
+
+
+def test_compare_by_procs_pairs_a_config_with_its_single_process_run():
+    from paradnn.analysis import speedup
+
+    rows = [_row(1, 0.010), _row(2, 0.0125), _row(1, 0.02, precision="bf16")]
+    c = speedup.compare(frames.from_frames(rows), "procs", "1", "2")
+    assert len(c.pairs) == 1 and c.pairs.iloc[0]["speedup"] == pytest.approx(1.6)
+    by_prec = speedup.compare(frames.from_frames(rows), "precision", "fp32", "bf16")
+    assert len(by_prec.pairs) == 1  # the N = 2 run has no bf16 twin: never paired across N

@@ -45,6 +45,8 @@ BY = (
     "threads",
     "device",
     "attempt",
+    "procs",  # data-parallel processes (docs/scaling.md): analysis/scaling.py has efficiency
+    "strategy",
 )
 IDENTITY = ("family", "config_key", "platform", "precision", "mode", "optimizer")
 HIGHER_IS_BETTER = {
@@ -238,6 +240,9 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
         key.remove("platform")
     if by == "attempt":
         key += ["db", "run_key"]
+    for col in ("procs", "strategy", "scaling"):  # a data-parallel run pairs with its own kind
+        if col != by and col in ga and col in gb and not (by == "procs" and col != "procs"):
+            key.append(col)
     if by != "threads" and "threads" in ga and "threads" in gb:
         ta = set(ga.loc[ga["status"] == "ok", "threads"].dropna())
         tb = set(gb.loc[gb["status"] == "ok", "threads"].dropna())

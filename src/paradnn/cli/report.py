@@ -48,7 +48,7 @@ def compare(
         typer.Option(
             "--by",
             help="platform, precision, mode, optimizer, torch_version, cuda_version, threads, "
-            "device, hostname, db (one database against another) or attempt (re-runs of the "
+            "device, hostname, procs, strategy, db (one database against another) or attempt (re-runs of the "
             "same run key: --a/--b are attempt numbers, first or latest).",
         ),
     ],
