@@ -206,7 +206,8 @@ PARALLEL_FIELDS = (
 )
 
 
-def _single_process() -> dict[str, str]:
+def single_process_nulls() -> dict[str, str]:
+    """Why a one-process run has no data-parallel figures (runner/start.py sets them)."""
     return {name: SINGLE_PROCESS for name in PARALLEL_FIELDS}
 
 
@@ -231,7 +232,7 @@ class Parallel:
     overlap_frac: float | None = None  # (compute + all-reduce − step) / all-reduce, in [0, 1]
     failed_rank: int | None = None  # the rank whose error ended the run
     parallel: dict[str, Any] | None = None  # per rank: medians, cores; all-reduce size ladder
-    nulls: Mapping[str, str] = field(default_factory=_single_process)
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
 
 
 PARTS: dict[str, type] = {

@@ -241,7 +241,9 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
     if by == "attempt":
         key += ["db", "run_key"]
     for col in ("procs", "strategy", "scaling"):  # a data-parallel run pairs with its own kind
-        if col != by and col in ga and col in gb and not (by == "procs" and col != "procs"):
+        if by == "procs" or col == by or col not in ga or col not in gb:
+            continue
+        if col == "procs" or (ga[col].notna().any() and gb[col].notna().any()):
             key.append(col)
     if by != "threads" and "threads" in ga and "threads" in gb:
         ta = set(ga.loc[ga["status"] == "ok", "threads"].dropna())

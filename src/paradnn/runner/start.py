@@ -23,6 +23,7 @@ from paradnn.records import (
     now,
     null_energy,
     run_key,
+    single_process_nulls,
 )
 
 
@@ -89,6 +90,7 @@ def start_record(
         ),
         utilization=Utilization(nulls={"utilization_datasheet": why, "utilization_measured": why}),
         energy_part=energy,
+        parallel_part=Parallel(nulls=single_process_nulls()),
     )
 
 
