@@ -263,3 +263,29 @@ def test_compare_by_procs_pairs_a_config_with_its_single_process_run():
     assert len(c.pairs) == 1 and c.pairs.iloc[0]["speedup"] == pytest.approx(1.6)
     by_prec = speedup.compare(frames.from_frames(rows), "precision", "fp32", "bf16")
     assert len(by_prec.pairs) == 1  # the N = 2 run has no bf16 twin: never paired across N
+
+
+def test_the_report_section_shows_the_figure_the_verdict_and_the_check(tmp_path):
+    import importlib
+
+    from paradnn.report.scaling import section
+
+    build = importlib.import_module("paradnn.report.build")  # the module, not its function
+
+    n = 2
+    ladder = [{"bytes": b, "time_s": 1e-4 + b / 1e9} for b in (4096, 10**6, 4 * 10**6)]
+    rows = [_row(1, 0.010), _row(1, 0.010, family="cnn")]
+    for fam in ("fc", "cnn"):
+        rows.append(
+            _row(n, 0.0125, family=fam, allreduce_s=1.1e-3, allreduce_bytes=10**6,
+                 compute_nosync_s=0.011, ladder=ladder)
+        )  # fmt: skip
+    w = build._Writer(tmp_path)
+    s = section(frames.from_frames(rows), w)
+    assert s.empty is None and len(s.figures) == 3
+    assert {p.name for p in w.figures} >= {"scaling-speedup.png", "scaling-serial.png"}
+    assert s.notes[0].startswith("Observation 3 (seed 000 §4.3): holds. median e = 0.250")
+    assert "FC median e 0.250 vs CNN 0.250" in s.notes[0]
+    assert "simulator check over 2 run(s)" in s.notes[1]
+    empty = section(frames.from_frames([_row(1, 0.01)]), w)
+    assert "paradnn scale" in empty.empty and not empty.figures
