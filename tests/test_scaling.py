@@ -187,6 +187,12 @@ def test_efficiency_is_computed_against_the_stored_single_process_run():
     assert r.karp_flatt == pytest.approx(0.25)
     assert r.speedup_low < 1.6 < r.speedup_high
     assert r.utilization == pytest.approx(0.8)  # per rank FLOP/s over the single process's
+    assert pd.isna(r.compute_inflation)  # no no_sync time: no inflation
+    t = S.efficiency_table(
+        frames.from_frames([_row(1, 0.010), _row(2, 0.0125, compute_nosync_s=0.011)])
+    )
+    assert t.iloc[0].compute_inflation == pytest.approx(1.1)
+    assert t.iloc[0].comm_exposed_frac == pytest.approx(0.12)
     assert not len(S.efficiency_table(frames.from_frames([_row(2, 0.01)])))  # no baseline
 
 

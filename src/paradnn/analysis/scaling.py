@@ -128,6 +128,7 @@ def efficiency_table(data: Data | pd.DataFrame) -> pd.DataFrame:
         "efficiency", "karp_flatt", "compute_nosync_s", "allreduce_s", "allreduce_busbw",
         "overlap_frac", "rank_flops", "base_flops", "utilization", "batch",
         "base_step_time_s", "examples_ratio", "allreduce_bytes", "allreduce_ladder",
+        "compute_inflation", "comm_exposed_frac",
     ]  # fmt: skip
     if not len(runs) or not (runs["procs"] > 1).any():
         return pd.DataFrame(columns=cols)
@@ -175,6 +176,16 @@ def efficiency_table(data: Data | pd.DataFrame) -> pd.DataFrame:
                 "examples_ratio": g,  # global examples per step at N over those at N = 1
                 "allreduce_bytes": r.get("allreduce_bytes"),
                 "allreduce_ladder": _detail(r).get("allreduce_ladder"),
+                # where the loss is: a rank's step without sync against the single process's
+                # step for the same per-rank work (> 1: the ranks' compute itself got slower,
+                # e.g. cores shared with other work), and the step's share past that compute
+                "compute_inflation": _ratio(r.get("compute_nosync_s"), b["step_time_s"] * g / n),
+                "comm_exposed_frac": _ratio(
+                    (r["step_time_s"] - r["compute_nosync_s"])
+                    if _all(r.get("compute_nosync_s"))
+                    else None,
+                    r["step_time_s"],
+                ),
             }
         )
     return pd.DataFrame(out, columns=cols)
@@ -217,6 +228,10 @@ def fits(table: pd.DataFrame) -> pd.DataFrame:
 
 def _all(*values: object) -> bool:
     return all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values)
+
+
+def _ratio(a: object, b: object) -> float | None:
+    return float(a) / float(b) if _all(a, b) and float(b) > 0 else None  # type: ignore[arg-type]
 
 
 def _detail(row: pd.Series) -> dict:

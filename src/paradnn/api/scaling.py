@@ -3,7 +3,9 @@ table (efficiency, Karp–Flatt, Amdahl) and the simulator's check (docs/scaling
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +79,9 @@ def scale(
                 "batch", batch, f"strong scaling splits it over procs = {bad[0]}: a multiple of it"
             )
     _, device_type = device_capacity(device)
+    cpus = host.usable_cpus()
     if device_type == "cpu":
-        usable = len(host.usable_cpus())
+        usable = len(cpus)
         if threads is None:
             threads = max(1, usable // max(ns))
         if max(ns) * threads > usable:
@@ -96,13 +99,38 @@ def scale(
         timing=timing or TimingPolicy(),
     )
     values = dict(cfg.__dict__)
-    specs = [
-        RunSpec(family, values, precision, optimizer, _study(n, strategy, scaling)) for n in ns
-    ]
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
+    records: list[RunRecord] = []
     with open_store(db) as store:
-        records = Supervisor(store, options, settings, on_event=on_event).run(specs)
+        for group in ([n for n in ns if n == 1], [n for n in ns if n > 1]):
+            if not group:
+                continue
+            specs = [
+                RunSpec(family, values, precision, optimizer, _study(n, strategy, scaling))
+                for n in group
+            ]
+            # N = 1 on CPU runs on the cores rank 0 gets at N > 1 (its worker inherits this
+            # affinity), so the baseline and each rank had the same cores, not the whole host
+            pin = cpus[: threads or len(cpus)] if group == [1] and device_type == "cpu" else None
+            with _pinned(pin):
+                sup = Supervisor(store, options, settings, on_event=on_event)
+                records += sup.run(specs)
     return summarize(records)
+
+
+@contextlib.contextmanager
+def _pinned(cpus: list[int] | None) -> Iterator[None]:
+    """This process's CPU affinity narrowed to `cpus` for the block (workers started inside
+    inherit it), restored after."""
+    if not cpus:
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
 
 
 def _study(n: int, strategy: str, scaling: str) -> dict[str, Any]:

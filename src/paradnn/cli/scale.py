@@ -138,6 +138,14 @@ def _bw(x: Any) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x / 1e9:.3g} GB/s"
 
 
+def _x(v: Any) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}×"
+
+
+def _share(v: Any) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0%}"
+
+
 def lines(res: Any) -> list[str]:
     """One line per N > 1: speedup, efficiency, e, the all-reduce and its bandwidths."""
     out_lines = []
@@ -152,7 +160,9 @@ def lines(res: Any) -> list[str]:
             f"efficiency {r.efficiency:.0%}, Karp–Flatt e = {r.karp_flatt:.3f}; step "
             f"{_ms(r.step_time_s)}, no_sync compute {_ms(r.compute_nosync_s)}, all-reduce of "
             f"{(r.allreduce_bytes or 0) / 1e6:.3g} MB {_ms(r.allreduce_s)} (busbw "
-            f"{_bw(r.allreduce_busbw)}), overlap {r.overlap_frac:.0%}"
+            f"{_bw(r.allreduce_busbw)}), overlap {r.overlap_frac:.0%}; a rank's compute "
+            f"{_x(r.compute_inflation)} the single process's step, "
+            f"{_share(r.comm_exposed_frac)} of the step past it"
         )
     for _, f in res.fits.iterrows():
         if f.serial_fraction is not None and not math.isnan(f.serial_fraction):

@@ -21,12 +21,16 @@ INTRO = (
     "times' CIs), efficiency = speedup / N, Karp–Flatt e = (1/S − 1/N)/(1 − 1/N). Step times "
     "are the slowest rank's. The all-reduce is timed alone on a flat buffer of the gradient's "
     "bytes; busbw = algbw · 2(N−1)/N (nccl-tests). Overlap = (no_sync compute + all-reduce − "
-    "step) / all-reduce, clipped to [0, 1]."
+    "step) / all-reduce, clipped to [0, 1]. compute_inflation = a rank's no_sync step over the "
+    "single process's step for the same work (above 1: the ranks computed slower, e.g. on cores "
+    "shared with other work, which no interconnect explains); comm_exposed_frac = (step − "
+    "no_sync compute) / step."
 )
 SHOWN = [
     "family", "config_key", "strategy", "scaling", "procs", "threads", "step_time_s",
     "examples_per_s", "speedup", "speedup_low", "speedup_high", "efficiency", "karp_flatt",
-    "compute_nosync_s", "allreduce_s", "allreduce_busbw", "overlap_frac",
+    "compute_nosync_s", "allreduce_s", "allreduce_busbw", "overlap_frac", "compute_inflation",
+    "comm_exposed_frac",
 ]  # fmt: skip
 
 
