@@ -309,6 +309,12 @@ def observation3(data: Data | pd.DataFrame) -> tuple[str, str, str]:
         f"median e = {med:.3f} [{lo:.3f}, {hi:.3f}] over {len(e)} runs of N > 1 "
         f"(median efficiency {table['efficiency'].median():.0%})"
     ]
+    infl, comm = table["compute_inflation"].dropna(), table["comm_exposed_frac"].dropna()
+    if len(infl) and len(comm):  # what the overhead is made of: slower ranks or communication
+        ev.append(
+            f"median compute inflation {infl.median():.2f}× (a rank's no_sync step over the "
+            f"single process's), step past compute {comm.median():.0%}"
+        )
     by_fam = table.groupby("family")["karp_flatt"].median()
     if {"fc", "cnn"} <= set(by_fam.index):
         ev.append(f"FC median e {by_fam['fc']:.3f} vs CNN {by_fam['cnn']:.3f}")
