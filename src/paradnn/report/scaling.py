@@ -50,7 +50,8 @@ def section(data: Any, w: Any) -> ScalingSection:
     table = S.efficiency_table(data)
     if not len(table):
         s.empty = (
-            "Needs a data-parallel run and its N = 1 run of the same config: "
+            "Needs a data-parallel run and its N = 1 run of the same config, both ok and not "
+            "flagged noisy (on a shared machine: `paradnn report --include-noisy`): "
             "`paradnn scale fc layers=1 nodes=32 batch=8 --procs 1,2`."
         )
         return s
