@@ -295,3 +295,36 @@ def test_the_report_section_shows_the_figure_the_verdict_and_the_check(tmp_path)
     assert "simulator check over 2 run(s)" in s.notes[1]
     empty = section(frames.from_frames([_row(1, 0.01)]), w)
     assert "paradnn scale" in empty.empty and not empty.figures
+
+
+def test_a_gpu_job_names_nccl_and_one_device_per_rank():
+    opts = RunOptions(procs=2, device="cuda", strategy="fsdp")
+    env = {**ENV, "device": "cuda:0", "device_type": "cuda"}
+    rec = start_record("fc", FC, opts, env)
+    assert rec.dist_backend == "nccl"
+    plan = D.plan_ranks(opts, "cuda", [0, 1, 2, 3], gpus=2)
+    job = D.rank_job(rec, opts, plan)
+    assert (job["backend"], job["device_type"], job["world"], job["strategy"]) == (
+        "nccl", "cuda", 2, "fsdp",
+    )  # fmt: skip
+    assert job["cpus"] == [[0, 1], [2, 3]] and job["rank_batch"] == 8
+
+
+def test_a_collective_timeout_is_a_timeout_and_names_the_silent_rank(tmp_path):
+    from paradnn.runner import rank
+
+    err = rank.error_of(RuntimeError("[gloo] Timed out waiting 5000ms for recv"), 0)
+    assert err["status"] == "timeout" and err["rank"] == 0
+    assert rank.error_of(MemoryError("out of memory"), 1)["status"] == "oom"
+
+    class Alive:
+        def poll(self):
+            return None
+
+    got = D._first_failure([{**err, "at": 1.0}], [Alive(), Alive()], {0: err})
+    assert got["rank"] == 1 and got["error"].startswith("rank(s) [1] never answered; rank 0:")
+    (tmp_path / "rank1.err").write_text("noise\nRuntimeError: boom\n")
+    died = D._died(1, -9, tmp_path)
+    assert died["status"] == "crashed" and died["error"] == (
+        "rank 1 died with signal SIGKILL (-9): RuntimeError: boom"
+    )
