@@ -141,6 +141,9 @@ def test_cluster_runs_refuse_what_only_local_workers_do(tmp_path):
         api.run(sweep, executor=ray, settings=SweepSettings(workers=2), db=str(tmp_path / "a"))
     with pytest.raises(ConfigError, match="energy = True: needs --executor local"):
         api.run(sweep, executor=ray, energy=True, db=str(tmp_path / "b"))
+    with pytest.raises(ConfigError, match="procs = 2: needs --executor local"):
+        api.run(sweep, executor=ray, axes={"procs": [1, 2]}, db=str(tmp_path / "c"))
+    assert not any((tmp_path / n).exists() for n in "abc")
 
 
 @pytest.mark.parametrize(

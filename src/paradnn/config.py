@@ -27,6 +27,8 @@ __all__ = [
     "PRECISIONS",
     "QUICK_POLICY",
     "ExecutorSettings",
+    "SCALINGS",
+    "STRATEGIES",
     "RunOptions",
     "TimingPolicy",
     "check_device",
@@ -38,10 +40,20 @@ MODES = ("eager",)
 # (`modes = ["eager", "compile"]`), the CLI and the API take the same values, and RunOptions
 # validates them (one place says what is allowed). A study adds its field to RunOptions and one
 # entry here; nothing else in the pipeline changes.
-AXES: dict[str, str] = {"modes": "mode"}
+AXES: dict[str, str] = {
+    "modes": "mode",
+    "procs": "procs",  # data-parallel runs (docs/scaling.md): procs = [1, 2, 4]
+    "strategies": "strategy",
+    "scalings": "scaling",
+}
 # Fields that enter the run key only when they differ from their default, so the keys of runs
 # that do not use a study never change (`mode` predates this and is always in the key).
-KEYED_WHEN_SET: tuple[str, ...] = ()
+KEYED_WHEN_SET: tuple[str, ...] = ("procs", "strategy", "scaling")
+# Data-parallel runs (docs/scaling.md): N processes, how the model is replicated, and whether
+# the batch is per rank (weak scaling) or split across the ranks (strong scaling).
+STRATEGIES = ("ddp", "fsdp")
+SCALINGS = ("weak", "strong")
+MAX_PROCS = 4096  # ranks of one run on one machine (docs/limits.md); torchrun spans machines
 MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits.md)
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
@@ -125,6 +137,9 @@ class RunOptions:
     device: str = "auto"
     threads: int | None = None  # None: every core this process may use
     mode: str = "eager"
+    procs: int = 1  # data-parallel processes (ranks); 1 = the ordinary single-process run
+    strategy: str = "ddp"  # ddp (DistributedDataParallel) or fsdp (FSDP2 fully_shard)
+    scaling: str = "weak"  # weak: `batch` per rank; strong: `batch` split across the ranks
     seed: int = 0
     profile: bool = False  # also record a per-op profile of one extra step (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
@@ -137,6 +152,9 @@ class RunOptions:
         one_of("precision", self.precision, PRECISIONS)
         one_of("optimizer", self.optimizer, OPTIMIZERS)
         one_of("mode", self.mode, MODES)
+        int_at_least("procs", self.procs, 1, MAX_PROCS)
+        one_of("strategy", self.strategy, STRATEGIES)
+        one_of("scaling", self.scaling, SCALINGS)
         check_device(self.device)
         if self.threads is not None:
             int_at_least("threads", self.threads, 1, MAX_THREADS)
@@ -174,6 +192,9 @@ class RunOptions:
             value = getattr(self, name)
             if value != defaults[name].default:
                 key[name] = value
+        if self.procs == 1:  # one process: no replication, no split; the ordinary run
+            key.pop("strategy", None)
+            key.pop("scaling", None)
         return key
 
     def axis_values(self) -> dict[str, object]:

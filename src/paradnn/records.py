@@ -13,6 +13,7 @@ A record is immutable and built from typed parts, each written by one module:
 | `Utilization` | against the datasheet and the measured ceiling | utilization.py |
 | `Energy` | J, W, J/sample, method, scope, idle | measure/energy/meter.py |
 | `Quality` | good/noisy, reasons, load around the window | measure/quality.py |
+| `Parallel` | N ranks, no_sync compute, all-reduce time and bandwidth | runner/distributed.py |
 
 Every part carries `nulls` (field -> why it is null); the record reads flat (`rec.step_time_s`)
 and flattens to one SQLite row (`as_dict`). A change is a new record (`replace`, `with_part`).
@@ -186,6 +187,54 @@ class Quality:
             raise ValueError(f"quality = {self.quality!r}: must be one of {', '.join(QUALITIES)}")
 
 
+SINGLE_PROCESS = "one process (procs = 1): no replicas, no collective to time"
+PARALLEL_FIELDS = (
+    "strategy",
+    "scaling",
+    "dist_backend",
+    "global_batch",
+    "rank_batch",
+    "rank_threads",
+    "compute_nosync_s",
+    "allreduce_bytes",
+    "allreduce_s",
+    "allreduce_algbw",
+    "allreduce_busbw",
+    "overlap_frac",
+    "failed_rank",
+    "parallel",
+)
+
+
+def single_process_nulls() -> dict[str, str]:
+    """Why a one-process run has no data-parallel figures (runner/start.py sets them)."""
+    return {name: SINGLE_PROCESS for name in PARALLEL_FIELDS}
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """A data-parallel run of `procs` ranks (docs/scaling.md). Times are per step, of the
+    slowest rank; bandwidths in bytes/s as nccl-tests defines them (algbw = S/t, busbw =
+    algbw·2(n−1)/n). Efficiency, Karp–Flatt and Amdahl need the N = 1 row: analysis/scaling.py."""
+
+    procs: int = 1
+    strategy: str | None = None  # ddp or fsdp
+    scaling: str | None = None  # weak (batch per rank) or strong (batch split across ranks)
+    dist_backend: str | None = None  # gloo (CPU) or nccl (GPU)
+    global_batch: int | None = None  # examples per step over all ranks
+    rank_batch: int | None = None  # examples per step of one rank
+    rank_threads: int | None = None  # torch threads of each rank (= its pinned cores on CPU)
+    compute_nosync_s: float | None = None  # a step without gradient sync (DDP no_sync)
+    allreduce_bytes: int | None = None  # the gradient bytes, one flat buffer
+    allreduce_s: float | None = None  # an isolated all-reduce of that buffer
+    allreduce_algbw: float | None = None  # bytes/s = allreduce_bytes / allreduce_s
+    allreduce_busbw: float | None = None  # bytes/s = algbw × 2(n−1)/n
+    overlap_frac: float | None = None  # (compute + all-reduce − step) / all-reduce, in [0, 1]
+    failed_rank: int | None = None  # the rank whose error ended the run
+    parallel: dict[str, Any] | None = None  # per rank: medians, cores; all-reduce size ladder
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
 PARTS: dict[str, type] = {
     "identity": Identity,
     "outcome": Outcome,
@@ -196,6 +245,7 @@ PARTS: dict[str, type] = {
     "utilization": Utilization,
     "energy_part": Energy,
     "quality_part": Quality,
+    "parallel_part": Parallel,
 }
 FIELD_PART: dict[str, str] = {
     f.name: part
@@ -216,6 +266,7 @@ class RunRecord:
     utilization: Utilization = field(default_factory=Utilization)
     energy_part: Energy = field(default_factory=Energy)
     quality_part: Quality = field(default_factory=Quality)
+    parallel_part: Parallel = field(default_factory=Parallel)
     op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
 
     def __getattr__(self, name: str) -> Any:

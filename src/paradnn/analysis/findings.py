@@ -16,6 +16,7 @@ import pandas as pd
 from paradnn.analysis.frames import Data, default_metric, latest, without_noisy
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.roofline import model_points, roofs
+from paradnn.analysis.scaling import OBS3_CLAIM, OBS3_SOURCE, observation3
 from paradnn.analysis.speedup import compare, geomean, values, version_key
 from paradnn.analysis.summaries import thread_scaling
 
@@ -355,12 +356,7 @@ CHECKS: list[Callable[[Data], Finding]] = [
     speedup_grows_with_batch,
     largest_fc_prefer_cpu,
     software_versions,
-    _untestable(
-        "multi-chip",
-        "Inter-chip communication costs large overheads",
-        "seed 000 observation 3",
-        "no multi-device runs (paradnn runs one device per run)",
-    ),
+    lambda d: Finding("multi-chip", OBS3_CLAIM, OBS3_SOURCE, *observation3(d)),
     _untestable(
         "infeed",
         "Improving data infeed speeds training by ≥ 34%",

@@ -45,6 +45,8 @@ BY = (
     "threads",
     "device",
     "attempt",
+    "procs",  # data-parallel processes (docs/scaling.md): analysis/scaling.py has efficiency
+    "strategy",
 )
 IDENTITY = ("family", "config_key", "platform", "precision", "mode", "optimizer")
 HIGHER_IS_BETTER = {
@@ -238,6 +240,11 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
         key.remove("platform")
     if by == "attempt":
         key += ["db", "run_key"]
+    for col in ("procs", "strategy", "scaling"):  # a data-parallel run pairs with its own kind
+        if by == "procs" or col == by or col not in ga or col not in gb:
+            continue
+        if col == "procs" or (ga[col].notna().any() and gb[col].notna().any()):
+            key.append(col)
     if by != "threads" and "threads" in ga and "threads" in gb:
         ta = set(ga.loc[ga["status"] == "ok", "threads"].dropna())
         tb = set(gb.loc[gb["status"] == "ok", "threads"].dropna())

@@ -19,6 +19,7 @@ from paradnn.api.runs import (
     run,
     side_table,
 )
+from paradnn.api.scaling import scale
 from paradnn.api.simulation import (
     simulate,
     simulate_mxu_study,
@@ -40,6 +41,7 @@ __all__ = [
     "report",
     "results",
     "run",
+    "scale",
     "side_table",
     "simulate",
     "simulate_mxu_study",

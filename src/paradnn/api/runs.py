@@ -139,6 +139,14 @@ def _run_on_cluster(
             True,
             f"needs --executor local (it measures this machine, not {executor.kind}'s)",
         )
+    ranks = max((s.options.get("procs", 1) for s in specs), default=1)
+    if ranks > 1:  # a task asks for one worker's CPUs/GPU; N ranks need torchrun's own launch
+        raise ConfigError(
+            "procs",
+            ranks,
+            f"needs --executor local ({executor.kind} tasks run one rank; across machines "
+            "use torchrun, docs/scaling.md)",
+        )
     engine = open_engine(executor, options, settings.timeout_s)
     try:
         with open_store(db) as store:

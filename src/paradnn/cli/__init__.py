@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from paradnn import __version__
-from paradnn.cli import ceilings, report, results, run, simulate
+from paradnn.cli import ceilings, report, results, run, scale, simulate
 from paradnn.cli.common import err, out
 from paradnn.errors import ParadnnError
 
@@ -33,6 +33,7 @@ app = typer.Typer(
 )
 app.command()(run.run)
 app.command()(run.bench)
+app.command()(scale.scale)
 app.command()(results.results)
 app.command("families")(results.families)
 app.command()(ceilings.calibrate)

@@ -28,6 +28,7 @@ from paradnn.cli.common import (
     timing,
 )
 from paradnn.cli.progress import ProgressMode, reporter, say, warn_noisy
+from paradnn.cli.scale import ProcsListOpt, ProcsOpt, parse_procs
 from paradnn.measure.timer import progress_words
 from paradnn.store import DEFAULT_DB
 
@@ -126,6 +127,7 @@ def run(
         int | None,
         typer.Option("--max-array-size", help="slurm: split arrays below this (default 1000)."),
     ] = None,
+    procs: ProcsListOpt = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -154,7 +156,7 @@ def run(
         predict=predict,
         retry_failed=retry_failed,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
-    axes = {"mode": mode}
+    axes = {"mode": mode, "procs": parse_procs(procs)}
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
     if dry_run:
         from paradnn.config import RunOptions
@@ -277,6 +279,7 @@ def bench(
     ] = False,
     allow_emulated: EmulatedOpt = False,
     mode: ModeOpt = "eager",
+    procs: ProcsOpt = 1,
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
     from paradnn.validate import parse_assignments
@@ -299,6 +302,7 @@ def bench(
         db=db,
         on_event=_heartbeat(f"bench {family}"),
         mode=mode,
+        **({"procs": procs} if procs != 1 else {}),
     )
     if as_json:
         sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")

@@ -29,6 +29,7 @@ from paradnn.analysis.frames import (
     without_noisy,
 )
 from paradnn.errors import ConfigError
+from paradnn.report.scaling import section as scaling_section
 
 
 @dataclass
@@ -632,6 +633,7 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("sensitivity", _sensitivity),
     ("rooflines", _rooflines),
     ("speedups", _speedups),
+    ("scaling", scaling_section),
     ("batch effect", _batch),
     ("ops", _ops),
     ("table 8", _table8),

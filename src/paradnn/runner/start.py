@@ -17,11 +17,13 @@ from paradnn.records import (
     Counts,
     Identity,
     Outcome,
+    Parallel,
     RunRecord,
     Utilization,
     now,
     null_energy,
     run_key,
+    single_process_nulls,
 )
 
 
@@ -71,6 +73,8 @@ def start_record(
         key["emulated"] = True
         identity["flags"] = {**identity["flags"], "emulated": emulated}
     why = "computed against the platform database and ceilings when stored"
+    if getattr(options, "procs", 1) > 1:  # N ranks: its own start (docs/scaling.md)
+        return _parallel_start(fam, cfg, options, env, key, identity, emulated, energy)
     return RunRecord(
         Identity(
             run_key=run_key(family_name, resolved, key, env["fingerprint"]),
@@ -86,6 +90,7 @@ def start_record(
         ),
         utilization=Utilization(nulls={"utilization_datasheet": why, "utilization_measured": why}),
         energy_part=energy,
+        parallel_part=Parallel(nulls=single_process_nulls()),
     )
 
 
@@ -98,3 +103,76 @@ def _emulated(options: RunOptions, env: dict[str, Any]) -> str | None:
     if reason and precisions.can_emulate(options.precision, env.get("device_type", "cpu")):
         return reason
     return None
+
+
+_MEASURED = (
+    "rank_threads",
+    "compute_nosync_s",
+    "allreduce_bytes",
+    "allreduce_s",
+    "allreduce_algbw",
+    "allreduce_busbw",
+    "overlap_frac",
+    "parallel",
+)
+
+
+def dist_backend(device_type: str) -> str:
+    """torch.distributed's backend for a device: NCCL between GPUs, gloo between CPU ranks."""
+    return "nccl" if device_type == "cuda" else "gloo"
+
+
+def _parallel_start(
+    fam: Any,
+    cfg: Any,
+    options: RunOptions,
+    env: dict[str, Any],
+    key: dict[str, Any],
+    identity: dict[str, Any],
+    emulated: str | None,
+    energy: Any,
+) -> RunRecord:
+    """A data-parallel run's record before it runs: the key names N, strategy, scaling and the
+    backend; counts are of the global step (every rank's examples and FLOPs). Strong scaling
+    of a batch that does not split evenly over the ranks is `invalid`, without a worker."""
+    n = options.procs
+    backend = dist_backend(env.get("device_type", "cpu"))
+    key = {**key, "backend": backend}
+    resolved = dict(cfg.__dict__)
+    rid = run_key(identity["family"], resolved, key, env["fingerprint"])
+    batch = int(resolved.get("batch", fam.examples_per_step(cfg)))
+    strong = options.scaling == "strong"
+    part = Parallel(
+        procs=n,
+        strategy=options.strategy,
+        scaling=options.scaling,
+        dist_backend=backend,
+        global_batch=batch if strong else batch * n,
+        rank_batch=batch // n if strong else batch,
+        nulls={
+            **{f: "not measured: the run did not reach its timed phases" for f in _MEASURED},
+            "failed_rank": "no rank failed",
+        },
+    )
+    ident = Identity(run_key=rid, config=resolved, emulated=bool(emulated), **identity)
+    if strong and batch % n:
+        error = (
+            f"batch = {batch}: strong scaling splits it over procs = {n} ranks; "
+            f"use a multiple of {n}"
+        )
+        outcome = Outcome("invalid", error=error, started_at=now())
+        return RunRecord(ident, outcome, energy_part=energy, parallel_part=part)
+    rank_cfg = fam.config({**resolved, "batch": part.rank_batch}) if "batch" in resolved else cfg
+    why = "computed against the platform database and ceilings when stored"
+    return RunRecord(
+        ident,
+        Outcome("ok", started_at=now()),
+        counts=Counts(
+            params_analytic=fam.params(cfg),
+            flops_analytic=fam.train_flops(rank_cfg) * n,
+            examples_per_step=part.global_batch,
+        ),
+        utilization=Utilization(nulls={"utilization_datasheet": why, "utilization_measured": why}),
+        energy_part=energy,
+        parallel_part=part,
+    )

@@ -90,7 +90,10 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
             index += 1
             conn.send({"type": "result", "job": job["id"], "row": row})
             continue
-        rec = execute(
+        run = execute
+        if job["options"].procs > 1:  # N ranks, started and watched here (docs/scaling.md)
+            from paradnn.runner.distributed import execute_parallel as run
+        rec = run(
             job["family"], job["config"], job["options"], sweep=job["sweep"], progress=progress
         )
         rec = rec.replace(worker_pid=os.getpid(), worker_index=index)

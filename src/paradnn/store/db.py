@@ -17,7 +17,10 @@ from paradnn.records import RECORD_FIELDS, RunRecord
 from paradnn.store.schema import LATEST, MIGRATIONS
 
 DEFAULT_DB = "paradnn.db"
-JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load")
+JSON_COLUMNS = (
+    *("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load"),
+    "parallel",  # data-parallel detail (records.Parallel)
+)
 BOOL_COLUMNS = ("converged", "emulated")
 ENV_COLUMNS = {
     "python_version": "python",

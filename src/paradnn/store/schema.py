@@ -194,6 +194,27 @@ MIGRATIONS: list[str] = [
     ALTER TABLE ops ADD COLUMN task_key TEXT;
     CREATE INDEX ops_task ON ops(task_key);
     """,
+    # Data-parallel runs (docs/scaling.md): N ranks, strategy, scaling, the slowest rank's
+    # no_sync compute, an isolated all-reduce of the gradient bytes with its algbw/busbw
+    # (nccl-tests), the overlap; earlier rows ran one process (procs = 1).
+    """
+    ALTER TABLE runs ADD COLUMN procs INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN strategy TEXT;              -- ddp, fsdp (NULL: one process)
+    ALTER TABLE runs ADD COLUMN scaling TEXT;               -- weak, strong
+    ALTER TABLE runs ADD COLUMN dist_backend TEXT;          -- gloo, nccl
+    ALTER TABLE runs ADD COLUMN global_batch INTEGER;       -- examples per step, all ranks
+    ALTER TABLE runs ADD COLUMN rank_batch INTEGER;         -- examples per step, one rank
+    ALTER TABLE runs ADD COLUMN rank_threads INTEGER;       -- threads (pinned cores) per rank
+    ALTER TABLE runs ADD COLUMN compute_nosync_s REAL;      -- s per step without gradient sync
+    ALTER TABLE runs ADD COLUMN allreduce_bytes INTEGER;    -- gradient bytes, one flat buffer
+    ALTER TABLE runs ADD COLUMN allreduce_s REAL;           -- s, isolated all-reduce of them
+    ALTER TABLE runs ADD COLUMN allreduce_algbw REAL;       -- bytes/s = bytes / s
+    ALTER TABLE runs ADD COLUMN allreduce_busbw REAL;       -- bytes/s = algbw * 2(n-1)/n
+    ALTER TABLE runs ADD COLUMN overlap_frac REAL;          -- all-reduce hidden under compute
+    ALTER TABLE runs ADD COLUMN failed_rank INTEGER;        -- the rank whose error ended it
+    ALTER TABLE runs ADD COLUMN parallel TEXT;              -- JSON: per rank, size ladder
+    CREATE INDEX runs_procs ON runs(procs);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

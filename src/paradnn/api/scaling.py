@@ -1,0 +1,148 @@
+"""`scale`: one configuration at N = 1, 2, … data-parallel ranks, stored, with its scaling
+table (efficiency, Karp–Flatt, Amdahl) and the simulator's check (docs/scaling.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from paradnn import families
+from paradnn.config import RunOptions, TimingPolicy
+from paradnn.errors import ConfigError
+from paradnn.presets import RunSpec
+from paradnn.records import RunRecord
+from paradnn.store import DEFAULT_DB, open_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.runner.supervisor import Event
+
+MAX_PROCS_LIST = 16  # values of --procs in one command (docs/limits.md)
+
+
+@dataclass
+class Scaled:
+    records: list[RunRecord]
+    table: pd.DataFrame  # analysis.scaling.efficiency_table over these runs
+    fits: pd.DataFrame  # an Amdahl fit over N
+    check: Any  # sim.scaling_check.Check of the measured all-reduces and efficiencies
+
+
+def check_procs(procs: Sequence[int]) -> list[int]:
+    """--procs: distinct integers ≥ 1, at most MAX_PROCS_LIST of them (in the order given)."""
+    if isinstance(procs, (str, bytes)) or not isinstance(procs, Sequence) or not procs:
+        raise ConfigError("procs", procs, "a non-empty list of process counts, e.g. 1,2")
+    if len(procs) > MAX_PROCS_LIST:
+        raise ConfigError("procs", list(procs), f"at most {MAX_PROCS_LIST} values")
+    for n in procs:
+        RunOptions(procs=n)  # its ConfigError names the field, value and range
+    return list(dict.fromkeys(procs))
+
+
+def scale(
+    family: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    procs: Sequence[int] = (1, 2),
+    strategy: str = "ddp",
+    scaling: str = "weak",
+    precision: str = "fp32",
+    optimizer: str = "rmsprop",
+    device: str = "auto",
+    threads: int | None = None,
+    timing: TimingPolicy | None = None,
+    timeout_s: float = 900.0,
+    db: str = DEFAULT_DB,
+    on_event: Callable[[Event], None] | None = None,
+) -> Scaled:
+    """Measure `family`'s config at each N in `procs` (a new attempt of each), every rank with
+    the same device: on CPU `threads` cores each (default: the usable cores // max(procs)), so
+    the N = 1 run is the baseline of the others. Bad input (a batch that strong scaling cannot
+    split, more ranks than cores) raises before any work starts."""
+    from paradnn import host
+    from paradnn.api.devices import device_capacity
+    from paradnn.runner.supervisor import Supervisor, SweepSettings
+
+    ns = check_procs(procs)
+    cfg = families.get(family).config(dict(config or {}))
+    RunOptions(precision=precision, optimizer=optimizer, device=device, threads=threads)
+    RunOptions(strategy=strategy, scaling=scaling)
+    batch = getattr(cfg, "batch", None)
+    if scaling == "strong" and batch is not None:
+        bad = [n for n in ns if batch % n]
+        if bad:
+            raise ConfigError(
+                "batch", batch, f"strong scaling splits it over procs = {bad[0]}: a multiple of it"
+            )
+    _, device_type = device_capacity(device)
+    cpus = host.usable_cpus()
+    if device_type == "cpu":
+        usable = len(cpus)
+        if threads is None:
+            threads = max(1, usable // max(ns))
+        if max(ns) * threads > usable:
+            raise ConfigError(
+                "procs",
+                max(ns),
+                f"× threads = {threads} needs {max(ns) * threads} CPU cores pinned apart; "
+                f"this machine lets paradnn use {usable}",
+            )
+    options = RunOptions(
+        precision=precision,
+        optimizer=optimizer,
+        device=device,
+        threads=threads,
+        timing=timing or TimingPolicy(),
+    )
+    values = dict(cfg.__dict__)
+    settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
+    records: list[RunRecord] = []
+    with open_store(db) as store:
+        for group in ([n for n in ns if n == 1], [n for n in ns if n > 1]):
+            if not group:
+                continue
+            specs = [
+                RunSpec(family, values, precision, optimizer, _study(n, strategy, scaling))
+                for n in group
+            ]
+            # N = 1 on CPU runs on the cores rank 0 gets at N > 1 (its worker inherits this
+            # affinity), so the baseline and each rank had the same cores, not the whole host
+            pin = cpus[: threads or len(cpus)] if group == [1] and device_type == "cpu" else None
+            with _pinned(pin):
+                sup = Supervisor(store, options, settings, on_event=on_event)
+                records += sup.run(specs)
+    return summarize(records)
+
+
+@contextlib.contextmanager
+def _pinned(cpus: list[int] | None) -> Iterator[None]:
+    """This process's CPU affinity narrowed to `cpus` for the block (workers started inside
+    inherit it), restored after."""
+    if not cpus:
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
+
+
+def _study(n: int, strategy: str, scaling: str) -> dict[str, Any]:
+    return {"procs": n} if n == 1 else {"procs": n, "strategy": strategy, "scaling": scaling}
+
+
+def summarize(records: Sequence[RunRecord]) -> Scaled:
+    """The scaling table, Amdahl fits and the simulator's check of a set of records."""
+    from paradnn.analysis import frames
+    from paradnn.analysis import scaling as S
+    from paradnn.sim.scaling_check import check_frame
+
+    data = frames.from_frames([r.as_dict() for r in records])
+    table = S.efficiency_table(data)
+    return Scaled(list(records), table, S.fits(table), check_frame(table))

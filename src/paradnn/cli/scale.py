@@ -1,0 +1,178 @@
+"""`paradnn scale`: one configuration at N = 1, 2, … data-parallel ranks (docs/scaling.md),
+and the `--procs` option `run` and `bench` share."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from paradnn import api, tables
+from paradnn.cli.common import (
+    AssignmentsArg,
+    DbOpt,
+    DeviceOpt,
+    MaxTimeOpt,
+    MinTimeOpt,
+    OptimizerOpt,
+    ThreadsOpt,
+    out,
+    timing,
+)
+from paradnn.cli.progress import say, warn_noisy
+from paradnn.errors import ConfigError
+from paradnn.measure.timer import progress_words
+from paradnn.store import DEFAULT_DB
+
+ProcsListOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--procs",
+        help="Data-parallel processes, comma-separated (e.g. 1,2): one run each "
+        "(docs/scaling.md). Default: the sweep's (1).",
+    ),
+]
+ProcsOpt = Annotated[
+    int, typer.Option("--procs", help="Data-parallel processes (ranks); docs/scaling.md.")
+]
+StrategyOpt = Annotated[
+    str, typer.Option("--strategy", help="ddp (DistributedDataParallel) or fsdp (FSDP2).")
+]
+ScalingOpt = Annotated[
+    str,
+    typer.Option(
+        "--scaling", help="weak (batch per rank) or strong (the batch split across the ranks)."
+    ),
+]
+
+
+def parse_procs(text: str | None) -> list[int] | None:
+    """`1,2,4` → [1, 2, 4]; one line naming the value when it is not a list of integers."""
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ConfigError("procs", text, "comma-separated integers ≥ 1, e.g. 1,2,4") from None
+    from paradnn.api.scaling import check_procs
+
+    return check_procs(values)
+
+
+def scale(
+    family: Annotated[str, typer.Argument(help="Model family: fc, cnn, rnn, transformer, …")],
+    assignments: AssignmentsArg = None,
+    procs: Annotated[
+        str, typer.Option("--procs", help="Process counts, comma-separated (N = 1 first).")
+    ] = "1,2",
+    strategy: StrategyOpt = "ddp",
+    scaling: ScalingOpt = "weak",
+    precision: Annotated[
+        str, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16.")
+    ] = "fp32",
+    db: DbOpt = DEFAULT_DB,
+    device: DeviceOpt = "auto",
+    threads: ThreadsOpt = None,
+    optimizer: OptimizerOpt = "rmsprop",
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds each run may take before it is killed.")
+    ] = 900.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the scaling table as JSON.")
+    ] = False,
+) -> None:
+    """Measure one configuration at each N data-parallel processes; print speedup, efficiency,
+    Karp–Flatt, the all-reduce's bandwidth and the simulator's error against them."""
+    from paradnn.validate import parse_assignments
+
+    values = parse_assignments(assignments or [], what=f"{family} config")
+    ns = parse_procs(procs)
+    last = [0.0]
+
+    def heard(e: Any) -> None:
+        import time
+
+        if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
+            last[0] = time.monotonic()
+            say(f"scale {family}: {progress_words(e.progress)}")
+
+    res = api.scale(
+        family,
+        values,
+        procs=ns or [1, 2],
+        strategy=strategy,
+        scaling=scaling,
+        precision=precision,
+        optimizer=optimizer,
+        device=device,
+        threads=threads,
+        timing=timing(min_time, max_time),
+        timeout_s=timeout,
+        db=db,
+        on_event=heard,
+    )
+    rows = [r.as_dict() for r in res.records]
+    if as_json:
+        shown = res.table.drop(columns=["allreduce_ladder"], errors="ignore")
+        sys.stdout.write(shown.to_json(orient="records") + "\n")
+        return
+    out.print(tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs"))
+    for r in rows:
+        if r["status"] != "ok":
+            out.print(f"N = {r['procs']}: [bold]{r['status']}[/]: {r['error']}")
+    for line in lines(res):
+        out.print(line)
+    warn_noisy(rows)
+    out.print(f"Stored in [bold]{db}[/]. The report's scaling section: `paradnn report --db {db}`.")
+
+
+def _ms(x: Any) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{1e3 * x:.3g} ms"
+
+
+def _bw(x: Any) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x / 1e9:.3g} GB/s"
+
+
+def _x(v: Any) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}×"
+
+
+def _share(v: Any) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0%}"
+
+
+def lines(res: Any) -> list[str]:
+    """One line per N > 1: speedup, efficiency, e, the all-reduce and its bandwidths."""
+    out_lines = []
+    for _, r in res.table.iterrows():
+        ci = (
+            f" [{r.speedup_low:.2f}, {r.speedup_high:.2f}]"
+            if r.speedup_low is not None and not math.isnan(r.speedup_low)
+            else ""
+        )
+        out_lines.append(
+            f"N = {r.procs} ({r.strategy}, {r.scaling}): speedup {r.speedup:.2f}{ci}, "
+            f"efficiency {r.efficiency:.0%}, Karp–Flatt e = {r.karp_flatt:.3f}; step "
+            f"{_ms(r.step_time_s)}, no_sync compute {_ms(r.compute_nosync_s)}, all-reduce of "
+            f"{(r.allreduce_bytes or 0) / 1e6:.3g} MB {_ms(r.allreduce_s)} (busbw "
+            f"{_bw(r.allreduce_busbw)}), overlap {r.overlap_frac:.0%}; a rank's compute "
+            f"{_x(r.compute_inflation)} the single process's step, "
+            f"{_share(r.comm_exposed_frac)} of the step past it"
+        )
+    for _, f in res.fits.iterrows():
+        if f.serial_fraction is not None and not math.isnan(f.serial_fraction):
+            ci = (
+                f" [{f.ci_low:.3f}, {f.ci_high:.3f}]"
+                if f.ci_low is not None and not math.isnan(f.ci_low)
+                else ""
+            )
+            out_lines.append(f"Amdahl serial fraction f = {f.serial_fraction:.3f}{ci} ({f.method})")
+    out_lines.append(res.check.summary())
+    if not len(res.table):
+        out_lines.append("No N > 1 run with an N = 1 run to compare (both must finish ok).")
+    return out_lines

@@ -1,0 +1,86 @@
+"""The report's data-parallel section (docs/scaling.md): seed 000 Fig. 4's analogue, the
+serial fractions, Amdahl fits, the measured all-reduce and the simulator's error against it.
+
+Registered with one line in report/build.py's `_SECTIONS`. It returns a section object with
+the fields the template reads (`id`, `title`, `intro`, `figures`, `tables`, `notes`, `empty`)
+and never imports report/build.py (the package's modules stay acyclic); `w` is build's writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from paradnn.analysis import scaling as S
+from paradnn.plots import scaling as P
+from paradnn.sim.scaling_check import check_frame
+
+INTRO = (
+    "Each run of N > 1 data-parallel processes is matched to the stored N = 1 run of the same "
+    "config, precision, platform and threads per rank (each rank had the single process's "
+    "device); speedup = examples/s over the N = 1 run's (a 95% interval from the two step "
+    "times' CIs), efficiency = speedup / N, Karp–Flatt e = (1/S − 1/N)/(1 − 1/N). Step times "
+    "are the slowest rank's. The all-reduce is timed alone on a flat buffer of the gradient's "
+    "bytes; busbw = algbw · 2(N−1)/N (nccl-tests). Overlap = (no_sync compute + all-reduce − "
+    "step) / all-reduce, clipped to [0, 1]. compute_inflation = a rank's no_sync step over the "
+    "single process's step for the same work (above 1: the ranks computed slower, e.g. on cores "
+    "shared with other work, which no interconnect explains); comm_exposed_frac = (step − "
+    "no_sync compute) / step."
+)
+SHOWN = [
+    "family", "config_key", "strategy", "scaling", "procs", "threads", "step_time_s",
+    "examples_per_s", "speedup", "speedup_low", "speedup_high", "efficiency", "karp_flatt",
+    "compute_nosync_s", "allreduce_s", "allreduce_busbw", "overlap_frac", "compute_inflation",
+    "comm_exposed_frac",
+]  # fmt: skip
+
+
+@dataclass
+class ScalingSection:
+    id: str = "scaling"
+    title: str = "Data-parallel scaling (paper Figure 4, observation 3)"
+    intro: str = INTRO
+    figures: list[Any] = field(default_factory=list)
+    tables: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    empty: str | None = None
+
+
+def section(data: Any, w: Any) -> ScalingSection:
+    s = ScalingSection()
+    table = S.efficiency_table(data)
+    if not len(table):
+        s.empty = (
+            "Needs a data-parallel run and its N = 1 run of the same config, both ok and not "
+            "flagged noisy (on a shared machine: `paradnn report --include-noisy`): "
+            "`paradnn scale fc layers=1 nodes=32 batch=8 --procs 1,2`."
+        )
+        return s
+    verdict, evidence, rule = S.observation3(data)
+    s.notes.append(f"Observation 3 (seed 000 §4.3): {verdict}. {evidence}. Rule: {rule}.")
+    s.figures.append(
+        w.figure("scaling-speedup", P.speedup_vs_procs(table), "Speedup and utilization against N")
+    )
+    s.figures.append(
+        w.figure("scaling-serial", P.serial_fractions(table), "Karp–Flatt serial fraction")
+    )
+    s.figures.append(
+        w.figure("scaling-1-vs-n", P.utilization_1_vs_n(table), "FLOP/s per rank, 1 against N")
+    )
+    s.tables.append(w.table("scaling", table[SHOWN], "Runs of N > 1 against their N = 1 run"))
+    s.tables.append(
+        w.table("scaling-amdahl", S.fits(table), "Amdahl's serial fraction fitted over N")
+    )
+    check = check_frame(table)
+    s.notes.append(
+        check.summary()
+        + ": the ring α–β model of sim/interconnect.py, its α and B fitted on each run's own "
+        "all-reduces at two other buffer sizes, predicting the gradient's all-reduce and (with "
+        "the measured no_sync compute, no overlap) the efficiency."
+    )
+    if check.rows:
+        import pandas as pd
+
+        s.tables.append(
+            w.table("scaling-sim-check", pd.DataFrame(check.rows), "The simulator's check")
+        )
+    return s

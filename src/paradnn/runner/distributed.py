@@ -1,0 +1,374 @@
+"""A data-parallel run: the worker starts N rank processes and watches them (docs/scaling.md).
+
+The supervisor's contract is kept: one worker per run, killed on timeout. Inside it, for
+`procs > 1`, this module
+- plans the ranks: on CPU each rank pinned to its own disjoint cores with as many torch threads
+  (more ranks than usable cores: `unsupported`); on GPUs one rank per GPU (NCCL);
+- starts them (`python -m paradnn.runner.rank --job …`) in one process group of their own, each
+  dying with the worker (PR_SET_PDEATHSIG), so a killed worker leaves no rank behind;
+- watches them: the first rank that dies or reports an error ends the run at once (the others
+  are killed), stored with that rank's error; a rank hung in a collective makes the others'
+  collectives time out (init_process_group's timeout), which ends it the same way;
+- turns rank 0's gathered result into the record's parts (times of the slowest rank, the
+  no_sync compute, the isolated all-reduce, its algbw/busbw, the overlap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from paradnn.config import RunOptions
+from paradnn.measure.collectives import busbw, overlap_fraction
+from paradnn.records import Memory, Parallel, RunRecord, Status, StepTimes, now
+from paradnn.runner.start import dist_backend, start_record
+
+PARENT_ENV = "PARADNN_RANK_PARENT"  # the worker's pid: a rank whose parent is gone exits
+# (runner/rank.py holds the same name: it reads it before it imports torch, or this module)
+POLL_S = 0.05
+CPU_PEAK_NULL = "host memory of N rank processes is not separated per run"
+
+
+@dataclasses.dataclass(frozen=True)
+class RankPlan:
+    backend: str
+    device_type: str
+    threads: int  # torch threads per rank
+    cpus: list[list[int]] | None  # per rank, its cores (CPU); None: not pinned
+
+
+def plan_ranks(
+    options: RunOptions,
+    device_type: str,
+    usable: list[int],
+    gpus: int = 0,
+) -> RankPlan | str:
+    """The ranks' placement, or why it cannot be done here (`unsupported`). CPU: disjoint cores,
+    `threads` each (default: the usable cores split evenly); GPU: one rank per GPU."""
+    n = options.procs
+    backend = dist_backend(device_type)
+    if device_type == "cuda":
+        if n > gpus:
+            return f"procs = {n} needs one GPU per rank; {gpus} visible"
+        per = max(1, len(usable) // n)
+        threads = options.threads or per
+        cpus = [usable[r * per : (r + 1) * per] for r in range(n)] if len(usable) >= n else None
+        return RankPlan(backend, device_type, threads, cpus)
+    if n > len(usable):
+        return (
+            f"procs = {n} needs {n} CPU cores (one rank per core at least, pinned apart); "
+            f"this process may use {len(usable)}"
+        )
+    per = options.threads or len(usable) // n
+    if per * n > len(usable):
+        return (
+            f"procs = {n} × threads = {per} needs {per * n} CPU cores pinned apart; "
+            f"this process may use {len(usable)}"
+        )
+    cpus = [usable[r * per : (r + 1) * per] for r in range(n)]
+    return RankPlan(backend, device_type, per, cpus)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def execute_parallel(
+    family_name: str,
+    values: dict[str, Any],
+    options: RunOptions,
+    sweep: str | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> RunRecord:
+    """The worker's branch for `procs > 1`: the record of N ranks, whatever happens."""
+    import torch
+
+    from paradnn import host
+    from paradnn.measure import precision as prec
+    from paradnn.measure.environment import prepare
+
+    say = progress or (lambda info: None)
+    device, env = prepare(options)
+    rec = start_record(family_name, values, options, env, sweep=sweep)
+    if rec.status == Status.INVALID:
+        return rec.replace(finished_at=now())
+    reason = prec.unsupported_reason(options.precision, device)
+    if reason and not rec.emulated:
+        return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
+    gpus = torch.cuda.device_count() if device.type == "cuda" else 0
+    plan = plan_ranks(options, device.type, host.usable_cpus(), gpus)
+    if isinstance(plan, str):
+        return rec.replace(status=Status.UNSUPPORTED, error=plan, finished_at=now())
+    job = rank_job(rec, options, plan)
+    say({"phase": f"{options.procs} ranks ({plan.backend})"})
+    outcome = run_ranks(job, options.procs)
+    return merge(rec, outcome, options, plan).replace(finished_at=now())
+
+
+def rank_job(rec: RunRecord, options: RunOptions, plan: RankPlan) -> dict[str, Any]:
+    return {
+        "family": rec.family,
+        "config": dict(rec.config),
+        "rank_batch": rec.rank_batch,
+        "precision": options.precision,
+        "optimizer": options.optimizer,
+        "seed": options.seed,
+        "strategy": options.strategy,
+        "timing": dataclasses.asdict(options.timing),
+        "backend": plan.backend,
+        "device_type": plan.device_type,
+        "threads": plan.threads,
+        "cpus": plan.cpus,
+        "world": options.procs,
+    }
+
+
+def run_ranks(job: dict[str, Any], n: int) -> dict[str, Any]:
+    """Start N ranks and wait for all of them, or for the first failure; always leaves no
+    rank running. Returns rank 0's result, or {"ok": False, "rank", "status", "error"}."""
+    tmp = Path(tempfile.mkdtemp(prefix="paradnn-ranks-"))
+    job = {**job, "init_method": f"tcp://127.0.0.1:{free_port()}"}
+    path = tmp / "job.json"
+    path.write_text(json.dumps(job))
+    env = {**os.environ, PARENT_ENV: str(os.getpid())}
+    procs: list[subprocess.Popen] = []
+    pgid = 0
+    try:
+        for r in range(n):
+            with open(tmp / f"rank{r}.err", "wb") as err:
+                p = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "paradnn.runner.rank",
+                        "--job",
+                        str(path),
+                        "--rank",
+                        str(r),
+                    ],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    process_group=pgid,  # all ranks in one group: one killpg ends them
+                )
+            pgid = pgid or p.pid
+            procs.append(p)
+        return _watch(procs, tmp)
+    finally:
+        _kill_all(procs, pgid)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _watch(procs: list[subprocess.Popen], tmp: Path) -> dict[str, Any]:
+    """Poll result files and exit codes until every rank has a result or one has failed."""
+    results: dict[int, dict[str, Any]] = {}
+    while True:
+        for r, p in enumerate(procs):
+            if r in results:
+                continue
+            f = tmp / f"rank{r}.json"
+            if f.exists():
+                results[r] = json.loads(f.read_text())
+            elif p.poll() is not None:  # gone without a word: a signal, or an exit before
+                time.sleep(POLL_S)  # its file lands (written before exit; look once more)
+                if f.exists():
+                    results[r] = json.loads(f.read_text())
+                else:
+                    return _died(r, p.returncode, tmp)
+        failed = [v for v in results.values() if not v.get("ok")]
+        if failed:
+            return _first_failure(failed, procs, results)
+        if len(results) == len(procs):
+            return results[0]
+        time.sleep(POLL_S)
+
+
+def _died(rank: int, code: int | None, tmp: Path) -> dict[str, Any]:
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        status = Status.OOM if code == -signal.SIGKILL and _oom_hint(tmp, rank) else Status.CRASHED
+        error = f"rank {rank} died with signal {name} ({code})"
+    else:
+        status, error = Status.CRASHED, f"rank {rank} exited with code {code} without a result"
+    tail = _tail(tmp / f"rank{rank}.err")
+    return {
+        "ok": False,
+        "rank": rank,
+        "status": status,
+        "error": error + (f": {tail}" if tail else ""),
+    }
+
+
+def _oom_hint(tmp: Path, rank: int) -> bool:
+    return "out of memory" in _tail(tmp / f"rank{rank}.err").lower()
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _first_failure(
+    failed: list[dict[str, Any]], procs: list[subprocess.Popen], results: dict[int, Any]
+) -> dict[str, Any]:
+    """The root cause among the ranks' errors: one that is not a collective's complaint about
+    a peer (a timeout or a closed connection) if there is one, else the earliest. A collective
+    timeout names the ranks that never answered."""
+
+    def echo(e: dict[str, Any]) -> bool:
+        low = e["error"].lower()
+        return e["status"] == "timeout" or "connection" in low or "peer" in low
+
+    first = sorted(failed, key=lambda e: (echo(e), e.get("at", 0.0)))[0]
+    out = {**first, "error": f"rank {first['rank']}: {first['error']} ({first.get('where', '?')})"}
+    if first["status"] == "timeout":
+        silent = [r for r, p in enumerate(procs) if r not in results and p.poll() is None]
+        if silent:
+            out["rank"] = silent[0]
+            out["error"] = f"rank(s) {silent} never answered; " + out["error"]
+    return out
+
+
+def _kill_all(procs: list[subprocess.Popen], pgid: int) -> None:
+    alive = [p for p in procs if p.poll() is None]
+    if alive and pgid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=10)
+
+
+def merge(rec: RunRecord, res: dict[str, Any], options: RunOptions, plan: RankPlan) -> RunRecord:
+    """Rank 0's gathered result as record parts; a failure keeps what the start knew."""
+    part = rec.parallel_part
+    base = dataclasses.replace(part, rank_threads=plan.threads)
+    if not res.get("ok"):
+        why = f"not measured: rank {res.get('rank')} failed"
+        nulls = {**part.nulls, **{k: why for k in part.nulls if k != "failed_rank"}}
+        nulls.pop("failed_rank", None)
+        nulls.pop("rank_threads", None)
+        failed = dataclasses.replace(base, failed_rank=res.get("rank"), nulls=nulls)
+        return rec.with_part(failed).replace(status=res["status"], error=res["error"][:500])
+    n = options.procs
+    step, comp = res["step"], res["compute"]
+    ladder = res["allreduce"]
+    grad = next((a for a in ladder if a["bytes"] >= res["grad_bytes"]), ladder[-1])
+    over, raw = overlap_fraction(comp["median"], grad["time_s"], step["median"])
+    counted = res["flops_rank"]
+    total = counted["total"] * n if counted.get("total") is not None else None
+    detail = {
+        "per_rank_step_s": res["per_rank_step_s"],
+        "per_rank_compute_s": res["per_rank_compute_s"],
+        "rank_cpus": res["cpus"],
+        "allreduce_ladder": ladder,
+        "grad_dtype": res["grad_dtype"],
+        "overlap_raw": raw,
+        "compute": {k: v for k, v in comp.items() if k != "samples"},
+        "compute_samples": comp["samples"],
+        "loads": res["loads"],
+        "overlap_rule": "(compute_nosync + allreduce - step) / allreduce, clipped to [0, 1]",
+    }
+    new = dataclasses.replace(
+        base,
+        compute_nosync_s=comp["median"],
+        allreduce_bytes=int(grad["bytes"]),
+        allreduce_s=grad["time_s"],
+        allreduce_algbw=grad["algbw"],
+        allreduce_busbw=busbw(grad["algbw"], n),
+        overlap_frac=over,
+        parallel=detail,
+        nulls={"failed_rank": "no rank failed"},
+    )
+    rec = rec.with_part(new).replace(threads=plan.threads)
+    times = StepTimes(
+        step_time_s=step["median"],
+        step_time_mean_s=step["mean"],
+        step_time_min_s=step["min"],
+        step_time_iqr_s=step["q3"] - step["q1"],
+        step_time_ci_low_s=step["ci_low"],
+        step_time_ci_high_s=step["ci_high"],
+        ci_rel=step["ci_rel"],
+        n_samples=step["n"],
+        steps_per_sample=step["steps_per_sample"],
+        converged=step["converged"],
+        stop_reason=step["stop_reason"],
+        first_step_s=step["first_step_s"],
+        warmup_steps=step["warmup_steps"],
+        warmup_s=step["warmup_s"],
+        host_step_s=step["host_step_s"],
+        samples=step["samples"],
+        examples_per_s=(rec.examples_per_step or 0) / step["median"] or None,
+        achieved_flops=total / step["median"] if total is not None else None,
+        final_loss=res["final_loss"],
+    )
+    rec = rec.with_part(times).replace(
+        flops_per_step=total, flops_count_device=counted.get("device")
+    )
+    if total is None:
+        rec = rec.with_part(
+            dataclasses.replace(rec.counts, nulls={"flops_per_step": counted.get("reason", "")})
+        )
+    rec = rec.with_part(_quality(step, res["loads"], options.timing.target_ci_rel))
+    if res.get("peak_mem_bytes") is not None:
+        rec = rec.with_part(Memory(int(res["peak_mem_bytes"])))
+    else:
+        rec = rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
+    loss = res["final_loss"]
+    if loss is None or loss != loss or loss in (float("inf"), float("-inf")):
+        rec = rec.replace(status="nan", error=f"non-finite training loss ({loss}); timings kept")
+    return rec
+
+
+def _quality(step: dict[str, Any], loads: list[dict[str, Any]], target: float) -> Any:
+    """The verdict of the slowest-rank samples, under the most loaded rank's cores."""
+    from paradnn.measure.quality import judge
+    from paradnn.records import Quality
+
+    known = [ld for ld in loads if ld and ld.get("others_cpu_frac") is not None]
+    load = max(known, key=lambda ld: ld["others_cpu_frac"]) if known else (loads[0] or {})
+    v = judge(
+        median=step["median"],
+        ci_low=step["ci_low"],
+        ci_high=step["ci_high"],
+        q1=step["q1"],
+        q3=step["q3"],
+        converged=step["converged"],
+        stop_reason=step["stop_reason"],
+        target_ci_rel=target,
+        load=load,
+    )
+    others = load.get("others_cpu_frac")
+    return Quality(
+        quality=v.quality,
+        quality_reasons=v.reasons,
+        ci_half_rel=v.ci_half_rel,
+        iqr_rel=v.iqr_rel,
+        others_cpu_frac=others,
+        load={**load, "target_ci_rel": target, "scope": "the most loaded rank's cores"},
+        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
+    )
+
+
+__all__ = ["Parallel", "RankPlan", "execute_parallel", "merge", "plan_ranks", "run_ranks"]
