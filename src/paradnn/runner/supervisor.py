@@ -250,6 +250,11 @@ class Supervisor:
             self.options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
         )
 
+    def _compiled(self, job: _Job) -> bool:
+        """A compiled mode's run: it gets a worker of its own, fresh, retired after it, so no
+        dynamo or inductor state passes between runs (docs/modes.md)."""
+        return job.task is None and self._options(job.spec).mode != "eager"
+
     def plan(self, specs: Sequence[RunSpec], env: dict[str, Any]) -> tuple[list[_Job], int]:
         """Jobs still to do, and how many specs were skipped as already finished."""
         latest = self.store.latest_status()
@@ -402,6 +407,9 @@ class Supervisor:
                 ):
                     self._finish(job.record, job, None, results, slots)  # never reaches a worker
                     continue
+                if slots[i] is not None and self._compiled(job) and slots[i].runs:
+                    _stop(slots[i], kill=False)  # a compiled run starts in a fresh worker
+                    slots[i] = None
                 if slots[i] is None:
                     slots[i] = pools[i].start()
                 w = slots[i]
@@ -542,7 +550,7 @@ class Supervisor:
             w.progress = None
             status = outcome["status"] if isinstance(outcome, dict) else outcome.status
             retire = kill or status in RECYCLE_AFTER or not w.process.is_alive()
-            if retire or w.runs >= self.settings.recycle_every:
+            if retire or w.runs >= self.settings.recycle_every or self._compiled(job):
                 _stop(w, kill=retire)
                 slots[i] = None  # a fresh worker starts when there is work for it
             self._finish(outcome, job, time.monotonic() - w.started, results, slots)

@@ -18,7 +18,8 @@ from paradnn.store.schema import LATEST, MIGRATIONS
 
 DEFAULT_DB = "paradnn.db"
 JSON_COLUMNS = ("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load")
-BOOL_COLUMNS = ("converged", "emulated")
+JSON_COLUMNS += ("graph_break_reasons", "compile_detail")  # modes (docs/modes.md)
+BOOL_COLUMNS = ("converged", "emulated", "cudagraphs")
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",

@@ -194,6 +194,18 @@ MIGRATIONS: list[str] = [
     ALTER TABLE ops ADD COLUMN task_key TEXT;
     CREATE INDEX ops_task ON ops(task_key);
     """,
+    # modes (issue 17): what compiling a run's step cost and produced (docs/modes.md). Eager
+    # rows, and every row before this migration, keep NULLs: nothing was compiled.
+    """
+    ALTER TABLE runs ADD COLUMN compile_cold_s REAL;        -- s, fresh inductor cache
+    ALTER TABLE runs ADD COLUMN compile_warm_s REAL;        -- s, second process, cache kept
+    ALTER TABLE runs ADD COLUMN graph_count INTEGER;
+    ALTER TABLE runs ADD COLUMN graph_breaks INTEGER;
+    ALTER TABLE runs ADD COLUMN graph_break_reasons TEXT;   -- JSON list
+    ALTER TABLE runs ADD COLUMN recompiles INTEGER;
+    ALTER TABLE runs ADD COLUMN cudagraphs INTEGER;
+    ALTER TABLE runs ADD COLUMN compile_detail TEXT;        -- JSON: mode, caches, counters
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
