@@ -29,6 +29,7 @@ from paradnn.analysis.frames import (
     without_noisy,
 )
 from paradnn.errors import ConfigError
+from paradnn.report import modes as _modes
 
 
 @dataclass
@@ -632,6 +633,7 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("sensitivity", _sensitivity),
     ("rooflines", _rooflines),
     ("speedups", _speedups),
+    ("modes", _modes.section),
     ("batch effect", _batch),
     ("ops", _ops),
     ("table 8", _table8),
