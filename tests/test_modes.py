@@ -36,6 +36,7 @@ def _rows(db):
         return s.runs()
 
 
+@pytest.mark.slow  # a compile and a warm compile: ~40 s idle on 2 cores
 def test_a_sweep_in_eager_and_compile_stores_both_with_compile_costs(tmp_path):
     path = tmp_path / "m.toml"
     path.write_text(SWEEP.format(batch=4))
@@ -61,6 +62,7 @@ def test_a_sweep_in_eager_and_compile_stores_both_with_compile_costs(tmp_path):
     assert "peak_mem_bytes" in comp["nulls"] and "cudagraphs" not in comp["nulls"]
 
 
+@pytest.mark.slow  # one compile
 def test_a_recompiling_config_is_stored_with_its_reason(tmp_path, monkeypatch):
     monkeypatch.setenv(FAULT_RECOMPILE, "1")
     db = str(tmp_path / "r.db")

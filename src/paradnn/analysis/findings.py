@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from paradnn.analysis.frames import Data, default_metric, latest, without_noisy
-from paradnn.analysis.modes import fusion_finding
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.roofline import model_points, roofs
 from paradnn.analysis.speedup import compare, geomean, values, version_key
@@ -386,7 +385,6 @@ CHECKS: list[Callable[[Data], Finding]] = [
         "seed 001 §5",
         "measured data covers one device; see `paradnn simulate`",
     ),
-    fusion_finding,
 ]
 
 

@@ -633,7 +633,7 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("sensitivity", _sensitivity),
     ("rooflines", _rooflines),
     ("speedups", _speedups),
-    ("modes", _modes.section),
+    ("modes", lambda data, w: Section(**_modes.section(data, w))),
     ("batch effect", _batch),
     ("ops", _ops),
     ("table 8", _table8),

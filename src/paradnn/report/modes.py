@@ -1,10 +1,11 @@
 """The report's execution-mode section (docs/modes.md): compiled against eager.
 
-Registered in report/build.py's `_SECTIONS`; imports build's `Section` when called (build
-imports this module, so a top-level import would be circular)."""
+Registered in report/build.py's `_SECTIONS`, which makes a `Section` of the fields this returns
+(build imports this module, so this one cannot import build)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from paradnn.analysis import modes as M
@@ -28,10 +29,21 @@ PAIR_COLUMNS = (
 )
 
 
-def section(data: Any, w: Any) -> Any:
-    from paradnn.report.build import Section
+@dataclass
+class _Fields:  # report.build.Section's fields
+    id: str
+    title: str
+    intro: str = ""
+    figures: list[Any] = field(default_factory=list)
+    tables: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    empty: str | None = None
 
-    s = Section(
+
+def section(data: Any, w: Any) -> dict[str, Any]:
+    """The section's fields (id, title, intro, figures, tables, notes, empty); `w` is the
+    report's writer (figures and tables land on disk as it goes)."""
+    s = _Fields(
         "modes",
         "Execution modes (torch.compile against eager)",
         "Each config ran eager and compiled (torch.compile of forward+loss, inductor; each "
@@ -94,7 +106,7 @@ def section(data: Any, w: Any) -> Any:
             "`paradnn run --preset modes` (or any sweep with `--mode eager --mode compile`); "
             "in the terminal: `paradnn compare --by mode --a eager --b compile`."
         )
-    return s
+    return asdict(s)
 
 
 __all__ = ["section"]
