@@ -105,3 +105,11 @@ def test_compare_by_mode_cli(tmp_path, capsys):
     )
     assert code == 0 and "speedup of compile over eager" in out
     assert "1.98–2.02×" in out and out.count("faster") >= 4
+
+
+def test_the_fusion_finding_at_its_boundary_and_on_no_data():
+    # the same speed in both modes: the CI straddles 1, so the claim does not hold
+    same = A.from_frames(_runs("eager") + _runs("compile", seed0=50, **COMPILED))
+    f = M.fusion_finding(same)
+    assert f.verdict == FAILS and "1.00×" in f.evidence
+    assert M.fusion_finding(A.from_frames([])).verdict == UNTESTABLE
