@@ -55,6 +55,9 @@ def test_speedup_break_even_and_family_summary_are_computed():
     assert fam.loc["fc", "median_compile_warm_s"] == 3.0
     grid, y, x = M.heat(p, "fc")
     assert (y, x) == ("nodes", "batch") and grid.shape == (2, 2)
+    cnn = p.assign(family="cnn", filters=p["nodes"], nodes=float("nan"))  # columns of 2 families
+    grid, y, x = M.heat(pd.concat([p, cnn]), "cnn")
+    assert (y, x) == ("filters", "batch") and grid.notna().all().all()
 
 
 def test_a_slower_compile_has_no_break_even_and_the_finding_does_not_hold():

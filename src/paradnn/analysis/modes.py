@@ -138,7 +138,9 @@ def heat(pairs: pd.DataFrame, family: str) -> tuple[pd.DataFrame, str, str] | No
     fam = pairs[pairs["family"] == family]
     if not len(fam) or "batch" not in fam:
         return None
-    width = next((h for h in ("nodes", "filters", "embed", "d_model") if h in fam), None)
+    # the paper's second axis (analysis/heatmap.py); a column other families fill is NaN here
+    axes = ("nodes", "filters", "embed", "d_model")
+    width = next((h for h in axes if h in fam and fam[h].notna().any()), None)
     if width is None:
         return None
     grid = (

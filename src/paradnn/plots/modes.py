@@ -31,13 +31,21 @@ def speedup_map(grid: pd.DataFrame, family: str, mode: str, y: str, x: str) -> F
         for j in range(vals.shape[1]):
             if np.isfinite(vals[i, j]):
                 ax.text(j, i, f"{vals[i, j]:.2f}×", ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(grid.columns)), [str(v) for v in grid.columns])
-    ax.set_yticks(range(len(grid.index)), [str(v) for v in grid.index])
+    ax.set_xticks(range(len(grid.columns)), [_label(v) for v in grid.columns])
+    ax.set_yticks(range(len(grid.index)), [_label(v) for v in grid.index])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(f"{family}: {mode} over eager (examples/s)", fontsize=9)
-    fig.colorbar(im, ax=ax, shrink=0.8, label="speedup")
+    cb = fig.colorbar(im, ax=ax, shrink=0.8, label="speedup")
+    ticks = [float(np.exp(-span)), 1.0, float(np.exp(span))]
+    cb.set_ticks(ticks, labels=[f"{t:.2g}×" for t in ticks])
+    cb.ax.minorticks_off()
     return fig
+
+
+def _label(v: object) -> str:
+    """16.0 (a column with NaN elsewhere) reads 16."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
 def speedups_by_family(families: pd.DataFrame, mode: str) -> Figure:
