@@ -99,3 +99,31 @@ def test_a_recompile_error_keeps_dynamo_s_reason_and_others_are_not_recompiles()
         "expected 4, actual 2"
     )
     assert recompile_error(RuntimeError("something else")) is None
+
+
+def test_cuda_graph_modes_on_fakes(monkeypatch):
+    """The GPU side without a GPU: which modes a device can run, and how CUDA graphs engaging is
+    read from inductor's skip counter (measure/compile.py)."""
+    import torch
+
+    from paradnn.measure import compile as C
+
+    assert C.unsupported_reason("reduce-overhead", torch.device("cuda", 0)) is None
+    assert "CUDA device" in C.unsupported_reason("reduce-overhead", torch.device("cpu"))
+    assert C.unsupported_reason("compile", torch.device("cpu")) is None
+    assert C.TORCH_MODES["max-autotune"] == "max-autotune-no-cudagraphs"
+
+    def run(mode, device, skips):
+        r = C.CompileRun.__new__(C.CompileRun)
+        r.mode, r.device = mode, torch.device(device)
+        monkeypatch.setattr(C, "_counters", lambda: {"inductor": {"cudagraph_skips": skips}})
+        return r._cudagraphs()
+
+    assert run("reduce-overhead", "cuda", 0) == (
+        True,
+        "inductor recorded no CUDA graph skip",
+    )
+    engaged, why = run("reduce-overhead", "cuda", 2)
+    assert engaged is False and "skipped CUDA graphs 2" in why
+    assert run("reduce-overhead", "cpu", 0)[0] is None
+    assert run("compile", "cuda", 0)[0] is False
