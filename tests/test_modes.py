@@ -127,3 +127,15 @@ def test_cuda_graph_modes_on_fakes(monkeypatch):
     assert engaged is False and "skipped CUDA graphs 2" in why
     assert run("reduce-overhead", "cpu", 0)[0] is None
     assert run("compile", "cuda", 0)[0] is False
+
+
+def test_a_compile_past_the_timeout_is_stored_as_timeout_with_its_phase(tmp_path):
+    db = str(tmp_path / "t.db")
+    rec = api_runs.bench(
+        "fc", TINY, device="cpu", timing=FAST, db=db, mode="compile", timeout_s=3.0,
+        energy_idle_s=0.0,
+    )  # fmt: skip
+    assert rec.status == "timeout" and rec.mode == "compile"
+    assert "no result within 3 s" in rec.error and "(last phase: " in rec.error
+    [row] = _rows(db)
+    assert row["status"] == "timeout"

@@ -539,6 +539,8 @@ class Supervisor:
                 outcome = self._failed(job, *_death(w.process.exitcode), w)
             elif outcome is None and time.monotonic() >= w.started + timeout:
                 error = f"no result within {timeout:g} s; the worker was killed"
+                if w.progress and w.progress.get("phase"):  # e.g. a compile that never ended
+                    error += f" (last phase: {w.progress['phase']})"
                 outcome, kill = self._failed(job, Status.TIMEOUT, error, w), True
             if outcome is None:
                 if not ready:  # a quiet stretch (one long step): a heartbeat for the caller
