@@ -7,7 +7,7 @@ import pytest
 
 from paradnn import config, sweep
 from paradnn.api import runs as api_runs
-from paradnn.config import RunOptions
+from paradnn.config import MODES, RunOptions
 from paradnn.errors import ConfigError
 from paradnn.sweep import SweepError
 
@@ -36,7 +36,7 @@ def test_a_sweep_without_axes_gives_runs_without_options():
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('modes = ["eagr"]', "s.toml: modes[0] = 'eagr': must be one of eager"),
+        ('modes = ["eagr"]', f"s.toml: modes[0] = 'eagr': must be one of {', '.join(MODES)}"),
         ("modes = []", "s.toml: modes = []: must be a non-empty list of mode values"),
         ("modes = { a = 1 }", "s.toml: modes = {'a': 1}: must be a non-empty list of mode values"),
     ],

@@ -26,16 +26,18 @@ __all__ = [
     "OPTIMIZERS",
     "PRECISIONS",
     "QUICK_POLICY",
-    "ExecutorSettings",
     "SCALINGS",
     "STRATEGIES",
+    "ExecutorSettings",
     "RunOptions",
     "TimingPolicy",
     "check_device",
     "precision_flags",
 ]
 
-MODES = ("eager",)
+# Execution modes (docs/modes.md): eager, or torch.compile's forward+loss under one of its modes.
+# `reduce-overhead` captures CUDA graphs: `unsupported` (with the reason) on a CPU.
+MODES = ("eager", "compile", "max-autotune", "reduce-overhead")
 # Study axes: sweep-file key -> RunOptions field. A sweep runs every value of each axis it sets
 # (`modes = ["eager", "compile"]`), the CLI and the API take the same values, and RunOptions
 # validates them (one place says what is allowed). A study adds its field to RunOptions and one

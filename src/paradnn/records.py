@@ -14,6 +14,7 @@ A record is immutable and built from typed parts, each written by one module:
 | `Energy` | J, W, J/sample, method, scope, idle | measure/energy/meter.py |
 | `Quality` | good/noisy, reasons, load around the window | measure/quality.py |
 | `Parallel` | N ranks, no_sync compute, all-reduce time and bandwidth | runner/distributed.py |
+| `Compiled` | compile time cold/warm, graphs, breaks, recompiles | measure/compile.py |
 
 Every part carries `nulls` (field -> why it is null); the record reads flat (`rec.step_time_s`)
 and flattens to one SQLite row (`as_dict`). A change is a new record (`replace`, `with_part`).
@@ -235,6 +236,22 @@ class Parallel:
     nulls: Mapping[str, str] = field(default_factory=_nulls)
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """What compiling the step cost and produced (a compiled mode; docs/modes.md). Null in
+    eager runs, where nothing is compiled."""
+
+    compile_cold_s: float | None = None  # first compiled step − one steady step, fresh cache
+    compile_warm_s: float | None = None  # the same in a second process with the cache kept
+    graph_count: int | None = None  # dynamo graphs of forward+loss (torch._dynamo.explain)
+    graph_breaks: int | None = None
+    graph_break_reasons: list[str] | None = None
+    recompiles: int | None = None  # timed under fail_on_recompile: 0, or the run failed on one
+    cudagraphs: bool | None = None  # whether CUDA graphs engaged (reduce-overhead on CUDA)
+    compile_detail: dict[str, Any] | None = None  # torch mode, caches, counters, how measured
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
 PARTS: dict[str, type] = {
     "identity": Identity,
     "outcome": Outcome,
@@ -246,6 +263,7 @@ PARTS: dict[str, type] = {
     "energy_part": Energy,
     "quality_part": Quality,
     "parallel_part": Parallel,
+    "compiled_part": Compiled,
 }
 FIELD_PART: dict[str, str] = {
     f.name: part
@@ -267,6 +285,7 @@ class RunRecord:
     energy_part: Energy = field(default_factory=Energy)
     quality_part: Quality = field(default_factory=Quality)
     parallel_part: Parallel = field(default_factory=Parallel)
+    compiled_part: Compiled = field(default_factory=Compiled)
     op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
 
     def __getattr__(self, name: str) -> Any:

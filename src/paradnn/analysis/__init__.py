@@ -1,6 +1,7 @@
 """Analysis of result databases: pandas frames in, frames out. Never imports torch, so a laptop
 can analyse a GPU sweep (tests/test_layering.py holds this)."""
 
+from paradnn.analysis import modes  # registers its finding in findings.CHECKS
 from paradnn.analysis.findings import Finding, evaluate
 from paradnn.analysis.frames import Data, from_frames, load
 from paradnn.analysis.heatmap import HeatMap, heatmap
@@ -29,6 +30,7 @@ __all__ = [
     "heatmap",
     "load",
     "model_points",
+    "modes",
     "op_points",
     "ops_table",
     "param_ranges",

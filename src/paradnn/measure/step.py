@@ -34,7 +34,7 @@ class TrainStep:
     def __call__(self) -> None:
         self.opt.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.loss_fn(self.module(self.x), self.y)
+            loss = self.forward_loss(self.x, self.y)
         if self.scaler is None:
             loss.backward()
             self.opt.step()
@@ -43,6 +43,10 @@ class TrainStep:
             self.scaler.step(self.opt)
             self.scaler.update()
         self.last_loss = loss
+
+    def forward_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Forward and loss: the part a compiled mode compiles (measure/compile.py)."""
+        return self.loss_fn(self.module(x), y)
 
     def final_loss(self) -> float | None:
         return None if self.last_loss is None else float(self.last_loss.detach().float().item())

@@ -8,6 +8,7 @@ exception is `crashed` with its message. Hangs and segfaults are the sweep super
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import traceback
@@ -57,6 +58,12 @@ def execute(
     reason = prec.unsupported_reason(options.precision, device)
     if reason and not rec.emulated:
         return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
+    if options.mode != "eager":  # decided before any work: e.g. CUDA graphs without CUDA
+        from paradnn.measure.compile import unsupported_reason
+
+        reason = unsupported_reason(options.mode, device)
+        if reason:
+            return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
     rec = measure_into(rec, family_name, options, device, progress)
     return rec.replace(finished_at=now())
 
@@ -75,6 +82,7 @@ def measure_into(
     cfg = family.config(rec.config)
     step = None
     meter = None
+    compiled = None  # a compiled mode's CompileRun (measure/compile.py)
     # Denormal operands slow CPU math by up to ~80× for stretches of a training run, so a step
     # time would depend on which steps got timed. TensorFlow (ParaDnn's framework) flushes them
     # by default; so do we during a run (the environment records it), and restore after.
@@ -100,7 +108,16 @@ def measure_into(
                 policy = dataclasses.replace(policy, min_window_s=meter.min_window_s)
             probe = _load_probe(device)
             windows = Windows(probe, meter)  # the probe outermost: it sees the meter's cost
-            timing = measure(step, clock_for(device), policy, window=windows, progress=progress)
+            timed, no_recompiles = step, contextlib.nullcontext()
+            if options.mode != "eager":
+                compiled = _compile(step, rec, options, device)
+                say({"phase": f"compiling ({options.mode})"})
+                compiled.first(lambda: synchronize(device))
+                timed, no_recompiles = compiled.step, compiled.no_recompiles()
+            with no_recompiles:
+                timing = measure(
+                    timed, clock_for(device), policy, window=windows, progress=progress
+                )
             synchronize(device)
             if meter is not None:
                 rec = rec.with_part(_energy(meter, timing.steps, rec, options.energy_period_s))
@@ -111,7 +128,10 @@ def measure_into(
 
                 rec = rec.replace(op_profile=profile_step(step, device))
         rec = rec.replace(flops_per_step=count.total, flops_count_device=count.device)
-        rec = rec.with_part(step_times(timing, rec.counts, step.final_loss()))
+        if compiled is not None:
+            say({"phase": "warm compile, graphs"})
+            rec = rec.with_part(compiled.part(timing.summary.median))
+        rec = rec.with_part(step_times(timing, rec.counts, timed.final_loss()))
         rec = rec.with_part(quality_part(timing, probe.result, policy.target_ci_rel))
         if device.type == "cuda":
             rec = rec.with_part(Memory(int(torch.cuda.max_memory_allocated(device))))
@@ -126,6 +146,11 @@ def measure_into(
         status, error = classify(e), one_line(e)
         if status == Status.CRASHED:
             error += " | " + _where(e)
+        if compiled is not None:  # a compiled run's failure is data too (docs/modes.md)
+            from paradnn.measure.compile import recompile_error
+
+            error = recompile_error(e) or error
+            rec = rec.with_part(compiled.part(None, failure=error))
         rec = rec.replace(status=status, error=error)
     finally:
         if meter is not None:
@@ -136,6 +161,23 @@ def measure_into(
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return rec
+
+
+def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch.device) -> Any:
+    """The compiled copy of `step` (compiled lazily: by its first step)."""
+    from paradnn.measure.compile import CompileRun
+
+    job = {
+        "family": rec.family,
+        "config": rec.config,
+        "precision": options.precision,
+        "optimizer": options.optimizer,
+        "device": str(device),
+        "threads": options.threads,
+        "mode": options.mode,
+        "seed": options.seed,
+    }
+    return CompileRun(step, options.mode, device, job)
 
 
 def _open_meter(options: RunOptions, device: torch.device) -> tuple[Any, Energy | None]:

@@ -251,6 +251,11 @@ class Supervisor:
             self.options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
         )
 
+    def _compiled(self, job: _Job) -> bool:
+        """A compiled mode's run: it gets a worker of its own, fresh, retired after it, so no
+        dynamo or inductor state passes between runs (docs/modes.md)."""
+        return job.task is None and self._options(job.spec).mode != "eager"
+
     def plan(self, specs: Sequence[RunSpec], env: dict[str, Any]) -> tuple[list[_Job], int]:
         """Jobs still to do, and how many specs were skipped as already finished."""
         latest = self.store.latest_status()
@@ -403,6 +408,9 @@ class Supervisor:
                 ):
                     self._finish(job.record, job, None, results, slots)  # never reaches a worker
                     continue
+                if slots[i] is not None and self._compiled(job) and slots[i].runs:
+                    _stop(slots[i], kill=False)  # a compiled run starts in a fresh worker
+                    slots[i] = None
                 if slots[i] is None:
                     slots[i] = pools[i].start()
                 w = slots[i]
@@ -532,6 +540,8 @@ class Supervisor:
                 outcome = self._failed(job, *_death(w.process.exitcode), w)
             elif outcome is None and time.monotonic() >= w.started + timeout:
                 error = f"no result within {timeout:g} s; the worker was killed"
+                if w.progress and w.progress.get("phase"):  # e.g. a compile that never ended
+                    error += f" (last phase: {w.progress['phase']})"
                 outcome, kill = self._failed(job, Status.TIMEOUT, error, w), True
             if outcome is None:
                 if not ready:  # a quiet stretch (one long step): a heartbeat for the caller
@@ -543,7 +553,7 @@ class Supervisor:
             w.progress = None
             status = outcome["status"] if isinstance(outcome, dict) else outcome.status
             retire = kill or status in RECYCLE_AFTER or not w.process.is_alive()
-            if retire or w.runs >= self.settings.recycle_every:
+            if retire or w.runs >= self.settings.recycle_every or self._compiled(job):
                 _stop(w, kill=retire)
                 slots[i] = None  # a fresh worker starts when there is work for it
             self._finish(outcome, job, time.monotonic() - w.started, results, slots)

@@ -20,8 +20,9 @@ DEFAULT_DB = "paradnn.db"
 JSON_COLUMNS = (
     *("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load"),
     "parallel",  # data-parallel detail (records.Parallel)
+    *("graph_break_reasons", "compile_detail"),  # modes (docs/modes.md)
 )
-BOOL_COLUMNS = ("converged", "emulated")
+BOOL_COLUMNS = ("converged", "emulated", "cudagraphs")
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",

@@ -215,6 +215,18 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN parallel TEXT;              -- JSON: per rank, size ladder
     CREATE INDEX runs_procs ON runs(procs);
     """,
+    # modes (issue 17): what compiling a run's step cost and produced (docs/modes.md). Eager
+    # rows, and every row before this migration, keep NULLs: nothing was compiled.
+    """
+    ALTER TABLE runs ADD COLUMN compile_cold_s REAL;        -- s, fresh inductor cache
+    ALTER TABLE runs ADD COLUMN compile_warm_s REAL;        -- s, second process, cache kept
+    ALTER TABLE runs ADD COLUMN graph_count INTEGER;
+    ALTER TABLE runs ADD COLUMN graph_breaks INTEGER;
+    ALTER TABLE runs ADD COLUMN graph_break_reasons TEXT;   -- JSON list
+    ALTER TABLE runs ADD COLUMN recompiles INTEGER;
+    ALTER TABLE runs ADD COLUMN cudagraphs INTEGER;
+    ALTER TABLE runs ADD COLUMN compile_detail TEXT;        -- JSON: mode, caches, counters
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
