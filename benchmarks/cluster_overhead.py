@@ -30,6 +30,15 @@ FC = '[[runs]]\nfamily = "fc"\nconfig = {{ layers = {}, nodes = 16, batch = 4, i
 TIMING = "[timing]\nmin_time_s = 0.1\nmax_time_s = 1\nwarmup_min_time_s = 0.05\n"
 
 
+def _version(module: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(module)
+    except PackageNotFoundError:
+        return None
+
+
 def timed(label: str, fn) -> float:
     t0 = time.monotonic()
     got = fn()
@@ -44,6 +53,7 @@ def main() -> None:
     p.add_argument("--configs", type=int, default=12)
     p.add_argument("--cpus", type=int, default=1, help="CPUs (threads) per config")
     args = p.parse_args()
+    load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="paradnn-cluster-"))
     sweep = tmp / "tiny.toml"
     sweep.write_text(TIMING + "".join(FC.format(n) for n in range(1, args.configs + 1)))
@@ -76,6 +86,11 @@ def main() -> None:
         "cpu": host.cpu_model(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
+        "versions": {m: _version(m) for m in ("torch", "ray", "submitit")},
+        # Other work on the machine inflates every executor's time, cluster ones most (their
+        # worker start-up is CPU-bound): the load averages say how quiet it was.
+        "loadavg_1_5_15_before": [round(x, 2) for x in load_before],
+        "loadavg_1_5_15_after": [round(x, 2) for x in os.getloadavg()],
         "configs": n,
         "threads_per_config": args.cpus,
         "ray_cluster_start_s": round(ray_start, 2),
