@@ -79,7 +79,14 @@ def test_a_sweep_file_sweeps_the_data_source_and_the_loader_workers():
     text += '[[runs]]\nfamily = "cnn"\nconfig = { blocks = 1, filters = 4, image = 16 }\n'
     s = sweep.parse(text, label="s.toml", source="s.toml", name="s")
     combos = [spec.options for spec in s.specs()]
-    assert {"data_source": "pipeline", "loader_workers": 1} in combos and len(combos) == 4
+    # device data has no loader: it runs once, not once per loader setting
+    assert combos == [
+        {"data_source": "device"},
+        {"data_source": "pipeline", "loader_workers": 0},
+        {"data_source": "pipeline", "loader_workers": 1},
+    ]
+    with pytest.raises(ConfigError, match="data_source = 'host': must be device with procs"):
+        s.specs(axes={"data_source": ["host"], "procs": [2]})
 
 
 def test_the_cli_refuses_a_bad_data_source_before_any_work(tmp_path):

@@ -35,6 +35,7 @@ __all__ = [
     "TimingPolicy",
     "check_device",
     "precision_flags",
+    "relevant_axes",
 ]
 
 # Execution modes (docs/modes.md): eager, or torch.compile's forward+loss under one of its modes.
@@ -80,6 +81,15 @@ MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
 MAX_TIMING_COUNT = 1_000_000  # samples, warm-up steps, steps per chunk
+
+
+def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
+    """A combination of study-axis values without those that change nothing measured: the
+    loader's settings unless the data source is a pipeline (docs/infeed.md). A sweep runs each
+    remaining combination once."""
+    if combo.get("data_source", "device") == "pipeline":
+        return dict(combo)
+    return {k: v for k, v in combo.items() if k not in LOADER_FIELDS}
 
 
 def _finite(value: object) -> bool:
