@@ -153,3 +153,17 @@ def test_the_simulator_check_compares_predicted_and_measured_steps():
     assert c.share_error == pytest.approx(0.0)  # (20 - 10) / 20 = 0.5
     assert "over 1 host-fed runs" in c.summary()
     assert check([]).reason and "no host-fed run" in check([]).summary()
+
+
+def test_the_results_table_names_the_data_source_and_the_infeed_share():
+    from rich.console import Console
+
+    from paradnn import tables
+
+    rows = _fed("device", 1.0, 0.0)[:1] + _fed("pipeline", 2.0, 0.6, seed0=50)[:1]
+    console = Console(width=250, record=True)
+    console.print(tables.rich_table(rows))
+    text = console.export_text()
+    assert "pipeline w2" in text and "60% input-bound" in text
+    console.print(tables.rich_table(rows[:1]))  # device data only: no infeed columns
+    assert "infeed" not in console.export_text()
