@@ -181,3 +181,17 @@ def test_the_results_table_names_the_data_source_and_the_infeed_share():
     assert "pipeline w2" in text and "60% input-bound" in text
     console.print(tables.rich_table(rows[:1]))  # device data only: no infeed columns
     assert "infeed" not in console.export_text()
+
+
+def test_simulate_step_takes_a_measured_loader_rate(capsys):
+    import json
+
+    from conftest import run_cli
+
+    args = ["simulate", "step", "cnn", "blocks=1", "filters=4", "image=16", "output=3",
+            "batch=4", "--platform", "tpu-v2", "--format", "json"]  # fmt: skip
+    code, out, _ = run_cli(capsys, *args, "--loader-rate", "100")
+    row = json.loads(out)[0]
+    assert code == 0 and row["bottleneck"] == "input" and row["input_s"] == pytest.approx(0.04)
+    code, _, err = run_cli(capsys, *args, "--loader-rate", "0")
+    assert code == 2 and "--loader-rate = 0.0: must be a number in (0" in err

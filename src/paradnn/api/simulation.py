@@ -25,11 +25,15 @@ def simulate(
     topology: str | None = None,
     overlap: float = 0.0,
     concurrent: bool = False,
+    loader_rate: float | None = None,
+    loader_overlapped: bool = True,
 ) -> list[dict[str, Any]]:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
     predictions (``kind = "prediction"``); a preset run at a precision the chip has no peak for
-    gets a row with null predictions and the reason. Bad input raises before any work."""
+    gets a row with null predictions and the reason. ``loader_rate`` (examples/s a host loader
+    delivers per chip, e.g. a run's measured ``loader_examples_per_s``) adds the host/input
+    term (docs/infeed.md). Bad input raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
@@ -44,6 +48,8 @@ def simulate(
         one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--chips", chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
+    if loader_rate is not None:
+        number_in("--loader-rate", loader_rate, 0.0, 1e12, strict=True)
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
         chips = topo.chips
@@ -84,6 +90,8 @@ def simulate(
             topology=topo,
             overlap=overlap,
             concurrent=concurrent,
+            loader_examples_per_s=loader_rate,
+            loader_overlapped=loader_overlapped,
         )
         rows.append(p.row())
     keys = list(dict.fromkeys(k for r in rows for k in r))  # skipped rows: same columns, null
