@@ -84,10 +84,25 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, line in ((13, "np.arange(n - 1)"), (14, "np.arange(n + 2)"))
     },
-    "paradnn.measure.timer.x_measure__mutmut_14": (
-        "the first report goes out anyway: the speaker has never spoken, so it is due",
-        'say({"phase": "first step"}, force=False)',
-    ),
+    **{
+        f"paradnn.measure.timer.x_measure__mutmut_{n}": (
+            "the first report goes out anyway: the speaker has never spoken, so it is due",
+            line,
+        )
+        for n, line in (
+            (7, 'say({"phase": "first step"}, force=None)'),
+            (9, 'say({"phase": "first step"}, )'),
+            (14, 'say({"phase": "first step"}, force=False)'),
+        )
+    },
+    **{
+        f"paradnn.measure.timer.x_progress_words__mutmut_{n}": (
+            "a missing phase as None instead of '': both are falsy, equal to no phase name, and "
+            "the join drops falsy words, so the words are the same",
+            line,
+        )
+        for n, line in ((3, 'info.get("phase", None)'), (5, 'info.get("phase", )'))
+    },
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",
