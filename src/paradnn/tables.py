@@ -120,6 +120,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
     t = Table(title=title, header_style="bold", show_lines=False)
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
+    with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
     for col, just in ((("id", "right"),) if with_id else ()) + (
         ("family", "left"),
         ("config", "left"),
@@ -133,6 +134,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("FLOP/s", "right"),
         ("util", "right"),
         *((("W", "right"), ("J/sample", "right")) if with_energy else ()),
+        *((("data", "left"), ("infeed", "right")) if with_infeed else ()),
     ):
         t.add_column(col, justify=just, overflow="fold")
     for r in rows:
@@ -151,8 +153,22 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             _si(r.get("achieved_flops")),
             _util(r),
             *(_energy_cells(r) if with_energy else ()),
+            *(_infeed_cells(r) if with_infeed else ()),
         )
     return t
+
+
+def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
+    """The data source (with the loader's workers) and the infeed share (docs/infeed.md);
+    `input-bound` when the loader alone is slower than the model alone."""
+    source = r.get("data_source") or "device"
+    if source == "pipeline" and r.get("loader_workers") is not None:
+        source += f" w{r['loader_workers']}"
+    share = r.get("infeed_share")
+    cell = "" if share is None else f"{share:.0%}"
+    if r.get("input_bound"):
+        cell += " [red]input-bound[/]"
+    return source, cell
 
 
 def _util(r: dict[str, Any]) -> str:

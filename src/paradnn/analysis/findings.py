@@ -293,7 +293,11 @@ def software_versions(data: Data) -> Finding:
 
 
 def _untestable(fid: str, claim: str, source: str, why: str) -> Callable[[Data], Finding]:
-    return lambda data: Finding(fid, claim, source, UNTESTABLE, why, "needs data paradnn lacks")
+    def check(data: Data) -> Finding:
+        return Finding(fid, claim, source, UNTESTABLE, why, "needs data paradnn lacks")
+
+    check.finding_id = fid  # type: ignore[attr-defined]  # a study's module may replace it
+    return check
 
 
 NO_TPU = "no TPU in the data: paradnn measures PyTorch devices (CPU, CUDA)"

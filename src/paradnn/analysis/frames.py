@@ -113,6 +113,8 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for col, default in (("db_index", 0), ("attempt", 1), ("mode", "eager")):
         if col not in df:
             df[col] = default
+    # every row before the infeed study trained on device data (docs/infeed.md)
+    df["data_source"] = df["data_source"].fillna("device") if "data_source" in df else "device"
     if "id" not in df:
         df["id"] = range(1, len(df) + 1)
     if "run_key" not in df:

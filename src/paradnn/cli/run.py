@@ -10,20 +10,28 @@ import typer
 from paradnn import api, tables
 from paradnn.cli.common import (
     AssignmentsArg,
+    DataOpt,
+    DatasOpt,
     DbOpt,
     DeviceOpt,
     EmulatedOpt,
     EnergyIdleOpt,
     EnergyOpt,
     EnergyPeriodOpt,
+    LoaderWorkersListOpt,
+    LoaderWorkersOpt,
     MaxTimeOpt,
     MinTimeOpt,
     ModeOpt,
     ModesOpt,
     OptimizerOpt,
+    PersistentOpt,
+    PinMemoryOpt,
+    PrefetchOpt,
     ProfileOpt,
     ThreadsOpt,
     err,
+    infeed_axes,
     out,
     timing,
 )
@@ -128,6 +136,11 @@ def run(
         typer.Option("--max-array-size", help="slurm: split arrays below this (default 1000)."),
     ] = None,
     procs: ProcsListOpt = None,
+    data: DatasOpt = None,
+    loader_workers: LoaderWorkersListOpt = None,
+    pin_memory: PinMemoryOpt = None,
+    prefetch_factor: PrefetchOpt = None,
+    persistent_workers: PersistentOpt = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -157,6 +170,7 @@ def run(
         retry_failed=retry_failed,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
     axes = {"mode": mode, "procs": parse_procs(procs)}
+    axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
     if dry_run:
         from paradnn.config import RunOptions
@@ -280,6 +294,11 @@ def bench(
     allow_emulated: EmulatedOpt = False,
     mode: ModeOpt = "eager",
     procs: ProcsOpt = 1,
+    data: DataOpt = "device",
+    loader_workers: LoaderWorkersOpt = 2,
+    pin_memory: PinMemoryOpt = None,
+    prefetch_factor: PrefetchOpt = None,
+    persistent_workers: PersistentOpt = None,
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
     from paradnn.validate import parse_assignments
@@ -303,11 +322,24 @@ def bench(
         on_event=_heartbeat(f"bench {family}"),
         mode=mode,
         **({"procs": procs} if procs != 1 else {}),
+        **_infeed(data, loader_workers, pin_memory, prefetch_factor, persistent_workers),
     )
     if as_json:
         sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")
     else:
         _show_bench(rec, db, energy)
+
+
+def _infeed(data: str, workers: int, pin: Any, prefetch: Any, persistent: Any) -> dict[str, Any]:
+    """bench's infeed keywords: only those that differ from RunOptions' defaults."""
+    given = {
+        "data_source": data if data != "device" else None,
+        "loader_workers": workers if workers != 2 else None,
+        "pin_memory": pin,
+        "prefetch_factor": prefetch,
+        "persistent_workers": persistent,
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _heartbeat(label: str) -> Any:

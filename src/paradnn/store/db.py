@@ -21,8 +21,10 @@ JSON_COLUMNS = (
     *("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load"),
     "parallel",  # data-parallel detail (records.Parallel)
     *("graph_break_reasons", "compile_detail"),  # modes (docs/modes.md)
+    "infeed",  # data infeed (docs/infeed.md)
 )
 BOOL_COLUMNS = ("converged", "emulated", "cudagraphs")
+BOOL_COLUMNS += ("pin_memory", "persistent_workers", "input_bound")  # docs/infeed.md
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",
