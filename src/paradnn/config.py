@@ -20,6 +20,7 @@ from paradnn.validate import (
 
 __all__ = [
     "AXES",
+    "BACKENDS",
     "EXECUTORS",
     "KEYED_WHEN_SET",
     "MODES",
@@ -47,10 +48,14 @@ AXES: dict[str, str] = {
     "procs": "procs",  # data-parallel runs (docs/scaling.md): procs = [1, 2, 4]
     "strategies": "strategy",
     "scalings": "scaling",
+    "backends": "backend",  # docs/jax.md: backends = ["torch", "jax"]
 }
 # Fields that enter the run key only when they differ from their default, so the keys of runs
 # that do not use a study never change (`mode` predates this and is always in the key).
-KEYED_WHEN_SET: tuple[str, ...] = ("procs", "strategy", "scaling")
+KEYED_WHEN_SET: tuple[str, ...] = ("procs", "strategy", "scaling", "backend")
+# The framework that builds and runs the step (docs/jax.md): PyTorch, or JAX/XLA (the optional
+# extra paradnn[jax]; one jitted step with donated buffers, XLA's cost analysis beside it).
+BACKENDS = ("torch", "jax")
 # Data-parallel runs (docs/scaling.md): N processes, how the model is replicated, and whether
 # the batch is per rank (weak scaling) or split across the ranks (strong scaling).
 STRATEGIES = ("ddp", "fsdp")
@@ -142,6 +147,7 @@ class RunOptions:
     procs: int = 1  # data-parallel processes (ranks); 1 = the ordinary single-process run
     strategy: str = "ddp"  # ddp (DistributedDataParallel) or fsdp (FSDP2 fully_shard)
     scaling: str = "weak"  # weak: `batch` per rank; strong: `batch` split across the ranks
+    backend: str = "torch"  # torch or jax (docs/jax.md); in the key only when not torch
     seed: int = 0
     profile: bool = False  # also record a per-op profile of one extra step (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
@@ -157,6 +163,7 @@ class RunOptions:
         int_at_least("procs", self.procs, 1, MAX_PROCS)
         one_of("strategy", self.strategy, STRATEGIES)
         one_of("scaling", self.scaling, SCALINGS)
+        one_of("backend", self.backend, BACKENDS)
         check_device(self.device)
         if self.threads is not None:
             int_at_least("threads", self.threads, 1, MAX_THREADS)

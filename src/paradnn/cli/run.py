@@ -10,6 +10,8 @@ import typer
 from paradnn import api, tables
 from paradnn.cli.common import (
     AssignmentsArg,
+    BackendOpt,
+    BackendsOpt,
     DbOpt,
     DeviceOpt,
     EmulatedOpt,
@@ -128,6 +130,7 @@ def run(
         typer.Option("--max-array-size", help="slurm: split arrays below this (default 1000)."),
     ] = None,
     procs: ProcsListOpt = None,
+    backend: BackendsOpt = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -156,7 +159,7 @@ def run(
         predict=predict,
         retry_failed=retry_failed,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
-    axes = {"mode": mode, "procs": parse_procs(procs)}
+    axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
     if dry_run:
         from paradnn.config import RunOptions
@@ -280,6 +283,7 @@ def bench(
     allow_emulated: EmulatedOpt = False,
     mode: ModeOpt = "eager",
     procs: ProcsOpt = 1,
+    backend: BackendOpt = "torch",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
     from paradnn.validate import parse_assignments
@@ -303,6 +307,7 @@ def bench(
         on_event=_heartbeat(f"bench {family}"),
         mode=mode,
         **({"procs": procs} if procs != 1 else {}),
+        **({"backend": backend} if backend != "torch" else {}),
     )
     if as_json:
         sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")
