@@ -12,6 +12,7 @@ JAX run gets a worker process of its own (runner/supervisor.py).
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,9 +27,18 @@ JAX_PRECISIONS = ("fp32", "bf16")
 NO_MEMORY_STATS = "the {platform} device reports no memory statistics (jax memory_stats() is None)"
 
 
-def import_jax() -> Any:
-    """jax, imported with preallocation off (set before the first import; a no-op after)."""
+SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def import_jax(threads: int | None = None) -> Any:
+    """jax, imported with preallocation off (set before the first import; a no-op after).
+    `threads=1` also makes XLA's CPU backend single-threaded (XLA_FLAGS, read at its start);
+    other counts have no XLA flag: XLA's CPU pool spans the CPUs the process may use."""
     os.environ[PREALLOCATE] = "false"
+    if threads == 1 and "jax" not in sys.modules:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if SINGLE_THREAD not in flags:
+            os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD}".strip()
     import jax
 
     return jax

@@ -89,9 +89,17 @@ def measure_jax(
 
     say = progress or (lambda info: None)
     step = None
-    detail: dict[str, Any] = {"versions": xla.versions(), "preallocate": "false"}
+    detail: dict[str, Any] = {
+        "versions": xla.versions(),
+        "preallocate": "false",
+        "threads": (
+            "XLA's CPU pool over the process's CPUs (torch's count does not apply)"
+            if options.threads != 1
+            else "1 (XLA_FLAGS: single-threaded Eigen)"
+        ),
+    }
     try:
-        jax = xla.import_jax()
+        jax = xla.import_jax(env.get("threads") if options.threads is not None else None)
         device = xla.pick_device(options.device)
         detail.update(
             platform=device.platform,
