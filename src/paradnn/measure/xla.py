@@ -128,12 +128,12 @@ class XlaStep:
         self.device = device
         self.net = net
         self.tx = make_optimizer(optimizer)
-        with jax.default_device(device):
+        with jax.default_device(device):  # each jitted: one compile, not one per op
             key = jax.random.key(seed)
             k_init, k_data = jax.random.split(key)
-            self.params, self.state = net.init(k_init)
-            self.opt_state = self.tx.init(self.params)
-            self.x, self.y = net.make_batch(k_data)
+            self.params, self.state = jax.jit(net.init)(k_init)
+            self.opt_state = jax.jit(self.tx.init)(self.params)
+            self.x, self.y = jax.jit(net.make_batch)(k_data)
         put = lambda t: jax.device_put(t, device)  # noqa: E731
         self.params, self.state, self.opt_state = (
             put(self.params),
@@ -144,9 +144,7 @@ class XlaStep:
         self.loss: Any = None
         tx = self.tx
 
-        def loss_fn(params: Any, state: Any, x: Any, y: Any) -> Any:
-            logits, new_state = net.apply(params, state, x)
-            return net.loss(logits, y), new_state
+        loss_fn = loss_of(net)
 
         def step(params: Any, opt_state: Any, state: Any, x: Any, y: Any) -> Any:
             (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
@@ -188,6 +186,9 @@ class XlaStep:
     def final_loss(self) -> float | None:
         return None if self.loss is None else float(self.loss)
 
+    def model_flops(self) -> int:
+        return model_flops(self.net, self.params, self.state, self.x, self.y)
+
     def param_count(self) -> int:
         import jax
 
@@ -214,6 +215,80 @@ class XlaStep:
             return None
         names = ("argument", "output", "alias", "temp", "generated_code")
         return {f"{n}_bytes": int(getattr(m, f"{n}_size_in_bytes", 0) or 0) for n in names}
+
+
+def _prod(xs: Any) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
+def _eqn_flops(eqn: Any) -> int:
+    """FLOPs of one matmul or convolution (2 per multiply-add); 0 for anything else."""
+    name = eqn.primitive.name
+    if name == "dot_general":
+        lhs, rhs = (v.aval.shape for v in eqn.invars[:2])
+        (_, rc), (_, rb) = eqn.params["dimension_numbers"]
+        free_rhs = _prod(d for i, d in enumerate(rhs) if i not in rc and i not in rb)
+        return 2 * _prod(lhs) * free_rhs
+    if name == "conv_general_dilated":
+        lhs, rhs = (v.aval.shape for v in eqn.invars[:2])
+        out = eqn.outvars[0].aval.shape
+        dn = eqn.params["dimension_numbers"]
+        groups = eqn.params["feature_group_count"] * eqn.params["batch_group_count"]
+        taps = _prod(rhs[i] for i in dn.rhs_spec[2:])
+        if any(d > 1 for d in eqn.params["lhs_dilation"]):
+            # a transposed convolution (the input gradient of a strided one): every element of
+            # the undilated input meets every tap once; the dilation's zeros are no work
+            return 2 * _prod(lhs) * rhs[dn.rhs_spec[0]] * taps // groups
+        return 2 * _prod(out) * rhs[dn.rhs_spec[1]] * taps
+    return 0
+
+
+def _jaxpr_flops(jaxpr: Any) -> int:
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += _eqn_flops(eqn)
+        times = int(eqn.params.get("length", 1)) if eqn.primitive.name == "scan" else 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple | list) else (value,):
+                inner = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr's jaxpr, or a Jaxpr
+                if hasattr(inner, "eqns"):
+                    total += times * _jaxpr_flops(inner)
+    return total
+
+
+def loss_of(net: Any) -> Callable[..., Any]:
+    """(params, state, x, y) -> (loss, new state): what the step differentiates."""
+
+    def loss_fn(params: Any, state: Any, x: Any, y: Any) -> Any:
+        logits, new_state = net.apply(params, state, x)
+        return net.loss(logits, y), new_state
+
+    return loss_fn
+
+
+def model_flops(net: Any, params: Any, state: Any, x: Any, y: Any) -> int:
+    """Model FLOPs of forward+backward (optimizer excluded), counted over the traced program:
+    every dot_general and convolution of `value_and_grad(loss)`, a scan's body times its length.
+    The torch backend's FlopCounterMode counterpart, so `train_flops` is checked against both.
+    Tracing only: arrays or `jax.ShapeDtypeStruct`s (`abstract(net)`) both do."""
+    import jax
+
+    fn = jax.value_and_grad(loss_of(net), has_aux=True)
+    return _jaxpr_flops(jax.make_jaxpr(fn)(params, state, x, y).jaxpr)
+
+
+def abstract(net: Any) -> tuple[Any, Any, Any, Any]:
+    """(params, state, x, y) as shapes and dtypes only (`jax.eval_shape`): no compile, no
+    memory, for counting parameters and FLOPs of a model of any size."""
+    import jax
+
+    key = jax.random.key(0)
+    params, state = jax.eval_shape(net.init, key)
+    x, y = jax.eval_shape(net.make_batch, key)
+    return params, state, x, y
 
 
 def peak_memory(device: Any) -> tuple[int | None, str | None]:
@@ -249,8 +324,11 @@ __all__ = [
     "JAX_PRECISIONS",
     "JaxClock",
     "XlaStep",
+    "abstract",
     "import_jax",
+    "loss_of",
     "make_optimizer",
+    "model_flops",
     "native_reason",
     "peak_memory",
     "pick_device",

@@ -12,7 +12,6 @@ The worker dispatches here for `backend = "jax"` runs; each gets a fresh worker 
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import math
 from typing import Any
@@ -23,15 +22,12 @@ from paradnn.measure.environment import prepare
 from paradnn.measure.faults import classify, one_line
 from paradnn.measure.quality import LoadProbe
 from paradnn.measure.timer import Progress, Windows, measure
-from paradnn.records import XLA_MISMATCH, Counts, Memory, RunRecord, Status, Xla, now
+from paradnn.records import XLA_MISMATCH, Memory, RunRecord, Status, Xla, now
 from paradnn.runner.execute import quality_part, step_times
 from paradnn.runner.start import start_record
 
 NOT_INSTALLED = "jax is not installed: pip install 'paradnn[jax]' (docs/jax.md)"
-NO_COUNTER = (
-    "the jax backend has no FLOP counter of its own: XLA's count is xla_flops; achieved_flops "
-    "uses the analytic model FLOPs (MaxText's MFU convention)"
-)
+COUNTER = "jaxpr"  # flops_count_device of a JAX row: counted over the traced program
 NO_ENERGY = "not_measured: the jax backend does not measure energy yet (docs/jax.md)"
 
 
@@ -134,6 +130,8 @@ def measure_jax(
         say({"phase": "build"})
         step = xla.XlaStep(net, options.optimizer, device, seed=options.seed)
         rec = rec.replace(params=step.param_count())
+        say({"phase": "counting FLOPs"})  # the traced program's matmuls and convolutions
+        rec = rec.replace(flops_per_step=step.model_flops(), flops_count_device=COUNTER)
         say({"phase": "lowering and compiling (XLA)"})
         lower_s, compile_s = step.lower_and_compile()
         rec = rec.with_part(_xla_part(step, rec, lower_s, compile_s, detail))
@@ -143,10 +141,7 @@ def measure_jax(
         )
         detail["donated"] = step.donated
         rec = rec.replace(xla_detail=detail)
-        counts = Counts(
-            flops_per_step=rec.flops_analytic, examples_per_step=rec.examples_per_step
-        )  # achieved FLOP/s from the model FLOPs (NO_COUNTER)
-        rec = rec.with_part(step_times(timing, counts, step.final_loss()))
+        rec = rec.with_part(step_times(timing, rec.counts, step.final_loss()))
         rec = rec.with_part(quality_part(timing, probe.result, options.timing.target_ci_rel))
         peak, why = xla.peak_memory(device)
         rec = rec.with_part(Memory(peak, nulls={} if peak is not None else {"peak_mem_bytes": why}))
@@ -169,11 +164,9 @@ def measure_jax(
 def _identity(rec: RunRecord, device: Any, options: RunOptions) -> RunRecord:
     """Where the run ran: a CPU keeps the host's device string and CPU model (so torch and jax
     rows of one host are one platform); an accelerator is named by jax (`TPU v4`, which the
-    platform database matches for peaks). No FLOP counter; energy not measured."""
+    platform database matches for peaks). Energy is not measured on this backend."""
     from paradnn.records import ENERGY_FIELDS, Energy
 
-    counted = {"flops_per_step": NO_COUNTER, "flops_count_device": NO_COUNTER}
-    rec = rec.with_part(dataclasses.replace(rec.counts, nulls={**rec.counts.nulls, **counted}))
     if options.energy:
         rec = rec.with_part(Energy(nulls=dict.fromkeys(ENERGY_FIELDS, NO_ENERGY)))
     if device.platform == "cpu":
