@@ -166,3 +166,24 @@ def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store):
     assert list(agree["family"]) == ["fc", "rnn", "all"] and agree["runs"].tolist() == [1, 1, 2]
     # precision comparisons never pair a torch run with a jax run
     assert "backend" in analysis.speedup._key("precision", data.runs, data.runs)
+
+
+def test_a_bad_backend_is_one_line_and_exit_2_before_any_work(capsys):
+    from conftest import run_cli
+
+    code, _, err = run_cli(capsys, "bench", "fc", "--backend", "tensorflow", "--db", ":memory:")
+    assert code == 2 and "backend" in err and "tensorflow" in err and "torch, jax" in err
+
+
+def test_a_sweep_file_sets_the_backend_axis(tmp_path):
+    from paradnn.sweep import load
+
+    path = tmp_path / "b.toml"
+    path.write_text(
+        'backends = ["torch", "jax"]\n[[runs]]\nfamily = "fc"\nconfig = { layers = 1 }\n'
+    )
+    specs = load(str(path)).specs()
+    assert [s.options["backend"] for s in specs] == ["torch", "jax"]
+    path.write_text('backends = ["jaxx"]\n[[runs]]\nfamily = "fc"\n')
+    with pytest.raises(ConfigError, match="jaxx"):
+        load(str(path))
