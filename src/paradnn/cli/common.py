@@ -109,6 +109,16 @@ def infeed_axes(
     }
 
 
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        "--backend", help="torch (default) or jax: the same model on JAX/XLA (docs/jax.md)."
+    ),
+]
+BackendsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--backend", help="Override the sweep's backends (repeatable): torch, jax."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
     "--profile",

@@ -10,6 +10,8 @@ import typer
 from paradnn import api, tables
 from paradnn.cli.common import (
     AssignmentsArg,
+    BackendOpt,
+    BackendsOpt,
     DataOpt,
     DatasOpt,
     DbOpt,
@@ -141,6 +143,7 @@ def run(
     pin_memory: PinMemoryOpt = None,
     prefetch_factor: PrefetchOpt = None,
     persistent_workers: PersistentOpt = None,
+    backend: BackendsOpt = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -169,7 +172,7 @@ def run(
         predict=predict,
         retry_failed=retry_failed,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
-    axes = {"mode": mode, "procs": parse_procs(procs)}
+    axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
     axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
     if dry_run:
@@ -299,6 +302,7 @@ def bench(
     pin_memory: PinMemoryOpt = None,
     prefetch_factor: PrefetchOpt = None,
     persistent_workers: PersistentOpt = None,
+    backend: BackendOpt = "torch",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
     from paradnn.validate import parse_assignments
@@ -323,6 +327,7 @@ def bench(
         mode=mode,
         **({"procs": procs} if procs != 1 else {}),
         **_infeed(data, loader_workers, pin_memory, prefetch_factor, persistent_workers),
+        **({"backend": backend} if backend != "torch" else {}),
     )
     if as_json:
         sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")

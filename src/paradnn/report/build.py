@@ -29,6 +29,7 @@ from paradnn.analysis.frames import (
     without_noisy,
 )
 from paradnn.errors import ConfigError
+from paradnn.report import backends as _backends
 from paradnn.report import infeed as _infeed
 from paradnn.report import modes as _modes
 from paradnn.report.scaling import section as scaling_section
@@ -638,6 +639,7 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("scaling", scaling_section),
     ("modes", lambda data, w: Section(**_modes.section(data, w))),
     ("infeed", lambda data, w: Section(**_infeed.section(data, w))),
+    ("backends", lambda data, w: Section(**_backends.section(data, w))),
     ("batch effect", _batch),
     ("ops", _ops),
     ("table 8", _table8),
