@@ -106,3 +106,17 @@ def test_multichip_overhead_positive():
     c = chips.load("tpu-v3")
     share = st.multichip_overhead("cnn", {"filters": 32, "batch": 16}, c, "bf16", 4)
     assert 0 < share < 1
+
+
+def test_cli_step_prints_the_breakdown(capsys):
+    from conftest import run_cli
+
+    code, out, err = run_cli(
+        capsys, "simulate", "step", "fc", "batch=64", "--platform", "v100-sxm2", "-p", "fp32"
+    )
+    assert code == 0, err
+    assert "step-time breakdown" in out and "overhead_s" in out and "master_weights_s" in out
+    code, out, err = run_cli(
+        capsys, "simulate", "step", "fc", "--platform", "v100-sxm2", "--model", "nope"
+    )
+    assert code == 2 and "--model = 'nope'" in err

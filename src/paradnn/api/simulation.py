@@ -25,6 +25,7 @@ def simulate(
     topology: str | None = None,
     overlap: float = 0.0,
     concurrent: bool = False,
+    model: str = "roofline",
 ) -> list[dict[str, Any]]:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
@@ -44,6 +45,7 @@ def simulate(
         one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--chips", chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
+    one_of("--model", model, ("step", "roofline"))
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
         chips = topo.chips
@@ -85,9 +87,32 @@ def simulate(
             overlap=overlap,
             concurrent=concurrent,
         )
-        rows.append(p.row())
+        rows.append(p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo))
     keys = list(dict.fromkeys(k for r in rows for k in r))  # skipped rows: same columns, null
     return [{k: r.get(k) for k in keys} for r in rows]
+
+
+def _with_steptime(roof: dict[str, Any], spec: Any, chip: Any, topo: Any) -> dict[str, Any]:
+    """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
+    utilization, bottleneck and examples/s become the step-time model's; the roofline's own
+    step time stays as ``roofline_step_s`` (its bounds as step_lower_s / step_upper_s)."""
+    from paradnn.sim.steptime import predict_step
+
+    s = predict_step(
+        spec.family,
+        spec.config,
+        chip,
+        spec.precision,
+        optimizer=spec.optimizer,
+        chips=roof["chips"],
+        topology=topo,
+    ).row()
+    out = dict(roof)
+    out["roofline_step_s"] = out.pop("predicted_step_s")
+    for k in ("allreduce_s", "exposed_comm_s", "compute_s", "memory_s"):
+        out.pop(k, None)
+    out.update(s)
+    return out
 
 
 def simulate_scaling(

@@ -124,11 +124,20 @@ def step(
     ] = None,
     overlap: OverlapOpt = 0.0,
     concurrent: ConcurrentOpt = False,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="step: the step-time model, term by term (kernels, overheads, elementwise, "
+            "optimizer, master weights, host, all-reduce); roofline: the bare roofline per op.",
+        ),
+    ] = "step",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
     """One config (FAMILY key=value …) or every run of a preset on a platform: predicted step
-    time, utilization, bottleneck, memory fit, and the all-reduce of --chips N."""
+    time with its breakdown, utilization, bottleneck, memory fit, and the all-reduce of
+    --chips N."""
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
@@ -143,8 +152,20 @@ def step(
         topology=topology,
         overlap=overlap,
         concurrent=concurrent,
+        model=model,
     )
-    emit(rows, f"predicted on {platform}: {len(rows)} configs", fmt, csv_path)
+    title = f"predicted on {platform} ({model} model): {len(rows)} configs"
+    if model == "step" and fmt is Format.table:
+        from paradnn.sim.render import STEP_DETAIL, breakdown_table
+
+        narrow = [{k: v for k, v in r.items() if k not in STEP_DETAIL} for r in rows]
+        emit(narrow, title, fmt, None)
+        if len(rows) == 1 and rows[0].get("predicted_step_s") is not None:
+            out.print(breakdown_table(rows[0]))
+        if csv_path:
+            emit(rows, title, Format.csv, csv_path)
+        return
+    emit(rows, title, fmt, csv_path)
 
 
 @app.command()

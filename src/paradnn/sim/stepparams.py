@@ -13,20 +13,18 @@ from paradnn.platforms.specs import Platform
 
 # Streaming multiprocessors / compute units, for wave quantization (vendor datasheets).
 UNITS = {
-    "v100-sxm2": 80,
-    "v100-pcie": 80,
+    "titan-x-pascal": 28,
     "p100-sxm2": 56,
     "p100-pcie": 56,
-    "titan-x-pascal": 28,
+    "v100-sxm2": 80,
+    "v100-pcie": 80,
     "radeon-vii": 60,
-    "a100-sxm4-40gb": 108,
-    "a100-sxm4-80gb": 108,
-    "a100-pcie": 108,
-    "h100-sxm5": 132,
-    "h100-pcie": 114,
-    "h200": 132,
-    "t4": 40,
-    "l4": 58,
+    "a100-40gb-sxm": 108,
+    "a100-80gb-sxm": 108,
+    "h100-sxm": 132,
+    "h200-sxm": 132,
+    "b200-hgx": 148,
+    "mi300x": 304,
 }
 PARAM_KEYS = (
     "kernel_overhead_s",

@@ -346,7 +346,10 @@ def _split_batch(fam: Any, cfg: Any, cores: int) -> tuple[Any, int | None]:
     batch = getattr(cfg, "batch", None)
     if cores <= 1 or not isinstance(batch, int) or batch % cores:
         return cfg, batch if cores <= 1 else None
-    return fam.config({**cfg.__dict__, "batch": batch // cores}), batch // cores
+    try:
+        return fam.config({**cfg.__dict__, "batch": batch // cores}), batch // cores
+    except ConfigError:  # e.g. a CNN whose BatchNorm needs two values per core
+        return cfg, None
 
 
 def predict_step(
