@@ -181,3 +181,53 @@ def simulate_validate(
     return clean.to_dict("records"), summary.astype(object).where(summary.notna(), None).to_dict(
         "records"
     )
+
+
+def simulate_fit(
+    db: str,
+    out: str | None = None,
+    *,
+    device: str | None = None,
+    platform: str | None = None,
+    holdout: int = 30,
+    statistic: str = "median",
+) -> dict[str, Any]:
+    """Fit a device's step-time parameters on the runs of ``db`` outside the held-out part
+    (config hash), write them as a chip file to ``out``, and report the error on both parts.
+    Returns {"params": ..., "summary": [...], "rows": [...], "chip_toml": text, "out": path}."""
+    from pathlib import Path
+
+    from paradnn.sim import fit as sim_fit
+    from paradnn.store import open_store
+    from paradnn.validate import int_at_least
+
+    int_at_least("--holdout", holdout, 0, 90)
+    if statistic not in sim_fit.STATISTICS:
+        raise ConfigError("--statistic", statistic, "must be one of median, min")
+    if out is not None and (not out.endswith(".toml") or not Path(out).parent.is_dir()):
+        raise ConfigError("--out", out, "must be a .toml path in an existing folder")
+    with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
+        frame, ceilings = store.frame(), store.rows("ceilings")
+    chip, name, mine = sim_fit.device_chip(frame, ceilings, device, platform)
+    data = sim_fit.samples(mine, chip, holdout=holdout, statistic=statistic)
+    result = sim_fit.fit(
+        chip,
+        data,
+        source=f"fitted by `paradnn simulate fit` on {db} ({statistic} step time)",
+        holdout=holdout,
+    )
+    text = sim_fit.chip_toml(chip, result, name)
+    if out is not None:
+        Path(out).write_text(text)
+    summary = sim_fit.summary(result.rows)
+    return {
+        "device_name": name,
+        "params": result.params.as_dict(),
+        "fitted_runs": result.fitted_runs,
+        "holdout_runs": result.holdout_runs,
+        "status": result.status,
+        "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
+        "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),
+        "chip_toml": text,
+        "out": out,
+    }

@@ -239,6 +239,64 @@ def validate(
     emit(rows, f"predicted vs measured: {len(rows)} runs from {db}", fmt, csv_path, summary)
 
 
+@app.command()
+def fit(
+    db: DbOpt = DEFAULT_DB,
+    out_path: Annotated[
+        str | None, typer.Option("--out", help="Write the fitted chip file here (.toml).")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="Which device of --db (if it holds several).")
+    ] = None,
+    platform: Annotated[
+        str | None,
+        typer.Option("--platform", help="Peaks and bandwidth from this chip, not the ceilings."),
+    ] = None,
+    holdout: Annotated[
+        int, typer.Option("--holdout", help="Percent of configs held out (by config hash).")
+    ] = 30,
+    statistic: Annotated[
+        str,
+        typer.Option(
+            "--statistic", help="median step time, or min (fastest sample: shared hosts)."
+        ),
+    ] = "median",
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Fit a device's step-time parameters (per-kernel overhead, efficiency-curve constants,
+    achieved bandwidth) from its measured runs in --db, on the configs outside the held-out
+    part, and write a chip file; the error is shown on both parts."""
+    res = api.simulate_fit(
+        db, out_path, device=device, platform=platform, holdout=holdout, statistic=statistic
+    )
+    if fmt is Format.json:
+        import json
+
+        res = {k: v for k, v in res.items() if k != "rows"}
+        sys.stdout.write(json.dumps(res, indent=1, default=str) + "\n")
+        return
+    if fmt is Format.csv:
+        sys.stdout.write(tables.to_csv(res["rows"]))
+        return
+    from paradnn.sim.render import sim_table
+
+    p = res["params"]
+    rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
+    out.print(sim_table(rows, title=f"fitted step-time parameters of {res['device_name']}"))
+    out.print(
+        sim_table(
+            res["summary"],
+            title=f"error per family: {res['fitted_runs']} runs fitted, "
+            f"{res['holdout_runs']} held out (config hash mod 100 < {holdout})",
+        )
+    )
+    if out_path:
+        out.print(f"Wrote [bold]{out_path}[/]: use it as `--platform {out_path}`.")
+
+
+FIT_SHOWN = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "source")
+
+
 def emit(
     rows: list[dict[str, Any]],
     title: str,
