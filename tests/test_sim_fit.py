@@ -122,3 +122,15 @@ def test_cli_fit_writes_a_chip_file_that_loads(capsys, tmp_path):
     assert code == 2 and "--out = 'x.txt'" in err
     code, _, err = run_cli(capsys, "simulate", "fit", "--db", str(db), "--holdout", "95")
     assert code == 2 and "--holdout" in err
+
+
+def test_heldout_data_for_the_report():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = SimpleNamespace(runs=_frame(chip, _truth(chip)), ceilings=pd.DataFrame(CEILINGS))
+    df = sim_fit.heldout_data(data)
+    assert set(df["split"]) == {"fit", "holdout"} and (df["device_name"] == CPU).all()
+    assert (df["kind"] == "prediction").all() and df["mdape"].max() < 0.02
+    empty = sim_fit.heldout_data(SimpleNamespace(runs=pd.DataFrame(), ceilings=None))
+    assert empty.empty

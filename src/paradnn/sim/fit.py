@@ -309,3 +309,33 @@ def chip_toml(chip: Chip, result: FitResult, device: str) -> str:
 def holdout_mdape(result: FitResult) -> dict[str, float]:
     held = result.rows[result.rows["split"] == "holdout"]
     return {f: float(statistics.median(g["ape"])) for f, g in held.groupby("family")}
+
+
+def heldout_data(data: Any) -> pd.DataFrame:
+    """For the report: per device that ceilings or the platform database describe, fit the
+    step-time parameters on its runs outside the held-out part and return the error per family
+    on both parts (columns device_name, family, split, runs, mdape, mape, kind). ``data`` is
+    `paradnn.analysis.frames.Data` (``runs`` and ``ceilings`` frames). Devices with fewer than 5
+    runs to fit are left out."""
+    from paradnn.sim.fidelity import device_chips
+
+    runs = data.runs
+    cols = ["device_name", "family", "split", "runs", "mdape", "mape", "kind"]
+    if runs is None or not len(runs):
+        return pd.DataFrame(columns=cols)
+    ceilings = data.ceilings
+    rows = ceilings.to_dict("records") if ceilings is not None and len(ceilings) else []
+    out = []
+    for name, chip in device_chips(runs, rows).items():
+        mine = runs[runs["device_name"] == name]
+        try:
+            got = samples(mine, chip)
+            if sum(s.split == "fit" for s in got) < 5 or not any(s.split == "holdout" for s in got):
+                continue
+            res = fit(chip, got, source="report")
+        except ConfigError:
+            continue
+        s = summary(res.rows)
+        s.insert(0, "device_name", name)
+        out.append(s)
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
