@@ -14,7 +14,9 @@ Four checks, none on data a parameter was fitted on (issue 19):
    every ordered NVIDIA fp32 pair; and V100 fp32 → V100 fp16 (mixed precision).
 4. **Multi-chip overhead**: seed 000 §4 "up to 13 % for CNNs with sizes similar to ResNet-50",
    as the share of a ResNet-50 step on a TPU v2-8 board (4 chips, 2×2, 8 cores) that the
-   all-reduce takes, at the audit's per-chip batch of 256, and the most over per-chip batches.
+   all-reduce takes. "Up to" is read as the most over seed 000's CNN batch range (64–1024 on
+   the board, taken as global: 16–256 per chip); the audit's single mapping (256 per chip) is
+   reported beside it.
 
 The mapping of Table 8 follows the audit (`../shared/reference/sim-vs-papers/`): DeepSpeech2 at
 frames=400, the Transformer at length 512 with batch = tokens ÷ 512, TPU batches as global.
@@ -170,7 +172,7 @@ def multichip() -> dict[str, Any]:
     chip = sim_chip.load("tpu-v2")
     topo = parse_topology("torus2d:2x2")
     shares = {}
-    for b in (32, 64, 128, 256):
+    for b in (16, 32, 64, 128, 256):
         p = steptime.predict_step("resnet50", {"batch": b}, chip, "bf16", chips=4, topology=topo)
         shares[b] = {
             "comm_share": p.comm_s / p.predicted_step_s,
@@ -192,23 +194,54 @@ def multichip() -> dict[str, Any]:
     }
 
 
-def _cpu_frame(db: str | None) -> tuple[pd.DataFrame, list[dict[str, Any]], str]:
-    if db:
-        from paradnn.store import open_store
-
-        with open_store(db, readonly=True) as store:
-            return store.frame(), store.rows("ceilings"), db
-    frame = pd.read_csv(RUNS_CSV)
-    frame["config"] = frame["config"].map(json.loads)
-    return frame, json.loads(CEILINGS_JSON.read_text()), str(RUNS_CSV.relative_to(HERE.parent))
-
-
-def export(db: str) -> None:
-    """Write the committed copy of a sweep's ok runs and ceilings (what `cpu` reads)."""
+def _read(dbs: list[str]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     from paradnn.store import open_store
 
-    with open_store(db, readonly=True) as store:
-        frame, ceilings = store.frame(), store.rows("ceilings")
+    frames, ceilings = [], []
+    for i, db in enumerate(dbs):
+        with open_store(db, readonly=True) as store:
+            f = store.frame()
+            ceilings += store.rows("ceilings")
+        f["attempt"] = f["attempt"] + 1000 * i  # passes stay apart in `_repeats`
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True), ceilings
+
+
+def _repeats(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per config: of several passes of the same sweep, the fastest (the least
+    disturbed by the other processes of a shared machine), for both statistics."""
+    ok = frame[(frame["status"] == "ok") & frame["step_time_s"].notna()].copy()
+    ok["passes"] = ok.groupby("run_key")["run_key"].transform("size")
+    for col in ("step_time_s", "step_time_min_s"):
+        ok[col] = ok.groupby("run_key")[col].transform("min")
+    return ok.drop_duplicates("run_key", keep="first")
+
+
+def _cpu_frame(dbs: list[str] | None) -> tuple[pd.DataFrame, list[dict[str, Any]], str]:
+    if dbs:
+        frame, ceilings = _read(dbs)
+        return frame, ceilings, " + ".join(dbs)
+    frame = pd.read_csv(RUNS_CSV)
+    frame["config"] = frame["config"].map(json.loads)
+    source = str(RUNS_CSV.relative_to(HERE.parent))
+    return frame, json.loads(CEILINGS_JSON.read_text()), source
+
+
+def _noise(frame: pd.DataFrame, column: str) -> dict[str, float]:
+    """Per family, the median of |pass 1 − pass 2| ÷ the faster, over configs measured twice:
+    how far the same config's step time moves between two passes on this machine."""
+    ok = frame[(frame["status"] == "ok") & frame[column].notna()]
+    out: dict[str, list[float]] = {}
+    for _, g in ok.groupby("run_key"):
+        if len(g) >= 2:
+            a, b = g[column].iloc[0], g[column].iloc[1]
+            out.setdefault(g["family"].iloc[0], []).append(abs(a - b) / min(a, b))
+    return {f: statistics.median(v) for f, v in sorted(out.items())}
+
+
+def export(dbs: list[str]) -> None:
+    """Write the committed copy of the sweeps' runs and ceilings (what `cpu` reads)."""
+    frame, ceilings = _read(dbs)
     keep = [
         "run_key", "attempt", "family", "config", "precision", "optimizer", "status",
         "device_name", "procs", "step_time_s", "step_time_min_s", "ci_half_rel",
@@ -216,7 +249,8 @@ def export(db: str) -> None:
         "started_at",
     ]  # fmt: skip
     out = frame[[c for c in keep if c in frame.columns]].copy()
-    out["config"] = out["config"].map(lambda c: json.dumps(c, sort_keys=True))
+    for col in ("config", "load"):
+        out[col] = out[col].map(lambda c: json.dumps(c, sort_keys=True, default=str))
     RUNS_CSV.parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(RUNS_CSV, index=False)
     cols = ("device", "device_name", "kind", "precision", "value", "measured_at", "detail")
@@ -225,8 +259,28 @@ def export(db: str) -> None:
     )
 
 
-def cpu(db: str | None, statistic: str) -> dict[str, Any]:
-    frame, ceilings, source = _cpu_frame(db)
+def _load_corrected(frame: pd.DataFrame) -> pd.DataFrame:
+    """Step times scaled by the CPU share the run could have had: on a machine kept busy by
+    other processes (load average above the core count: no idle time), a run of ``threads``
+    threads on ``cpus`` cores got about ``cpus × (1 − others_cpu_frac)`` cores, measured by
+    paradnn during the run (`measure.quality`). t × min(1, that ÷ threads) estimates the step on
+    a quiet machine. An estimate, labelled so; runs with no load figure are left out."""
+    out = frame.copy()
+    loads = out["load"].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    cpus = loads.map(lambda d: (d or {}).get("cpus"))
+    others = out["others_cpu_frac"]
+    threads = out["threads"].fillna(1).astype(float)
+    share = (cpus.astype(float) * (1 - others) / threads).clip(upper=1.0)
+    for col in ("step_time_s", "step_time_min_s"):
+        out[col] = out[col] * share
+    return out[share.notna() & (share > 0)]
+
+
+def cpu(dbs: list[str] | None, statistic: str, *, correct: bool = False) -> dict[str, Any]:
+    raw, ceilings, source = _cpu_frame(dbs)
+    if correct:
+        raw = _load_corrected(raw)
+    frame = _repeats(raw)
     chip, name, mine = sim_fit.device_chip(frame, ceilings, None, None)
     data = sim_fit.samples(mine, chip, statistic=statistic)
     res = sim_fit.fit(chip, data, source=f"benchmarks/sim_validation.py on {source}")
@@ -236,15 +290,18 @@ def cpu(db: str | None, statistic: str) -> dict[str, Any]:
     loads = mine["others_cpu_frac"].dropna() if "others_cpu_frac" in mine else pd.Series([])
     return {
         "source": source,
+        "load_corrected": correct,
         "device_name": name,
         "statistic": statistic,
         "chip_origin": chip.origin,
+        "passes_per_config": int(mine["passes"].median()) if "passes" in mine else 1,
         "fitted_runs": res.fitted_runs,
         "holdout_runs": res.holdout_runs,
         "params": res.params.as_dict(),
         "holdout_mdape": {f: float(r["mdape"]) for f, r in held.iterrows()},
         "holdout_runs_per_family": {f: int(r["runs"]) for f, r in held.iterrows()},
         "fit_mdape": {f: float(r["mdape"]) for f, r in fitted.iterrows()},
+        "pass_to_pass": _noise(raw, sim_fit.STATISTICS[statistic]),
         "median_others_cpu_frac": float(loads.median()) if len(loads) else None,
         "rows": res.rows.to_dict("records"),
     }
@@ -270,9 +327,19 @@ def markdown(res: dict[str, Any]) -> str:
     for fam, v in sorted(c["holdout_mdape"].items()):
         n = c["holdout_runs_per_family"][fam]
         ok = v <= TARGETS["cpu_holdout_mdape"]
+        noise = c["pass_to_pass"].get(fam)
         lines.append(
-            f"| our CPU sweep, held-out configs, {fam} (MdAPE) | {n} | {_pct(v)} | ≤ 15 % "
+            f"| our CPU sweep, held-out configs, {fam} (MdAPE; the same configs move "
+            f"{_pct(noise)} between two passes) | {n} | {_pct(v)} | ≤ 15 % "
             f"| {'yes' if ok else 'no'} |"
+        )
+    cc = res["cpu_load_corrected"]
+    for fam, v in sorted(cc["holdout_mdape"].items()):
+        n = cc["holdout_runs_per_family"][fam]
+        ok = v <= TARGETS["cpu_holdout_mdape"]
+        lines.append(
+            f"| (estimate) the same, median step time scaled by the CPU share left to the run "
+            f"(load-corrected), {fam} | {n} | {_pct(v)} | ≤ 15 % | {'yes' if ok else 'no'} |"
         )
     v = t8["nvidia_fp32_mdape"]
     lines.append(
@@ -289,18 +356,20 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {label} | {tr['n']} | {_pct(tr['mape'])} (median {_pct(tr['mdape'])}) | "
             f"≤ {100 * TARGETS[tgt]:.0f} % | {'yes' if tr['mape'] <= TARGETS[tgt] else 'no'} |"
         )
-    r = mc["ratio_at_256"]
+    r = mc["ratio_max"]
     ok = 1 / TARGETS["multichip_within"] <= r <= TARGETS["multichip_within"]
     lines.append(
-        f"| multi-chip overhead, ResNet-50 on a TPU v2-8 (seed 000: 13 %) | 1 | "
-        f"{_pct(mc['predicted_at_256_per_chip'])} at 256/chip (most {_pct(mc['predicted_max'])})"
-        f" = {r:.2f}× | within 2× | {'yes' if ok else 'no'} |"
+        f"| multi-chip overhead, ResNet-50 on a TPU v2-8, most over 16–256/chip (seed 000: up "
+        f"to 13 %) | 5 | {_pct(mc['predicted_max'])} = {r:.2f}× (at 256/chip: "
+        f"{_pct(mc['predicted_at_256_per_chip'])} = {mc['ratio_at_256']:.2f}×) | within 2× | "
+        f"{'yes' if ok else 'no'} |"
     )
     lines += [
         "",
         "## Split and data",
         "",
-        f"- CPU sweep: {c['source']} ({c['device_name']}, {c['statistic']} step time); "
+        f"- CPU sweep: {c['source']} ({c['device_name']}, {c['statistic']} step time, the "
+        f"fastest of {c['passes_per_config']} pass(es) per config); "
         f"{c['fitted_runs']} runs fitted, {c['holdout_runs']} held out by config hash "
         "(sha256 of family, precision, config; first 8 hex digits mod 100 < 30). Peaks and "
         f"bandwidth: {c['chip_origin']}. Median share of the CPU other processes took "
@@ -326,9 +395,11 @@ def markdown(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--db", help="a measured sweep (default: the committed CSV)")
+    ap.add_argument(
+        "--db", nargs="+", help="passes of a measured sweep (default: the committed CSV)"
+    )
     ap.add_argument("--statistic", default="min", choices=["min", "median"])
-    ap.add_argument("--export", help="write the committed CSV from this database and exit")
+    ap.add_argument("--export", nargs="+", help="write the committed CSV from these and exit")
     args = ap.parse_args(argv)
     if args.export:
         export(args.export)
@@ -350,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         "kind": "prediction vs measurement",
         "targets": TARGETS,
         "cpu": cpu(args.db, args.statistic),
+        "cpu_load_corrected": cpu(args.db, "median", correct=True),
         "table8": {
             "nvidia_fp32_mdape": statistics.median(nv),
             "nvidia_fp32_n": len(nv),
