@@ -307,6 +307,15 @@ def cpu(dbs: list[str] | None, statistic: str, *, correct: bool = False) -> dict
     }
 
 
+def _params(c: dict[str, Any]) -> str:
+    p = c["params"]
+    eff = ", ".join(f"{k} {v:.3g}" for k, v in p["efficiency"].items() if k != "default")
+    return (
+        f"kernel_overhead_s = {p['kernel_overhead_s']:.3g}, efficiency {eff}, "
+        f"k_half = {p['k_half']:.3g}, bw_efficiency = {p['bw_efficiency']:.3g}"
+    )
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
@@ -374,11 +383,14 @@ def markdown(res: dict[str, Any]) -> str:
         "(sha256 of family, precision, config; first 8 hex digits mod 100 < 30). Peaks and "
         f"bandwidth: {c['chip_origin']}. Median share of the CPU other processes took "
         f"during the runs: {_pct(c['median_others_cpu_frac'])} (a shared 2-core machine).",
-        f"- Fitted: kernel_overhead_s = {c['params']['kernel_overhead_s']:.3g}, efficiency = "
-        f"{c['params']['efficiency']}, k_half = {c['params']['k_half']:.3g}, bw_efficiency = "
-        f"{c['params']['bw_efficiency']:.3g}. Fitted-part MdAPE: "
+        f"- Fitted ({c['statistic']} step time): {_params(c)}. Fitted-part MdAPE: "
         + ", ".join(f"{f} {_pct(v)}" for f, v in sorted(c["fit_mdape"].items()))
         + ".",
+        f"- Load-corrected estimate (median step time × min(1, cores × (1 − others' CPU share) ÷"
+        f" threads), the others' share measured by paradnn during each run): fitted "
+        f"{_params(cc)}; fitted-part MdAPE "
+        + ", ".join(f"{f} {_pct(v)}" for f, v in sorted(cc["fit_mdape"].items()))
+        + ". An estimate of a quiet machine, not a measurement of one.",
         "- Table 8 and transfer: default parameters for a GPU (`sim.stepparams.defaults`), "
         "datasheet peaks and bandwidth, nothing fitted to the table.",
         "",
