@@ -120,3 +120,14 @@ def test_cli_step_prints_the_breakdown(capsys):
         capsys, "simulate", "step", "fc", "--platform", "v100-sxm2", "--model", "nope"
     )
     assert code == 2 and "--model = 'nope'" in err
+
+
+def test_misaligned_16bit_gemm_leaves_the_tensor_cores():
+    c = chips.load("v100-sxm2")
+    aligned = st.predict_step("fc", {"layers": 2, "nodes": 1024, "batch": 256}, c, "fp16")
+    odd = st.predict_step("fc", {"layers": 2, "nodes": 1020, "batch": 256}, c, "fp16")
+    assert not aligned.plan.fallback.any()
+    assert odd.plan.fallback.any()
+    assert odd.terms.gemm_compute_s > 1.5 * aligned.terms.gemm_compute_s
+    fp32 = st.predict_step("fc", {"layers": 2, "nodes": 1020, "batch": 256}, c, "fp32")
+    assert not fp32.plan.fallback.any()

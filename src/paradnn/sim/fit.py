@@ -300,6 +300,8 @@ def chip_toml(chip: Chip, result: FitResult, device: str) -> str:
         f"host_s_per_step = {p.host_s_per_step:.6g}",
         f"host_s_per_example = {p.host_s_per_example:.6g}",
         f"sync_latency_s = {p.sync_latency_s:.6g}",
+        f"tc_align = {p.tc_align}",
+        f"tc_fallback = {p.tc_fallback:.6g}",
         f"source = {json.dumps(p.source)}",
         "",
     ]

@@ -37,6 +37,8 @@ PARAM_KEYS = (
     "host_s_per_step",
     "host_s_per_example",
     "sync_latency_s",
+    "tc_align",
+    "tc_fallback",
     "source",
 )
 FITTED = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency")
@@ -57,6 +59,11 @@ class StepParams:
     host_s_per_step: float = 0.0
     host_s_per_example: float = 0.0
     sync_latency_s: float = 0.0
+    # Tensor cores take a 16-bit GEMM only when m, n and k are multiples of `tc_align` (cuBLAS
+    # and cuDNN before CUDA 11); otherwise it runs on the vector units at `tc_fallback` × the
+    # fp32 peak (2 on Pascal P100/Volta: paired fp16). 0 or 1: no such rule.
+    tc_align: int = 0
+    tc_fallback: float = 2.0
     source: str = "defaults"
 
     def eff(self, precision: str) -> float:
@@ -90,6 +97,7 @@ def defaults(plat: Platform) -> StepParams:
             units=UNITS.get(plat.id),
             fast_conv=2.25,  # Winograd F(2×2,3×3): 36 → 16 multiplies per 2×2 outputs
             sync_latency_s=10e-6,
+            tc_align=8,
             source=f"defaults for a {kind} (assumptions, not fitted)",
         )
     if kind == "tpu":
@@ -137,10 +145,13 @@ def parse_params(pid: str, data: Mapping[str, Any], base: StepParams) -> StepPar
                     raise ConfigError(f"{where}.{p}", t, "must be [m, n], integers in [1, 65536]")
                 tiles[str(p)] = (t[0], t[1])
             out[key] = tiles
-        elif key == "units":
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
-                raise ConfigError(where, v, "must be an integer in [1, 1048576]")
+        elif key in ("units", "tc_align"):
+            low = 0 if key == "tc_align" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1 << 20:
+                raise ConfigError(where, v, f"must be an integer in [{low}, 1048576]")
             out[key] = v
+        elif key == "tc_fallback":
+            out[key] = _number(where, v, 0.0, 64.0)
         elif key == "source":
             if not isinstance(v, str) or len(v) > 2000:
                 raise ConfigError(where, v, "must be a string of at most 2000 characters")

@@ -85,6 +85,7 @@ class Plan:
     shape: tuple[tuple[int, int, int], ...]
     peak_s: np.ndarray  # FLOPs ÷ (peak × q_tile × q_wave), or systolic cycles ÷ clock
     quant: np.ndarray  # q_tile × q_wave (systolic: useful MACs ÷ PE-cycles)
+    fallback: np.ndarray  # bool: a 16-bit GEMM off the tensor cores (misaligned shape)
     k: np.ndarray
     bytes: np.ndarray
     kernels: np.ndarray
@@ -116,13 +117,26 @@ def _quantization(m: int, n: int, k: int, tile: tuple[int, int], units: int | No
     return q
 
 
-def _op_peak(op: Op, chip: Chip, precision: str, sp: StepParams) -> tuple[float, float]:
+def _off_tensor_cores(op: Op, chip: Chip, precision: str, sp: StepParams) -> bool:
+    a = sp.tc_align
+    if a <= 1 or chip.platform.kind != "gpu" or precision not in ("fp16", "bf16"):
+        return False
+    if chip.platform.peak("fp32") is None:
+        return False
+    return bool(op.m % a or op.n % a or op.k % a)
+
+
+def _op_peak(op: Op, chip: Chip, precision: str, sp: StepParams) -> tuple[float, float, bool]:
     arrays: Arrays | None = chip.arrays
     if arrays is not None:
         cycles = array_cycles(op.m, op.n, op.k, arrays, chip.dataflow) * op.count
-        return cycles / chip.clock(precision), op.macs / (cycles * arrays.macs)
+        return cycles / chip.clock(precision), op.macs / (cycles * arrays.macs), False
+    if _off_tensor_cores(op, chip, precision, sp):
+        q = _quantization(op.m, op.n, op.k, sp.tile_of("fp32"), sp.units)
+        rate = min(chip.peak(precision), chip.peak("fp32") * sp.tc_fallback)
+        return op.flops / (rate * q), q, True
     q = _quantization(op.m, op.n, op.k, sp.tile_of(precision), sp.units)
-    return op.flops / (chip.peak(precision) * q), q
+    return op.flops / (chip.peak(precision) * q), q, False
 
 
 def _fast_eligible(s: Any) -> bool:
@@ -137,13 +151,15 @@ def build_plan(
     shapes = fam.shapes(cfg)
     layer, phase, shp = [], [], []
     peak_s, quant, ks, nbytes, kern, fpeak, fbytes = [], [], [], [], [], [], []
+    fallback = []
     ew_bytes = ew_kernels = 0.0
     tensors = 0
     flops = 0
     for s in shapes:
         fast = _fast_eligible(s) and sp.fast_conv > 1.0
         for op in lower(s):
-            t, q = _op_peak(op, chip, precision, sp)
+            t, q, off = _op_peak(op, chip, precision, sp)
+            fallback.append(off)
             layer.append(op.layer)
             phase.append(op.phase)
             shp.append((op.m, op.n, op.k))
@@ -183,6 +199,7 @@ def build_plan(
         shape=tuple(shp),
         peak_s=np.array(peak_s, dtype=float),
         quant=np.array(quant, dtype=float),
+        fallback=np.array(fallback, dtype=bool),
         k=np.array(ks, dtype=float),
         bytes=np.array(nbytes, dtype=float),
         kernels=np.array(kern, dtype=float),
@@ -230,7 +247,8 @@ class Terms:
 
 def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
     """The plan's terms with parameters ``sp`` on a memory of ``bandwidth`` bytes/s."""
-    eff = sp.eff(plan.precision) * plan.k / (plan.k + sp.k_half)
+    best = np.where(plan.fallback, sp.eff("fp32"), sp.eff(plan.precision))
+    eff = best * plan.k / (plan.k + sp.k_half)
     bw = bandwidth * sp.bw_efficiency
     compute = plan.peak_s / eff
     memory = plan.bytes / bw
