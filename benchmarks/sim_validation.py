@@ -441,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--statistic", default="min", choices=["min", "median"])
     ap.add_argument("--export", nargs="+", help="write the committed CSV from these and exit")
+    ap.add_argument("--out-dir", default=str(OUT_JSON.parent), help="where the results go")
     args = ap.parse_args(argv)
     if args.export:
         export(args.export)
@@ -484,8 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         "multichip": multichip(),
         "small_fc_one_core": small_fc(),
     }
-    OUT_JSON.write_text(json.dumps(res, indent=1, default=str) + "\n")
-    OUT_MD.write_text(markdown(res))
+    out = Path(args.out_dir)
+    (out / OUT_JSON.name).write_text(json.dumps(res, indent=1, default=str) + "\n")
+    (out / OUT_MD.name).write_text(markdown(res))
     sys.stdout.write(markdown(res))
     return 0
 

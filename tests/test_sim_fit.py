@@ -134,3 +134,18 @@ def test_heldout_data_for_the_report():
     assert (df["kind"] == "prediction").all() and df["mdape"].max() < 0.02
     empty = sim_fit.heldout_data(SimpleNamespace(runs=pd.DataFrame(), ceilings=None))
     assert empty.empty
+
+
+def test_validation_benchmark_runs_on_the_committed_sweep(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_validation.py"
+    spec = importlib.util.spec_from_file_location("sim_validation", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--out-dir", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "sim_validation.json").read_text())
+    assert res["table8"]["nvidia_fp32_n"] == 44 and res["transfer"]["nvidia_fp32"]["n"] == 86
+    assert set(res["cpu"]["holdout_mdape"]) == {"fc", "cnn", "rnn"}
+    assert "| check | n |" in (tmp_path / "sim_validation.md").read_text()
