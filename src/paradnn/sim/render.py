@@ -13,6 +13,7 @@ PREFERRED = (
     "workload",
     "family",
     "config",
+    "split",
     "precision",
     "platform",
     "chips",
@@ -34,12 +35,21 @@ PREFERRED = (
     "runs",
     "mdape",
     "mdape_calibrated",
+    "mape",
     "speedup",
     "efficiency",
     "bisection_bytes_per_s",
     "reason",
 )
-SHARES = ("utilization", "ape", "ape_calibrated", "mdape", "mdape_calibrated", "efficiency")
+SHARES = (
+    "utilization",
+    "ape",
+    "ape_calibrated",
+    "mdape",
+    "mdape_calibrated",
+    "mape",
+    "efficiency",
+)
 # In CSV and JSON, not in the table (it would not fit a terminal).
 HIDDEN = ("kind", "origin", "basis", "flops_per_chip", "step_lower_s", "examples_per_s")
 # The step-time model's rows: its terms go to `breakdown_table`, not to the wide table.
