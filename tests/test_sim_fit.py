@@ -112,7 +112,7 @@ def test_cli_fit_writes_a_chip_file_that_loads(capsys, tmp_path):
     out = tmp_path / "fitted.toml"
     code, text, err = run_cli(capsys, "simulate", "fit", "--db", str(db), "--out", str(out))
     assert code == 0, err
-    assert "held out" in text and "kernel_overhead_s" in text
+    assert "holdout" in text and "kernel_overhead_s" in text
     loaded = sim_chip.load(str(out))
     assert loaded.step is not None and loaded.step.source.startswith("fitted by")
     assert loaded.step.kernel_overhead_s == pytest.approx(3e-5, rel=0.3)
