@@ -22,6 +22,7 @@ from paradnn.api.runs import (
 from paradnn.api.scaling import scale
 from paradnn.api.simulation import (
     simulate,
+    simulate_fit,
     simulate_mxu_study,
     simulate_precision_study,
     simulate_scaling,
@@ -44,6 +45,7 @@ __all__ = [
     "scale",
     "side_table",
     "simulate",
+    "simulate_fit",
     "simulate_mxu_study",
     "simulate_precision_study",
     "simulate_scaling",

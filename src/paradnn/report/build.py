@@ -568,6 +568,7 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
     )
     try:
         from paradnn.sim import fidelity as sim_validate
+        from paradnn.sim import fit as sim_fit
     except ImportError:
         s.empty = "The simulator is not installed in this version."
         return s
@@ -604,6 +605,19 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
             )
         )
     s.tables.append(w.table("predicted-vs-measured", df, "Per-config prediction error"))
+    heldout = getattr(sim_fit, "heldout_data", None)
+    if heldout is not None:
+        held = heldout(data)
+        if len(held):
+            s.tables.append(
+                w.table(
+                    "step-time-heldout",
+                    held,
+                    "Step-time model (`paradnn simulate fit`): per-kernel overhead, efficiency "
+                    "and achieved bandwidth fitted on the `fit` configs, error on the `holdout` "
+                    "configs it never saw (split by config hash, 30 % held out); predictions",
+                )
+            )
     return s
 
 
