@@ -91,7 +91,7 @@ def number(x: float | None, digits: int = 3) -> str:
     v = float(x)
     if math.isinf(v):
         return "∞" if v > 0 else "-∞"
-    if abs(v) >= 1e4:
+    if abs(v) >= 1e3:
         return si(v, digits=digits)
     if v.is_integer():
         return f"{int(v)}"

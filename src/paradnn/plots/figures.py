@@ -173,13 +173,14 @@ def roofline(
                 label=label,
             )  # fmt: skip
             ax.axvline(roof.ridge, color=color, ls=":", lw=0.8)
-            ax.annotate(
+            ax.text(  # at the foot of the ridge line, clear of the points
+                roof.ridge * 1.08,
+                0.03 + 0.07 * len(tops),
                 f"ridge {U.number(roof.ridge)} FLOP/B",
-                (roof.ridge, roof.peak_flops),
-                xytext=(4, -12),
-                textcoords="offset points",
+                transform=ax.get_xaxis_transform(),
                 fontsize=7,
                 color=color,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
             )
             tops.append(roof.peak_flops)
         elif roof.peak_flops:
@@ -218,7 +219,7 @@ def roofline(
     ax.set_xlabel("arithmetic intensity (FLOP/byte, analytic)")
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower right")
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(True, which="both", alpha=0.2)
     return fig
 
@@ -244,7 +245,7 @@ def integer_colorbar(cb, values) -> None:
         step = math.ceil(len(vals) / 8)
         vals = vals[::step]
     cb.set_ticks(vals)
-    cb.set_ticklabels([U.number(v) for v in vals])
+    cb.set_ticklabels([str(int(v)) if v.is_integer() else U.number(v) for v in vals])
     cb.ax.minorticks_off()
 
 

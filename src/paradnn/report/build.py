@@ -203,6 +203,15 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
             )
             .reset_index()
         )
+        over = agg[agg["max_util_measured"].astype(float) > 1]
+        if len(over):
+            s.notes.append(
+                "Utilization above 100% of the measured ceiling ("
+                + ", ".join(f"{r.family} on {r.platform} {r.precision}" for r in over.itertuples())
+                + "): runs achieved more than the stored matmul ceiling, so that calibration "
+                "under-measured the device (too small a matrix, or a loaded machine). `paradnn "
+                "calibrate --force` measures it again; utilization is stored with each run."
+            )
         s.tables.append(
             w.table(
                 "summary",
