@@ -345,3 +345,16 @@ def test_every_report_title_cites_what_its_seed_has(two_platform_report):
     titles = [s.title for s in rep.sections if "seed" in s.title]
     assert len(titles) >= 6
     assert [b for t in titles for b in _check(t)] == []
+
+
+def test_a_config_column_of_json_or_dicts_becomes_hyperparameter_columns():
+    df = pd.DataFrame(
+        {
+            "family": ["fc", "cnn"],
+            "config": ['{"batch": 8, "nodes": 4}', {"batch": 2, "filters": 16}],
+        }
+    )
+    out = cells.expand_config(df)
+    assert list(out.columns) == ["family", "batch", "nodes", "filters"]
+    assert out["batch"].tolist() == [8, 2]
+    assert "<td>16</td>" in cells.html_table(df) and "{" not in cells.html_table(df)

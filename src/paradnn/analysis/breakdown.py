@@ -96,8 +96,16 @@ def breakdown(data: Data) -> pd.DataFrame:
     info = runs.set_index("uid")[["family", "platform", "precision", "config_key", "step_time_s"]]
     out = g.join(info, on="run_uid")
     out["_o"] = out["op_type"].map(TYPE_ORDER.index)
-    out = out.sort_values(["family", "config_key", "platform", "precision", "_o"])
+    out["_b"] = out["config_key"].map(lambda k: _batch(k))
+    out = out.sort_values(["family", "platform", "precision", "_b", "config_key", "_o"])
     return out[BREAKDOWN_COLUMNS].reset_index(drop=True)
+
+
+def _batch(key: str) -> float:
+    try:
+        return float(json.loads(key).get("batch", 0))
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
 
 
 def shares(bd: pd.DataFrame) -> pd.DataFrame:

@@ -161,23 +161,33 @@ def column(name: str, override: str | Fmt | None = None) -> tuple[str, Fmt]:
 
 
 def expand_config(df: pd.DataFrame, keep: bool = False) -> pd.DataFrame:
-    """`config_key` (canonical JSON) -> one column per hyperparameter where it stood, in the
+    """`config_key` or `config` (JSON) -> one column per hyperparameter where it stood, in the
     order the configs name them; rows of families without a key show —. `keep` keeps the
     `config_key` column too (the CSVs: a key to join on)."""
-    if "config_key" not in df.columns or not len(df):
+    col = next((c for c in ("config_key", "config") if c in df.columns), None)
+    if col is None or not len(df):
         return df
-    cfgs = [
-        json.loads(c) if isinstance(c, str) and c.startswith("{") else {} for c in df["config_key"]
-    ]
-    taken = set(df.columns) - {"config_key"}
+    cfgs = [_config(c) for c in df[col]]
+    taken = set(df.columns) - {col}
     keys = list(dict.fromkeys(k for c in cfgs for k in c))
     if not keys:
         return df
     names = {k: (f"cfg_{k}" if k in taken else k) for k in keys}
     hp = pd.DataFrame([{names[k]: c.get(k) for k in keys} for c in cfgs], index=df.index)
-    at = list(df.columns).index("config_key")
+    at = list(df.columns).index(col)
     left, right = df.iloc[:, : at + 1 if keep else at], df.iloc[:, at + 1 :]
     return pd.concat([left, hp.astype(object), right], axis=1)
+
+
+def _config(c: Any) -> dict:
+    if isinstance(c, dict):
+        return c
+    if isinstance(c, str) and c.startswith("{"):
+        try:
+            return json.loads(c)
+        except ValueError:
+            return {}
+    return {}
 
 
 def formatted(df: pd.DataFrame, units: dict[str, str | Fmt] | None = None) -> pd.DataFrame:
