@@ -289,7 +289,7 @@ def param_ranges(df: pd.DataFrame) -> Figure:
     ax.set_yticks(range(len(df)), [f"{r.family} ({r.source})" for r in df.itertuples()])
     ax.set_xscale("log")
     ax.set_xlabel("trainable parameters")
-    ax.set_title("Model sizes (paper Figure 1)", fontsize=9)
+    ax.set_title("Model sizes (seed 000 Figure 1)", fontsize=9)
     ax.grid(True, axis="x", alpha=0.2)
     return fig
 
@@ -322,7 +322,7 @@ def thread_scaling(df: pd.DataFrame) -> Figure:
 
 
 def ops_bars(df: pd.DataFrame) -> Figure:
-    """Achieved FLOP/s per op shape and precision (the accelerator study's Figures 2-4)."""
+    """Achieved FLOP/s per op shape and precision (seed 002's Figure 7, the accelerator study)."""
     ok = df[df["status"] == "ok"]
     pivot = ok.pivot_table(
         index="name", columns=["precision", "pass"], values="achieved_flops", aggfunc="median"
