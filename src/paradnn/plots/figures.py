@@ -264,9 +264,14 @@ def speedup_scatter(cmp, color_by: str | None = None) -> Figure:
     ax.set_xscale("log")
     if len(p) and p["speedup"].max() / max(p["speedup"].min(), 1e-12) > 10:
         ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: U.si(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: U.times(v)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xlabel("trainable parameters")
     ax.set_ylabel(f"speedup of {cmp.b} over {cmp.a}")
-    ax.set_title(f"{cmp.by}: {cmp.b} vs {cmp.a} ({cmp.metric})", fontsize=9)
+    ax.set_title(
+        f"{cmp.by}: {cmp.b} vs {cmp.a} ({METRICS.get(cmp.metric, cmp.metric)})", fontsize=9
+    )
     return fig
 
 
