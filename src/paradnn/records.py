@@ -445,3 +445,12 @@ def null_energy(code: str) -> Energy:
         "not_measured": "the run did not reach its timed window",
     }.get(code, "")
     return Energy(nulls={name: f"{code}: {hint}" if hint else code for name in ENERGY_FIELDS})
+
+
+def hyperparameter_columns(config: Mapping[str, Any] | str | None, taken: Any = ()) -> dict:
+    """One column per hyperparameter of a run's config (`batch`, `nodes`, ...), for the flat
+    views of a run (Store.frame, CSV exports, the report's tables). A key that would shadow a
+    column the row already has (`threads`, `mode`, ...) gets a `cfg_` prefix."""
+    if isinstance(config, str):
+        config = json.loads(config)
+    return {(f"cfg_{k}" if k in taken else k): v for k, v in (config or {}).items()}

@@ -10,6 +10,14 @@ from typing import Any
 
 from rich.table import Table
 
+from paradnn.records import hyperparameter_columns
+from paradnn.units import duration
+from paradnn.units import nbytes as _bytes
+from paradnn.units import pct as _pct
+from paradnn.units import si as _si
+
+si = _si  # for other modules (the CLI's families table)
+
 STATUS_STYLE = {
     "ok": "green",
     "nan": "yellow",
@@ -27,18 +35,6 @@ def compact_config(cfg: dict[str, Any]) -> str:
     return (
         " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + f" batch={cfg.get('batch')}"
     )
-
-
-def _si(x: float | None, unit: str = "", digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
-    return f"{x:.{digits}g} {unit}".strip()
-
-
-si = _si  # for other modules (the CLI's families table)
 
 
 def ci_half(row: dict[str, Any]) -> float | None:
@@ -186,18 +182,31 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if not rows:
         return ""
+    # one column per hyperparameter (batch, nodes, ...) after the config JSON, in first-seen order
+    hp = [_hyperparameters(r) for r in rows]
+    hp_cols = list(dict.fromkeys(k for h in hp for k in h))
     cols = [c for c in rows[0] if c not in SCALAR_SKIP]
+    at = cols.index("config") + 1 if "config" in cols else len(cols)
+    cols = cols[:at] + hp_cols + cols[at:]
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:
+    for r, h in zip(rows, hp, strict=True):
         w.writerow(
             {
-                c: json.dumps(v) if isinstance(v, (dict, list)) else v
-                for c, v in r.items()
-                if c in cols
+                **{
+                    c: json.dumps(v) if isinstance(v, (dict, list)) else v
+                    for c, v in r.items()
+                    if c in cols
+                },
+                **h,
             }
         )
     return buf.getvalue()
+
+
+def _hyperparameters(r: dict[str, Any]) -> dict[str, Any]:
+    cfg = r.get("config")
+    return hyperparameter_columns(cfg, r) if isinstance(cfg, (dict, str)) and cfg else {}
 
 
 def to_json(rows: Sequence[dict[str, Any]]) -> str:
@@ -357,24 +366,6 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
     return lines
 
 
-def duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{max(0.0, seconds):.1f}s"
-    seconds = round(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
-
-
-def _bytes(n: float | None) -> str:
-    if n is None:
-        return "—"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
-
-
 def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
     t = Table(title=title, header_style="bold")
     for col, just in (
@@ -409,10 +400,6 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
         )
     t.caption = f"estimated total {'≥ ' if floors else ''}{duration(total)}"
     return t
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.1f}%"
 
 
 def _side_cells(table: str, r: dict[str, Any]) -> list[str]:

@@ -265,6 +265,9 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
     return key
 
 
+pair_key = _key  # for analysis/breakdown.py: per-op speedups pair runs the same way
+
+
 def version_key(v: str) -> tuple:
     """'2.10.0+cu128' after '2.9.1': numbers compare as numbers."""
     import re
