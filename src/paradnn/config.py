@@ -143,7 +143,7 @@ class RunOptions:
     strategy: str = "ddp"  # ddp (DistributedDataParallel) or fsdp (FSDP2 fully_shard)
     scaling: str = "weak"  # weak: `batch` per rank; strong: `batch` split across the ranks
     seed: int = 0
-    profile: bool = False  # also record a per-op profile of one extra step (not in the key)
+    profile: bool = False  # also record a per-op profile of extra steps (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
     energy_period_s: float = 0.05  # power sampling period; NVML polled faster returns junk
     energy_idle_s: float = 2.0  # idle baseline before a sweep (0: none); reported, not subtracted
