@@ -359,7 +359,12 @@ def _bytes(n: float | None) -> str:
     return f"{int(n)} B"
 
 
-def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+def dry_run_table(
+    rows: Sequence[dict[str, Any]], title: str | None = None, total_s: float | None = None
+) -> Table:
+    """A dry run: `fits` is `no` when even the lower bound exceeds the device (the run is
+    stored `predicted_oom`), `unlikely` when only the best estimate does (it runs), else `yes`;
+    a run `db` holds already shows its status instead of a time (a resumed run skips it)."""
     t = Table(title=title, header_style="bold")
     for col, just in (
         ("family", "left"),
@@ -375,11 +380,18 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
         t.add_column(col, justify=just, overflow="fold")
     total = 0.0
     floors = False
+    stored = 0
     for r in rows:
         fits = {True: "[green]yes[/]", False: "[magenta]no[/]", None: "?"}[r["fits"]]
-        est = duration(r["est_time_s"])
+        if r["fits"] and r.get("fits_estimate") is False:
+            fits = "[yellow]unlikely[/]"
         total += r["est_time_s"]
         floors |= r["est_time_is_floor"]
+        if r.get("stored"):
+            stored += 1
+            when = f"[dim]stored: {r['stored']}[/]"
+        else:
+            when = ("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"])
         t.add_row(
             r["family"],
             compact_config(r["config"]),
@@ -389,9 +401,13 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
             _si(r["flops_per_step"]),
             f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})",
             fits,
-            ("≥ " if r["est_time_is_floor"] else "") + est,
+            when,
         )
-    t.caption = f"estimated total {'≥ ' if floors else ''}{duration(total)}"
+    total = total if total_s is None else total_s
+    todo = len(rows) - stored
+    done = f"{stored} of {len(rows)} stored already (skipped on resume); " if stored else ""
+    what = f"estimated total {'≥ ' if floors else ''}{duration(total)}" if todo else "nothing to do"
+    t.caption = done + what
     return t
 
 

@@ -15,7 +15,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.catalog import family_info
     from paradnn.api.ceilings import calibrate, ops
     from paradnn.api.devices import device_capacity, native_precisions
-    from paradnn.api.runs import bench, dry_run, dry_run_count, results, run, side_table
+    from paradnn.api.runs import (
+        bench,
+        dry_run,
+        dry_run_count,
+        dry_run_total,
+        results,
+        run,
+        side_table,
+    )
     from paradnn.api.scaling import scale
     from paradnn.api.simulation import (
         simulate,
@@ -38,6 +46,7 @@ _HOMES = {
     "bench": "runs",
     "dry_run": "runs",
     "dry_run_count": "runs",
+    "dry_run_total": "runs",
     "results": "runs",
     "run": "runs",
     "side_table": "runs",
@@ -70,6 +79,7 @@ __all__ = [
     "device_capacity",
     "dry_run",
     "dry_run_count",
+    "dry_run_total",
     "family_info",
     "native_precisions",
     "ops",
