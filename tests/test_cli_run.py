@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY, run_cli, write_sweep
+from conftest import TINY, export_rows, run_cli, write_sweep
 
 HUGE_FC = {"layers": 128, "nodes": 8192, "input": 8000, "output": 1000, "batch": 16384}
 
@@ -49,9 +49,12 @@ def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
     results = [e for e in events if e["event"] == "result"]
     assert sorted(e["status"] for e in results) == ["ok", "predicted_oom"]
     huge = next(e for e in results if e["status"] == "predicted_oom")
+    ok = next(e for e in results if e["status"] == "ok")
+    assert ok["ci_rel"] > 0 and isinstance(ok["converged"], bool) and ok["quality"]
+    assert huge["ci_rel"] is None and huge["converged"] is None
     assert "--no-predict runs it anyway" in huge["error"]
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--status", "predicted_oom")
-    (row,) = json.loads(out)
+    (row,) = export_rows(out)
     assert row["predicted_mem_lower_bytes"] > 30 * 2**30 and row["step_time_s"] is None
     # a second run resumes: nothing left to do (same threads, so the same run keys)
     code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",

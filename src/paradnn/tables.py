@@ -184,8 +184,74 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def to_json(rows: Sequence[dict[str, Any]]) -> str:
-    return json.dumps(list(rows), indent=1, default=str)
+# `results`/`bench` --format json: a versioned object (docs/report.md#json-export).
+# Version 1 replaced the bare list of rows of paradnn ≤ 0.1.0 (that list is now `rows`).
+EXPORT_FORMAT = "paradnn-results"
+EXPORT_VERSION = 1
+MACHINE_FIELDS = (
+    "hostname",
+    "device",
+    "cpu_model",
+    "cpu_count",
+    "threads",
+    "gpu_name",
+    "gpu_memory_bytes",
+    "os",
+    "python",
+    "torch",
+    "cuda",
+    "cudnn",
+    "driver",
+    "paradnn",
+)
+
+
+def machines(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct machines (environment fingerprints) the rows were measured on: host, device
+    and software versions from each row's stored environment, with how many rows each has."""
+    seen: dict[Any, dict[str, Any]] = {}
+    for r in rows:
+        env = r.get("env") if isinstance(r.get("env"), dict) else {}
+        key = r.get("fingerprint") or json.dumps(env, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = {
+                "fingerprint": r.get("fingerprint"),
+                **{f: env.get(f) for f in MACHINE_FIELDS if env.get(f) is not None},
+                "rows": 0,
+            }
+        seen[key]["rows"] += 1
+    return list(seen.values())
+
+
+def export(
+    rows: Sequence[dict[str, Any]],
+    *,
+    table: str = "runs",
+    db: str | None = None,
+    store_schema: int | None = None,
+) -> dict[str, Any]:
+    """The JSON export: format and version, the exporting paradnn, the database and its schema,
+    the machines the rows were measured on, and the rows (as `results` reads them)."""
+    from datetime import UTC, datetime
+
+    from paradnn import __version__
+
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "paradnn": __version__,
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "db": db,
+        "store_schema": store_schema,
+        "table": table,
+        "machines": machines(rows),
+        "rows": list(rows),
+    }
+
+
+def to_json(rows: Sequence[dict[str, Any]], **meta: Any) -> str:
+    """`export(rows, **meta)` as indented JSON text."""
+    return json.dumps(export(rows, **meta), indent=1, default=str)
 
 
 def _records(df: Any) -> list[dict[str, Any]]:

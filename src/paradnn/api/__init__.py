@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
         results,
         run,
         side_table,
+        store_info,
     )
     from paradnn.api.scaling import scale
     from paradnn.api.simulation import (
@@ -50,6 +51,7 @@ _HOMES = {
     "results": "runs",
     "run": "runs",
     "side_table": "runs",
+    "store_info": "runs",
     "scale": "scaling",
     "simulate": "simulation",
     "simulate_mxu_study": "simulation",
@@ -93,4 +95,5 @@ __all__ = [
     "simulate_precision_study",
     "simulate_scaling",
     "simulate_validate",
+    "store_info",
 ]

@@ -399,6 +399,18 @@ def results(db: str = DEFAULT_DB, **filters: Any) -> list[dict[str, Any]]:
         return store.runs(**filters)
 
 
+def store_info(db: str = DEFAULT_DB) -> dict[str, Any]:
+    """The database an export reads: its path and schema version (None if it does not exist)."""
+    from pathlib import Path
+
+    from paradnn.store.db import schema_version
+
+    if not Path(db).exists():
+        return {"db": db, "store_schema": None}
+    with open_store(db, readonly=True) as store:
+        return {"db": db, "store_schema": schema_version(store.conn)}
+
+
 def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> list[dict[str, Any]]:
     """Rows of `ceilings`, `ops` or `op_profile`."""
     with open_store(db, readonly=True) as store:

@@ -313,7 +313,7 @@ def bench(
         **({"procs": procs} if procs != 1 else {}),
     )
     if as_json:
-        sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")
+        sys.stdout.write(tables.to_json([rec.as_dict()], **api.store_info(db)) + "\n")
     else:
         _show_bench(rec, db, energy)
 
