@@ -184,7 +184,7 @@ class RunOptions:
     persistent_workers: bool = True  # pipeline: keep the workers across epochs
     backend: str = "torch"  # torch or jax (docs/jax.md); in the key only when not torch
     seed: int = 0
-    profile: bool = False  # also record a per-op profile of one extra step (not in the key)
+    profile: bool = False  # also record a per-op profile of extra steps (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
     energy_period_s: float = 0.05  # power sampling period; NVML polled faster returns junk
     energy_idle_s: float = 2.0  # idle baseline before a sweep (0: none); reported, not subtracted

@@ -13,6 +13,13 @@ from paradnn.presets import RunSpec
 from paradnn.store import DEFAULT_DB
 
 
+def default_precision(chip: Any) -> str:
+    """The precision a command uses when none is given: fp32, as `bench` and `run` (the seeds'
+    baseline), on a chip with a dense fp32 peak; bf16, its training precision, on one without
+    (a TPU has no fp32 arithmetic: the ParaDnn paper's TPU runs were bf16)."""
+    return "fp32" if chip.platform.peak("fp32") is not None else "bf16"
+
+
 def simulate(
     platform: str,
     family: str | None = None,
@@ -59,8 +66,9 @@ def simulate(
         specs, _ = presets.resolve_native(specs, ["fp32", *lows])
     else:
         cfg = families.get(family).config(_mapping(family, config))
-        chip.peak(precision or "bf16")
-        specs = [RunSpec(family, dict(cfg.__dict__), precision or "bf16", optimizer or "rmsprop")]
+        precision = precision or default_precision(chip)
+        chip.peak(precision)
+        specs = [RunSpec(family, dict(cfg.__dict__), precision, optimizer or "rmsprop")]
     rows = []
     for spec in specs:
         if chip.platform.peak(spec.precision) is None:
@@ -120,20 +128,22 @@ def simulate_scaling(
     family: str,
     config: Mapping[str, Any] | None = None,
     *,
-    precision: str = "bf16",
+    precision: str | None = None,
     optimizer: str = "rmsprop",
     max_chips: int = 1024,
     overlap: float = 0.0,
     concurrent: bool = False,
 ) -> list[dict[str, Any]]:
-    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config."""
+    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config; the precision
+    defaults as in `simulate` (`default_precision`)."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS
     from paradnn.sim.model import scaling
     from paradnn.validate import int_at_least, number_in, one_of
 
-    one_of("--precision", precision, PRECISIONS)
+    if precision is not None:
+        one_of("--precision", precision, PRECISIONS)
     one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--max-chips", max_chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
@@ -144,7 +154,7 @@ def simulate_scaling(
         family,
         dict(config.__dict__),
         chip,
-        precision,
+        precision or default_precision(chip),
         max_chips=max_chips,
         optimizer=optimizer,
         overlap=overlap,

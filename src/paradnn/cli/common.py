@@ -122,7 +122,7 @@ BackendsOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
     "--profile",
-    help="Also profile one extra step per run: per-op time, FLOPs and bytes "
+    help="Also profile 5 extra steps per run: per-op time per step, FLOPs and bytes "
     "(`paradnn results --table op_profile`).",
 )
 MinTimeOpt = Annotated[

@@ -84,7 +84,13 @@ AssignmentsArg = Annotated[
     typer.Argument(help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False),
 ]
 PrecisionOpt = Annotated[
-    str | None, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16 (default bf16).")
+    str | None,
+    typer.Option(
+        "--precision",
+        "-p",
+        help="fp32, tf32, bf16 or fp16 (default fp32 as in bench and run; bf16 on a chip without "
+        "an fp32 peak, e.g. a TPU).",
+    ),
 ]
 OptimizerOpt = Annotated[
     str | None, typer.Option("--optimizer", help="rmsprop (default), sgd or momentum.")
@@ -192,7 +198,7 @@ def scaling(
         _platform(platform),
         family,
         values,
-        precision=precision or "bf16",
+        precision=precision,
         optimizer=optimizer or "rmsprop",
         max_chips=max_chips,
         overlap=overlap,
@@ -319,8 +325,9 @@ def emit(
     else:
         from paradnn.sim.render import sim_table
 
-        out.print(sim_table(rows, title=title))
+        out.print(sim_table(rows, title=title, width=out.width))
         if summary is not None:
-            out.print(sim_table(summary, title="median absolute % error per family (prediction)"))
+            title = "median absolute % error per family (prediction)"
+            out.print(sim_table(summary, title=title, width=out.width))
     if csv_path:
         out.print(f"Wrote [bold]{csv_path}[/].")
