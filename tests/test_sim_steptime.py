@@ -131,3 +131,17 @@ def test_misaligned_16bit_gemm_leaves_the_tensor_cores():
     assert odd.terms.gemm_compute_s > 1.5 * aligned.terms.gemm_compute_s
     fp32 = st.predict_step("fc", {"layers": 2, "nodes": 1020, "batch": 256}, c, "fp32")
     assert not fp32.plan.fallback.any()
+
+
+def test_measured_infeed_feeds_the_host_term():
+    c = chips.load("v100-sxm2")
+    cfg = {"layers": 2, "nodes": 256, "batch": 64}
+    free = st.predict_step("fc", cfg, c, "fp32")
+    slow = st.predict_step("fc", cfg, c, "fp32", loader_examples_per_s=1000.0)
+    assert free.input_s is None and slow.input_s == pytest.approx(64 / 1000)
+    assert slow.predicted_step_s == pytest.approx(max(free.predicted_step_s, 0.064))
+    assert slow.bottleneck == "input" and slow.row()["input_s"] == pytest.approx(0.064)
+    serial = st.predict_step(
+        "fc", cfg, c, "fp32", loader_examples_per_s=1000.0, loader_overlapped=False
+    )
+    assert serial.predicted_step_s == pytest.approx(free.predicted_step_s + 0.064)

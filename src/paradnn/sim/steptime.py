@@ -323,6 +323,7 @@ class StepTime:
     examples_per_s: float
     bottleneck: str
     plan: Plan = field(repr=False)
+    input_s: float | None = None  # the measured infeed's seconds per step (None: not given)
 
     def row(self) -> dict[str, Any]:
         t = self.terms
@@ -344,6 +345,7 @@ class StepTime:
             "optimizer_s": t.optimizer_s,
             "master_weights_s": t.master_weights_s,
             "host_s": t.host_s,
+            "input_s": self.input_s,
             "comm_s": self.comm_s,
             "allreduce_link_s": self.allreduce_link_s,
             "allreduce_hbm_s": self.allreduce_hbm_s,
@@ -380,9 +382,14 @@ def predict_step(
     chips: int = 1,
     topology: Topology | None = None,
     params: StepParams | None = None,
+    loader_examples_per_s: float | None = None,
+    loader_overlapped: bool = True,
 ) -> StepTime:
     """The predicted training step, term by term. ``config`` is the per-chip config (weak
-    scaling, as `model.predict`); a multi-core chip splits its batch across its cores."""
+    scaling, as `model.predict`); a multi-core chip splits its batch across its cores. With
+    ``loader_examples_per_s`` (a host loader's measured rate per chip, docs/infeed.md) the
+    infeed is fed in as `model.input_step` does: the slower of step and infeed when the loader
+    prefetches (``loader_overlapped``), else their sum; ``input_s`` says how long it needs."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
     int_at_least("--chips", chips, 1, MAX_CHIPS)
@@ -420,6 +427,14 @@ def predict_step(
         lat_s += sync
     comm = max(link_s, hbm_s) + lat_s
     step = terms.total_s + comm
+    input_s = None
+    starved = False
+    if loader_examples_per_s is not None:
+        from paradnn.sim.model import input_step
+
+        step, input_s, starved = input_step(
+            step, fam.examples_per_step(cfg), loader_examples_per_s, loader_overlapped
+        )
     flops = plan.flops * cores
     util = flops / (step * chip.peak(precision))
     parts = {
@@ -429,6 +444,8 @@ def predict_step(
         "host": terms.host_s,
         "interconnect": comm,
     }
+    if starved:
+        parts["input"] = float("inf")
     return StepTime(
         kind=KIND,
         family=family,
@@ -452,6 +469,7 @@ def predict_step(
         examples_per_s=fam.examples_per_step(cfg) * chips / step,
         bottleneck=max(parts, key=lambda k: parts[k]),
         plan=plan,
+        input_s=input_s,
     )
 
 
