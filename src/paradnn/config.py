@@ -20,6 +20,7 @@ from paradnn.validate import (
 
 __all__ = [
     "AXES",
+    "BACKENDS",
     "DATA_SOURCES",
     "EXECUTORS",
     "KEYED_WHEN_SET",
@@ -57,11 +58,12 @@ AXES: dict[str, str] = {
     "pin_memory": "pin_memory",
     "prefetch_factors": "prefetch_factor",
     "persistent_workers": "persistent_workers",
+    "backends": "backend",  # docs/jax.md: backends = ["torch", "jax"]
 }
 # Fields that enter the run key only when they differ from their default, so the keys of runs
 # that do not use a study never change (`mode` predates this and is always in the key).
 KEYED_WHEN_SET: tuple[str, ...] = (
-    *("procs", "strategy", "scaling"),
+    *("procs", "strategy", "scaling", "backend"),
     *("data_source", "loader_workers", "pin_memory", "prefetch_factor", "persistent_workers"),
 )
 # Data sources (docs/infeed.md): `device` synthetic tensors made once on the device (ParaDnn's
@@ -72,6 +74,9 @@ DATA_SOURCES = ("device", "host", "pipeline")
 LOADER_FIELDS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
 MAX_LOADER_WORKERS = 256  # DataLoader processes of one run (docs/limits.md)
 MAX_PREFETCH = 64  # batches each loader worker keeps ready
+# The framework that builds and runs the step (docs/jax.md): PyTorch, or JAX/XLA (the optional
+# extra paradnn[jax]; one jitted step with donated buffers, XLA's cost analysis beside it).
+BACKENDS = ("torch", "jax")
 # Data-parallel runs (docs/scaling.md): N processes, how the model is replicated, and whether
 # the batch is per rank (weak scaling) or split across the ranks (strong scaling).
 STRATEGIES = ("ddp", "fsdp")
@@ -177,8 +182,9 @@ class RunOptions:
     pin_memory: bool = True  # pipeline: page-locked batches (a CUDA device only; else ignored)
     prefetch_factor: int = 2  # pipeline: batches each worker keeps ready
     persistent_workers: bool = True  # pipeline: keep the workers across epochs
+    backend: str = "torch"  # torch or jax (docs/jax.md); in the key only when not torch
     seed: int = 0
-    profile: bool = False  # also record a per-op profile of one extra step (not in the key)
+    profile: bool = False  # also record a per-op profile of extra steps (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
     energy_period_s: float = 0.05  # power sampling period; NVML polled faster returns junk
     energy_idle_s: float = 2.0  # idle baseline before a sweep (0: none); reported, not subtracted
@@ -201,6 +207,14 @@ class RunOptions:
                 self.data_source,
                 f"must be device with procs = {self.procs} (data-parallel ranks train on "
                 "device data; docs/infeed.md)",
+            )
+        one_of("backend", self.backend, BACKENDS)
+        if self.backend != "torch" and self.data_source != "device":
+            raise ConfigError(
+                "data_source",
+                self.data_source,
+                f"must be device with backend = {self.backend} (the infeed study runs on "
+                "PyTorch's DataLoader; docs/infeed.md)",
             )
         check_device(self.device)
         if self.threads is not None:

@@ -109,10 +109,20 @@ def infeed_axes(
     }
 
 
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        "--backend", help="torch (default) or jax: the same model on JAX/XLA (docs/jax.md)."
+    ),
+]
+BackendsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--backend", help="Override the sweep's backends (repeatable): torch, jax."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
     "--profile",
-    help="Also profile one extra step per run: per-op time, FLOPs and bytes "
+    help="Also profile 5 extra steps per run: per-op time per step, FLOPs and bytes "
     "(`paradnn results --table op_profile`).",
 )
 MinTimeOpt = Annotated[

@@ -89,6 +89,7 @@ def _start(
         precision=options.precision,
         optimizer=options.optimizer,
         mode=options.mode,
+        backend=getattr(options, "backend", "torch"),
         device=env["device"],
         device_name=env.get("gpu_name") or env.get("cpu_model"),
         sweep=sweep,
@@ -115,6 +116,8 @@ def _start(
     if emulated:  # an emulated run is another measurement than the `unsupported` row it replaces
         key["emulated"] = True
         identity["flags"] = {**identity["flags"], "emulated": emulated}
+    if getattr(options, "backend", "torch") == "jax":  # another jax is another measurement
+        key["jax"] = jax_version()
     why = "computed against the platform database and ceilings when stored"
     if getattr(options, "procs", 1) > 1:  # N ranks: its own start (docs/scaling.md)
         return _parallel_start(fam, cfg, options, env, key, identity, emulated, energy)
@@ -135,6 +138,16 @@ def _start(
         energy_part=energy,
         parallel_part=Parallel(nulls=single_process_nulls()),
     )
+
+
+def jax_version() -> str | None:
+    """The installed jax's version without importing it (None: not installed)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _emulated(options: RunOptions, env: dict[str, Any]) -> str | None:

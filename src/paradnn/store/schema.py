@@ -246,6 +246,19 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN infeed TEXT;                -- JSON: dataset, cache, methods
     CREATE INDEX runs_data_source ON runs(data_source);
     """,
+    # backends (issue 21, docs/jax.md): the framework of the run and, for JAX rows, what XLA
+    # made of the step. Every earlier row ran on PyTorch; their XLA columns stay NULL.
+    """
+    ALTER TABLE runs ADD COLUMN backend TEXT NOT NULL DEFAULT 'torch';
+    ALTER TABLE runs ADD COLUMN xla_lower_s REAL;           -- s, jit(step).trace().lower()
+    ALTER TABLE runs ADD COLUMN xla_compile_s REAL;         -- s, lowered.compile()
+    ALTER TABLE runs ADD COLUMN xla_flops REAL;             -- cost_analysis()['flops'], 1 step
+    ALTER TABLE runs ADD COLUMN xla_bytes REAL;             -- cost_analysis()['bytes accessed']
+    ALTER TABLE runs ADD COLUMN xla_flops_ratio REAL;       -- xla_flops / flops_analytic
+    ALTER TABLE runs ADD COLUMN xla_flops_mismatch INTEGER; -- |ratio - 1| > 10 %
+    ALTER TABLE runs ADD COLUMN xla_detail TEXT;            -- JSON: versions, platform, memory
+    CREATE INDEX runs_backend ON runs(backend);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
