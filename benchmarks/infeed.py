@@ -9,7 +9,7 @@ input term against the measurements to benchmarks/results/infeed.json. Noisy run
 (a shared machine flags most of them): the load averages and each run's quality say how
 quiet it was.
 
-    python benchmarks/infeed.py [--threads 2] [--db PATH]
+    python benchmarks/infeed.py [--threads 2] [--db PATH] [--out results/infeed.json]
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import math
 import os
 import platform
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,7 +33,7 @@ KEEP = (
     "family", "config", "data_source", "loader_workers", "status", "step_time_s",
     "examples_per_s", "infeed_share", "data_wait_s", "data_copy_s", "loader_examples_per_s",
     "model_only_examples_per_s", "input_bound", "host_cpu_cores", "host_cpu_share", "quality",
-    "others_cpu_frac", "threads",
+    "others_cpu_frac", "threads", "started_at", "finished_at",
 )  # fmt: skip
 
 
@@ -48,24 +47,27 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--db", default=None, help="database (default: a fresh temporary one)")
+    p.add_argument("--out", default=str(OUT), help="where the JSON goes")
     args = p.parse_args()
     db = args.db or str(Path(tempfile.mkdtemp(prefix="paradnn-infeed-")) / "infeed.db")
-    load_before = os.getloadavg()
-    t0 = time.monotonic()
-    recs = api.run("infeed", db=db, device="cpu", threads=args.threads)
-    wall = time.monotonic() - t0
+    api.run("infeed", db=db, device="cpu", threads=args.threads)  # resumes a given --db
     data = A.load([db])
-    runs = []
+    runs, loads = [], []
     for r in api.results(db):
         if r["sweep"] != "infeed":
             continue
         runs.append({k: _clean(r.get(k)) for k in KEEP})
+        runs[-1]["loadavg_1min_before"] = (r.get("load") or {}).get("loadavg_before")
+        loads.append(runs[-1]["loadavg_1min_before"])
+    stamps = [datetime.fromisoformat(r[k]) for r in runs for k in ("started_at", "finished_at")]
+    wall = (max(stamps) - min(stamps)).total_seconds() if stamps else 0.0
+    loads = sorted(x for x in loads if x is not None)
     gains, sims = {}, {}
-    for source in I.fed_sources(data):
-        st = I.study(data, source)
+    for kind, workers in I.variants(data):
+        st = I.study(data, kind, workers)
         table = st.real.to_dict("records")
-        gains[source] = [{k: _clean(v) for k, v in row.items()} for row in table]
-        sims[source] = check(I.simulator_rows(st.runs)).summary()
+        gains[st.source] = [{k: _clean(v) for k, v in row.items()} for row in table]
+        sims[st.source] = check(I.simulator_rows(st.runs)).summary()
     f = I.infeed_finding(data)  # every run: this machine flags most runs noisy under load
     doc = {
         "what": "the infeed preset (docs/infeed.md) measured on this CPU: per run infeed share, "
@@ -78,10 +80,13 @@ def main() -> None:
         "python": platform.python_version(),
         "torch": __import__("torch").__version__,
         "threads": args.threads,
-        "loadavg_1_5_15_before": [round(x, 2) for x in load_before],
-        "loadavg_1_5_15_after": [round(x, 2) for x in os.getloadavg()],
+        # the machine's 1-minute load average at each run's timed window, min/median/max
+        # (each run's own is in `runs`; others_cpu_frac is the CPU other processes took)
+        "loadavg_1min_min_median_max": [loads[0], loads[len(loads) // 2], loads[-1]]
+        if loads
+        else None,
         "wall_s": round(wall, 1),
-        "statuses": sorted({r.status for r in recs}),
+        "statuses": sorted({r["status"] for r in runs}),
         "runs": runs,
         "gain_per_model": gains,
         "simulator": sims,
@@ -89,8 +94,9 @@ def main() -> None:
         "note": "on a CPU the 'device' is the host: loader workers and the model share the same "
         "cores, so a pipeline's cost shows as a longer step even when the wait is hidden",
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     for r in runs:
         share = r["infeed_share"]
         print(
@@ -99,7 +105,7 @@ def main() -> None:
             f"infeed {'-' if share is None else f'{share:.1%}':>6}  bound={r['input_bound']}"
         )
     print(f"observation 4: {f.verdict}: {f.evidence}")
-    print(f"wrote {OUT}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

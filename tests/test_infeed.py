@@ -164,7 +164,7 @@ def test_a_pipeline_run_records_the_wait_the_loader_and_stops_its_workers(tmp_pa
     assert rec.pin_memory is False  # page-locking needs a CUDA device: recorded as not used
     assert rec.data_wait_s >= 0 and 0 <= rec.infeed_share <= 1
     assert rec.loader_examples_per_s > 0 and rec.model_only_examples_per_s > 0
-    assert rec.host_cpu_cores > 0 and rec.host_cpu_share == pytest.approx(
+    assert rec.host_cpu_cores >= 0 and rec.host_cpu_share == pytest.approx(
         rec.host_cpu_cores / len(os.sched_getaffinity(0))
     )
     detail = rec.infeed

@@ -72,6 +72,20 @@ def test_observation_4_holds_on_a_real_model_past_34_percent_and_fails_below():
     assert f.verdict == FAILS and "all families" in f.evidence
 
 
+def test_each_loader_setting_is_its_own_pipeline_and_the_finding_takes_the_best_fed():
+    w0 = [dict(r, loader_workers=0, run_key=r["run_key"] + "0")
+          for r in _fed("pipeline", 3.0, 0.7, seed0=50)]  # fmt: skip
+    w2 = _fed("pipeline", 1.1, 0.1, seed0=70)
+    data = A.from_frames(_fed("device", 1.0, 0.0) + w0 + w2)
+    assert I.variants(data) == [("pipeline", 0), ("pipeline", 2)]
+    assert I.study(data, "pipeline", 0).real.iloc[0]["gain_geomean"] == pytest.approx(3.0)
+    st = I.study(data, "pipeline", 2)
+    assert st.source == "pipeline w2" and st.comparison.pairs["speedup"].round(6).eq(1.1).all()
+    assert any("pooled" in n for n in I.study(data, "pipeline").notes)
+    f = I.infeed_finding(data)
+    assert f.verdict == FAILS and "over pipeline w2" in f.evidence and "1.10×" in f.evidence
+
+
 def test_observation_4_is_untestable_without_fed_runs_and_short_of_data_without_pairs():
     assert I.infeed_finding(A.from_frames(_fed("device", 1.0, 0.0))).verdict == UNTESTABLE
     assert I.infeed_finding(A.from_frames([])).verdict == UNTESTABLE
@@ -109,7 +123,7 @@ def test_the_report_section_shows_the_maps_the_gains_and_the_verdict(tmp_path):
     sec = Section(**section(A.from_frames(rows), _Writer(tmp_path / "out")))
     assert sec.empty is None
     assert len(sec.figures) == 3  # shares per config, the cnn map, the gains per model
-    models = pd.read_csv(tmp_path / "out" / "tables" / "infeed-pipeline-models.csv")
+    models = pd.read_csv(tmp_path / "out" / "tables" / "infeed-pipeline-w2-models.csv")
     assert list(models["family"]) == ["squeezenet1_1", "cnn"]  # real models first
     assert sec.notes[0].startswith("Observation 4 (holds)")
     assert any("simulator's input term over 5" in n for n in sec.notes)
@@ -167,3 +181,17 @@ def test_the_results_table_names_the_data_source_and_the_infeed_share():
     assert "pipeline w2" in text and "60% input-bound" in text
     console.print(tables.rich_table(rows[:1]))  # device data only: no infeed columns
     assert "infeed" not in console.export_text()
+
+
+def test_simulate_step_takes_a_measured_loader_rate(capsys):
+    import json
+
+    from conftest import run_cli
+
+    args = ["simulate", "step", "cnn", "blocks=1", "filters=4", "image=16", "output=3",
+            "batch=4", "--platform", "tpu-v2", "--format", "json"]  # fmt: skip
+    code, out, _ = run_cli(capsys, *args, "--loader-rate", "100")
+    row = json.loads(out)[0]
+    assert code == 0 and row["bottleneck"] == "input" and row["input_s"] == pytest.approx(0.04)
+    code, _, err = run_cli(capsys, *args, "--loader-rate", "0")
+    assert code == 2 and "--loader-rate = 0.0: must be a number in (0" in err

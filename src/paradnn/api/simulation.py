@@ -32,12 +32,16 @@ def simulate(
     topology: str | None = None,
     overlap: float = 0.0,
     concurrent: bool = False,
+    loader_rate: float | None = None,
+    loader_overlapped: bool = True,
     model: str = "roofline",
 ) -> list[dict[str, Any]]:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
     predictions (``kind = "prediction"``); a preset run at a precision the chip has no peak for
-    gets a row with null predictions and the reason. Bad input raises before any work."""
+    gets a row with null predictions and the reason. ``loader_rate`` (examples/s a host loader
+    delivers per chip, e.g. a run's measured ``loader_examples_per_s``) adds the host/input
+    term (docs/infeed.md). Bad input raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
@@ -52,6 +56,8 @@ def simulate(
         one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--chips", chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
+    if loader_rate is not None:
+        number_in("--loader-rate", loader_rate, 0.0, 1e12, strict=True)
     one_of("--model", model, ("step", "roofline"))
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
@@ -94,13 +100,19 @@ def simulate(
             topology=topo,
             overlap=overlap,
             concurrent=concurrent,
+            loader_examples_per_s=loader_rate,
+            loader_overlapped=loader_overlapped,
         )
-        rows.append(p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo))
+        loader = (loader_rate, loader_overlapped)
+        row = p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo, loader)
+        rows.append(row)
     keys = list(dict.fromkeys(k for r in rows for k in r))  # skipped rows: same columns, null
     return [{k: r.get(k) for k in keys} for r in rows]
 
 
-def _with_steptime(roof: dict[str, Any], spec: Any, chip: Any, topo: Any) -> dict[str, Any]:
+def _with_steptime(
+    roof: dict[str, Any], spec: Any, chip: Any, topo: Any, loader: tuple[Any, bool] = (None, True)
+) -> dict[str, Any]:
     """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
     utilization, bottleneck and examples/s become the step-time model's; the roofline's own
     step time stays as ``roofline_step_s`` (its bounds as step_lower_s / step_upper_s)."""
@@ -114,6 +126,8 @@ def _with_steptime(roof: dict[str, Any], spec: Any, chip: Any, topo: Any) -> dic
         optimizer=spec.optimizer,
         chips=roof["chips"],
         topology=topo,
+        loader_examples_per_s=loader[0],  # the host/input term (docs/infeed.md)
+        loader_overlapped=loader[1],
     ).row()
     out = dict(roof)
     out["roofline_step_s"] = out.pop("predicted_step_s")

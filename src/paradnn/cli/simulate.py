@@ -130,6 +130,23 @@ def step(
     ] = None,
     overlap: OverlapOpt = 0.0,
     concurrent: ConcurrentOpt = False,
+    loader_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--loader-rate",
+            help="Examples/s the host's input pipeline delivers per chip (a run's measured "
+            "loader_examples_per_s): adds the input term, bottleneck `input` when it is the "
+            "slower side (docs/infeed.md).",
+        ),
+    ] = None,
+    loader_serial: Annotated[
+        bool,
+        typer.Option(
+            "--loader-serial",
+            help="The batch is made in the training process (0 "
+            "loader workers): the input adds to the step instead of overlapping it.",
+        ),
+    ] = False,
     model: Annotated[
         str,
         typer.Option(
@@ -158,6 +175,8 @@ def step(
         topology=topology,
         overlap=overlap,
         concurrent=concurrent,
+        loader_rate=loader_rate,
+        loader_overlapped=not loader_serial,
         model=model,
     )
     title = f"predicted on {platform} ({model} model): {len(rows)} configs"

@@ -47,13 +47,14 @@ class _Fields:  # report.build.Section's fields
 def section(data: Any, w: Any) -> dict[str, Any]:
     """The section's fields; `w` is the report's writer (figures and tables land on disk)."""
     s = _Fields()
-    for source in I.fed_sources(data):
-        st = I.study(data, source)
+    for kind, workers in I.variants(data):
+        st = I.study(data, kind, workers)
         if st is None:
             continue
-        runs = st.runs
+        runs, source = st.runs, st.source  # source: the label, e.g. "pipeline w2"
+        slug = source.replace(" ", "-")
         s.figures.append(
-            w.figure(f"infeed-{source}-shares", P.share_bars(runs, source),
+            w.figure(f"infeed-{slug}-shares", P.share_bars(runs, source),
                      f"{source}: infeed share of the step per config (red: input-bound)")
         )  # fmt: skip
         for family in sorted(set(runs["family"])):
@@ -63,7 +64,7 @@ def section(data: Any, w: Any) -> dict[str, Any]:
             grid, y, x = h
             s.figures.append(
                 w.figure(
-                    f"infeed-{source}-{family}-map",
+                    f"infeed-{slug}-{family}-map",
                     P.share_map(grid, family, source, y, x),
                     f"{family}: infeed share over {y} × {x} ({source}; seed 000 Fig. 5's "
                     "analogue; other hyperparameters pooled by the mean)",
@@ -71,21 +72,21 @@ def section(data: Any, w: Any) -> dict[str, Any]:
             )
         if len(st.real) and st.real["gain_geomean"].notna().any():
             s.figures.append(
-                w.figure(f"infeed-{source}-gains", P.gains(st.real, source, I.SEED_RANGE),
+                w.figure(f"infeed-{slug}-gains", P.gains(st.real, source, I.SEED_RANGE),
                          f"Gain from removing the {source} infeed per model (seed 000 §4.4)")
             )  # fmt: skip
         s.tables.append(
-            w.table(f"infeed-{source}-models", st.real,
+            w.table(f"infeed-{slug}-models", st.real,
                     f"{source} per model: configs, median infeed share, input-bound runs, and "
                     "the geometric-mean gain of device data over it with its 95% CI")
         )  # fmt: skip
         cols = [c for c in RUN_COLUMNS if c in runs]
-        s.tables.append(w.table(f"infeed-{source}-runs", runs[cols], f"{source} runs"))
+        s.tables.append(w.table(f"infeed-{slug}-runs", runs[cols], f"{source} runs"))
         c = st.comparison
         if c is not None and len(c.pairs):
             cols = [x for x in PAIR_COLUMNS if x in c.pairs]
             s.tables.append(
-                w.table(f"infeed-{source}-gains", c.pairs[cols],
+                w.table(f"infeed-{slug}-gains", c.pairs[cols],
                         f"Gain of device data over {source} per config")
             )  # fmt: skip
         s.notes.extend(f"{source}: {n}" for n in st.notes)
