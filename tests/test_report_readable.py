@@ -196,7 +196,9 @@ def test_untestable_findings_are_one_line_each_under_headings(two_platform_repor
     headings = [h for h, _ in s.lists]
     assert any("any data paradnn can produce" in h for h in headings)
     never = next(lines for h, lines in s.lists if "any data paradnn can produce" in h)
-    assert len(never) == len(A.findings.NEVER_TESTABLE) == 4
+    # TPU hardware and 1,024-chip systems; host-fed input left the list with the infeed study
+    assert len(never) == len(A.findings.NEVER_TESTABLE) == 3
+    assert "infeed" not in A.findings.NEVER_TESTABLE
     assert all(line.count("\n") == 0 and " — seed 00" in line for line in never)
     verdicts = pd.read_csv(out / "tables" / "findings.csv")
     assert "untestable" not in set(verdicts["verdict"])

@@ -116,6 +116,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
     t = Table(title=title, header_style="bold", show_lines=False)
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
+    with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
     for col, just in ((("id", "right"),) if with_id else ()) + (
         ("family", "left"),
         ("config", "left"),
@@ -129,6 +130,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("FLOP/s", "right"),
         ("util", "right"),
         *((("W", "right"), ("J/sample", "right")) if with_energy else ()),
+        *((("data", "left"), ("infeed", "right")) if with_infeed else ()),
     ):
         t.add_column(col, justify=just, overflow="fold")
     for r in rows:
@@ -147,8 +149,22 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             _si(r.get("achieved_flops")),
             _util(r),
             *(_energy_cells(r) if with_energy else ()),
+            *(_infeed_cells(r) if with_infeed else ()),
         )
     return t
+
+
+def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
+    """The data source (with the loader's workers) and the infeed share (docs/infeed.md);
+    `input-bound` when the loader alone is slower than the model alone."""
+    source = r.get("data_source") or "device"
+    if source == "pipeline" and r.get("loader_workers") is not None:
+        source += f" w{r['loader_workers']}"
+    share = r.get("infeed_share")
+    cell = "" if share is None else f"{share:.0%}"
+    if r.get("input_bound"):
+        cell += " [red]input-bound[/]"
+    return source, cell
 
 
 def _util(r: dict[str, Any]) -> str:
@@ -193,8 +209,74 @@ def _hyperparameters(r: dict[str, Any]) -> dict[str, Any]:
     return hyperparameter_columns(cfg, r) if isinstance(cfg, (dict, str)) and cfg else {}
 
 
-def to_json(rows: Sequence[dict[str, Any]]) -> str:
-    return json.dumps(list(rows), indent=1, default=str)
+# `results`/`bench` --format json: a versioned object (docs/report.md#json-export).
+# Version 1 replaced the bare list of rows of paradnn ≤ 0.1.0 (that list is now `rows`).
+EXPORT_FORMAT = "paradnn-results"
+EXPORT_VERSION = 1
+MACHINE_FIELDS = (
+    "hostname",
+    "device",
+    "cpu_model",
+    "cpu_count",
+    "threads",
+    "gpu_name",
+    "gpu_memory_bytes",
+    "os",
+    "python",
+    "torch",
+    "cuda",
+    "cudnn",
+    "driver",
+    "paradnn",
+)
+
+
+def machines(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct machines (environment fingerprints) the rows were measured on: host, device
+    and software versions from each row's stored environment, with how many rows each has."""
+    seen: dict[Any, dict[str, Any]] = {}
+    for r in rows:
+        env = r.get("env") if isinstance(r.get("env"), dict) else {}
+        key = r.get("fingerprint") or json.dumps(env, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = {
+                "fingerprint": r.get("fingerprint"),
+                **{f: env.get(f) for f in MACHINE_FIELDS if env.get(f) is not None},
+                "rows": 0,
+            }
+        seen[key]["rows"] += 1
+    return list(seen.values())
+
+
+def export(
+    rows: Sequence[dict[str, Any]],
+    *,
+    table: str = "runs",
+    db: str | None = None,
+    store_schema: int | None = None,
+) -> dict[str, Any]:
+    """The JSON export: format and version, the exporting paradnn, the database and its schema,
+    the machines the rows were measured on, and the rows (as `results` reads them)."""
+    from datetime import UTC, datetime
+
+    from paradnn import __version__
+
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "paradnn": __version__,
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "db": db,
+        "store_schema": store_schema,
+        "table": table,
+        "machines": machines(rows),
+        "rows": list(rows),
+    }
+
+
+def to_json(rows: Sequence[dict[str, Any]], **meta: Any) -> str:
+    """`export(rows, **meta)` as indented JSON text."""
+    return json.dumps(export(rows, **meta), indent=1, default=str)
 
 
 def _records(df: Any) -> list[dict[str, Any]]:
@@ -350,7 +432,12 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
     return lines
 
 
-def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+def dry_run_table(
+    rows: Sequence[dict[str, Any]], title: str | None = None, total_s: float | None = None
+) -> Table:
+    """A dry run: `fits` is `no` when even the lower bound exceeds the device (the run is
+    stored `predicted_oom`), `unlikely` when only the best estimate does (it runs), else `yes`;
+    a run `db` holds already shows its status instead of a time (a resumed run skips it)."""
     t = Table(title=title, header_style="bold")
     for col, just in (
         ("family", "left"),
@@ -366,11 +453,18 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
         t.add_column(col, justify=just, overflow="fold")
     total = 0.0
     floors = False
+    stored = 0
     for r in rows:
         fits = {True: "[green]yes[/]", False: "[magenta]no[/]", None: "?"}[r["fits"]]
-        est = duration(r["est_time_s"])
+        if r["fits"] and r.get("fits_estimate") is False:
+            fits = "[yellow]unlikely[/]"
         total += r["est_time_s"]
         floors |= r["est_time_is_floor"]
+        if r.get("stored"):
+            stored += 1
+            when = f"[dim]stored: {r['stored']}[/]"
+        else:
+            when = ("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"])
         t.add_row(
             r["family"],
             compact_config(r["config"]),
@@ -380,9 +474,13 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
             _si(r["flops_per_step"]),
             f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})",
             fits,
-            ("≥ " if r["est_time_is_floor"] else "") + est,
+            when,
         )
-    t.caption = f"estimated total {'≥ ' if floors else ''}{duration(total)}"
+    total = total if total_s is None else total_s
+    todo = len(rows) - stored
+    done = f"{stored} of {len(rows)} stored already (skipped on resume); " if stored else ""
+    what = f"estimated total {'≥ ' if floors else ''}{duration(total)}" if todo else "nothing to do"
+    t.caption = done + what
     return t
 
 

@@ -3,6 +3,7 @@ can analyse a GPU sweep (tests/test_layering.py holds this)."""
 
 from paradnn.analysis import (
     breakdown,
+    infeed,  # registers its finding in findings.CHECKS
     modes,  # registers its finding in findings.CHECKS
 )
 from paradnn.analysis.findings import Finding, evaluate
@@ -32,6 +33,7 @@ __all__ = [
     "evaluate",
     "from_frames",
     "heatmap",
+    "infeed",
     "load",
     "model_points",
     "modes",

@@ -31,7 +31,9 @@ from paradnn.analysis.frames import (
     without_noisy,
 )
 from paradnn.errors import ConfigError
+from paradnn.report import backends as _backends
 from paradnn.report import cells
+from paradnn.report import infeed as _infeed
 from paradnn.report import modes as _modes
 from paradnn.report.scaling import section as scaling_section
 
@@ -307,8 +309,8 @@ def _findings(data: A.Data, w: _Writer) -> Section:
     if never.any():
         s.lists.append(
             (
-                "Untestable on any data paradnn can produce: they are about TPUs, host-fed "
-                "input pipelines or 1,024-chip systems, which paradnn does not measure",
+                "Untestable on any data paradnn can produce: they are about TPU "
+                "hardware or 1,024-chip systems, which paradnn does not measure",
                 [f"{r.claim} — {r.source}: {r.evidence}." for r in fs[never].itertuples()],
             )
         )
@@ -769,6 +771,7 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
     )
     try:
         from paradnn.sim import fidelity as sim_validate
+        from paradnn.sim import fit as sim_fit
     except ImportError:
         s.empty = "The simulator is not installed in this version."
         return s
@@ -805,6 +808,19 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
             )
         )
     s.tables.append(w.table("predicted-vs-measured", df, "Per-config prediction error"))
+    heldout = getattr(sim_fit, "heldout_data", None)
+    if heldout is not None:
+        held = heldout(data)
+        if len(held):
+            s.tables.append(
+                w.table(
+                    "step-time-heldout",
+                    held,
+                    "Step-time model (`paradnn simulate fit`): per-kernel overhead, efficiency "
+                    "and achieved bandwidth fitted on the `fit` configs, error on the `holdout` "
+                    "configs it never saw (split by config hash, 30 % held out); predictions",
+                )
+            )
     return s
 
 
@@ -840,6 +856,8 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("speedups", _speedups),
     ("scaling", scaling_section),
     ("modes", lambda data, w: Section(**_modes.section(data, w))),
+    ("infeed", lambda data, w: Section(**_infeed.section(data, w))),
+    ("backends", lambda data, w: Section(**_backends.section(data, w))),
     ("batch effect", _batch),
     ("ops", _ops),
     ("table 8", _table8),

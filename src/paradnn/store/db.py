@@ -21,8 +21,11 @@ JSON_COLUMNS = (
     *("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load"),
     "parallel",  # data-parallel detail (records.Parallel)
     *("graph_break_reasons", "compile_detail"),  # modes (docs/modes.md)
+    "infeed",  # data infeed (docs/infeed.md)
+    "xla_detail",  # the JAX backend (docs/jax.md)
 )
-BOOL_COLUMNS = ("converged", "emulated", "cudagraphs")
+BOOL_COLUMNS = ("converged", "emulated", "cudagraphs", "xla_flops_mismatch")
+BOOL_COLUMNS += ("pin_memory", "persistent_workers", "input_bound")  # docs/infeed.md
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",
