@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, default_metric, latest, without_noisy
+from paradnn.analysis.frames import Data, default_metric, latest, where_text, without_noisy
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.roofline import model_points, roofs
 from paradnn.analysis.scaling import OBS3_CLAIM, OBS3_SOURCE, observation3
@@ -79,7 +79,7 @@ def _spearman(x, y) -> tuple[float, float]:
 
 
 def _where(where: dict) -> str:
-    return ", ".join(f"{v}" for v in where.values()) or "all runs"
+    return where_text(where)
 
 
 def fc_width_over_depth(data: Data) -> Finding:
