@@ -360,3 +360,18 @@ def test_a_config_column_of_json_or_dicts_becomes_hyperparameter_columns():
     assert list(out.columns) == ["family", "batch", "nodes", "filters"]
     assert out["batch"].tolist() == [8, 2]
     assert "<td>16</td>" in cells.html_table(df) and "{" not in cells.html_table(df)
+
+
+def test_default_slices_hold_the_thread_count_fixed_when_it_varies():
+    one = synth.rows("fc", FC, lambda c: 0.1, threads=1)
+    two = synth.rows("fc", FC, lambda c: 0.3, threads=2)
+    two = [dict(r, run_key=r["run_key"] + "-2") for r in two] + [two[0] | {"run_key": "x"}]
+    data = A.from_frames(one + two)
+    hm = A.heatmap(data, "fc")
+    assert hm.where == {"platform": "SynthCPU", "precision": "fp32", "threads": 2}
+    assert A.frames.where_text(hm.where) == "SynthCPU, fp32, threads=2"
+    # every cell is a 2-thread run (utilization 0.3 of the synthetic peak), none a median with 1
+    assert hm.values.stack().round(9).eq(0.3 * synth.PEAK).all()
+    assert A.sensitivity(data, "fc").where["threads"] == 2
+    single = A.from_frames(one)
+    assert "threads" not in A.heatmap(single, "fc").where

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, default_metric, latest, without_noisy
+from paradnn.analysis.frames import (
+    METRICS,
+    Data,
+    default_metric,
+    latest,
+    where_text,
+    without_noisy,
+)
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.roofline import model_points, roofs
 from paradnn.analysis.scaling import OBS3_CLAIM, OBS3_SOURCE, observation3
@@ -59,10 +66,11 @@ def _rising(data: Data, family: str, hp: str, fid: str, claim: str, source: str)
     s = sensitivity(data, family, UTIL)
     if s.reason or s.weight(hp) is None:
         why = s.reason or s.excluded.get(hp, f"{hp} not in the fit")
-        return Finding(fid, claim, source, NO_DATA, f"{family} {s.metric}: {why}", rule)
+        metric = METRICS.get(s.metric, s.metric)
+        return Finding(fid, claim, source, NO_DATA, f"{family} {metric}: {why}", rule)
     row = s.table[s.table["hyperparameter"] == hp].iloc[0]
     verdict = HOLDS if row.ci_low > 0 else FAILS
-    ev = f"{_fmt_w(s, hp)} on {s.metric}, n = {s.n} ({_where(s.where)})"
+    ev = f"{_fmt_w(s, hp)} on {METRICS.get(s.metric, s.metric)}, n = {s.n} ({_where(s.where)})"
     return Finding(fid, claim, source, verdict, ev, rule)
 
 
@@ -79,7 +87,7 @@ def _spearman(x, y) -> tuple[float, float]:
 
 
 def _where(where: dict) -> str:
-    return ", ".join(f"{v}" for v in where.values()) or "all runs"
+    return where_text(where)
 
 
 def fc_width_over_depth(data: Data) -> Finding:

@@ -333,6 +333,24 @@ def numeric_hyperparameters(data: Data, family: str) -> list[str]:
     return out
 
 
+# Run properties that change what the same config measures. A default slice (heat map,
+# regression) holds each one fixed when it varies in the data, so a cell is never the median of
+# 1 and 2 threads, or of eager and compiled runs.
+SLICE = ("platform", "precision")
+SLICE_EXTRA = ("threads", "mode", "torch_version", "procs", "backend")
+
+
+def slice_columns(runs: pd.DataFrame) -> list[str]:
+    """platform, precision, and each of SLICE_EXTRA that takes several values in `runs`."""
+    extra = [c for c in SLICE_EXTRA if c in runs and runs[c].dropna().astype(str).nunique() > 1]
+    return [*SLICE, *extra]
+
+
+def where_text(where: dict) -> str:
+    """'AMD EPYC, fp32, threads=2': platform and precision bare, the other slice columns named."""
+    return ", ".join(str(v) if k in SLICE else f"{k}={v}" for k, v in where.items()) or "all runs"
+
+
 def largest_group(runs: pd.DataFrame, by: Sequence[str]) -> dict:
     """The (platform, precision, ...) group with the most rows: a sensible default slice."""
     if not len(runs):
@@ -346,9 +364,8 @@ def largest_group(runs: pd.DataFrame, by: Sequence[str]) -> dict:
 def select(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
     mask = pd.Series(True, index=runs.index)
     for k, v in where.items():
-        mask &= (
-            runs[k].isna() if v is None or (isinstance(v, float) and pd.isna(v)) else (runs[k] == v)
-        )
+        missing = v is None or (not isinstance(v, str) and pd.api.types.is_scalar(v) and pd.isna(v))
+        mask &= runs[k].isna() if missing else (runs[k] == v)
     return runs[mask]
 
 

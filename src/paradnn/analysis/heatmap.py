@@ -19,6 +19,7 @@ from paradnn.analysis.frames import (
     largest_group,
     latest,
     select,
+    slice_columns,
 )
 from paradnn.errors import ConfigError
 
@@ -83,7 +84,8 @@ def heatmap(
     metric = check_metric(metric) if metric else default_metric(runs)
     if where is None:
         ok = runs[runs["status"] == "ok"]
-        where = largest_group(ok if len(ok) else runs, ["platform", "precision"])
+        pool = ok if len(ok) else runs
+        where = largest_group(pool, slice_columns(pool))
     runs = select(runs, dict(where))
     chosen, is_paper = _fixed_values(runs, family, [h for h in hps if h not in (x, y)], fixed)
     cell_runs = select(runs, chosen).copy()

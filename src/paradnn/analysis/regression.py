@@ -26,6 +26,7 @@ from paradnn.analysis.frames import (
     latest,
     numeric_hyperparameters,
     select,
+    slice_columns,
 )
 from paradnn.errors import ConfigError
 
@@ -71,7 +72,7 @@ def sensitivity(
         runs = runs[runs["status"] == "ok"]
         metric = check_metric(metric) if metric else default_metric(runs)
         if where is None:
-            where = largest_group(runs, ["platform", "precision"])
+            where = largest_group(runs, slice_columns(runs))
         runs = select(runs, where)
     else:
         runs, where = frame, where or {}

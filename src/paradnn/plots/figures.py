@@ -142,7 +142,7 @@ def roofline(
     """Achieved FLOP/s against arithmetic intensity under each known roof, drawn whole: the
     x-axis spans every roof's ridge point (marked and labelled), each roof is labelled with its
     peak and bandwidth, and each family's best point is labelled with its configuration."""
-    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    fig, ax = plt.subplots(figsize=(6.8, 5.0))
     xs = [float(v) for v in points["intensity"]] + (
         [float(v) for v in ops["intensity"]] if ops is not None and len(ops) else []
     )
@@ -219,7 +219,9 @@ def roofline(
     ax.set_xlabel("arithmetic intensity (FLOP/byte, analytic)")
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(  # below the axes: clear of the points and the ridge label
+        fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False
+    )
     ax.grid(True, which="both", alpha=0.2)
     return fig
 

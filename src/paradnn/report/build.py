@@ -25,9 +25,12 @@ from paradnn import plots as P
 from paradnn.analysis.frames import (
     METRICS,
     default_metric,
+    largest_group,
     latest,
     noisy_ok,
     reason_counts,
+    slice_columns,
+    where_text,
     without_noisy,
 )
 from paradnn.errors import ConfigError
@@ -365,7 +368,7 @@ def _heatmaps(data: A.Data, w: _Writer) -> Section:
                 f"({_fixed_text(hm)}): too few for a map."
             )
             continue
-        where = ", ".join(str(v) for v in hm.where.values())
+        where = where_text(hm.where)
         cap = f"{fam} on {where}: {METRICS.get(hm.metric, hm.metric)}; fixed {_fixed_text(hm)}"
         s.figures.append(w.figure(f"heatmap-{fam}", P.heatmap(hm), cap))
     _throughput_maps(data, w, s)
@@ -391,17 +394,16 @@ def _throughput_maps(data: A.Data, w: _Writer, s: Section) -> None:
             ok = data.ok[(data.ok["family"] == fam) & (data.ok["platform"] == plat)]
             if not len(ok):
                 continue
-            prec = ok["precision"].value_counts().index[0]
+            where = largest_group(ok, slice_columns(ok))  # one precision, thread count, ...
             try:
-                hm = A.heatmap(
-                    data, fam, metric="examples_per_s", where={"platform": plat, "precision": prec}
-                )
+                hm = A.heatmap(data, fam, metric="examples_per_s", where=where)
             except ConfigError:
                 continue
             if hm.cells < 2:
                 continue
-            cap = f"{fam} on {plat}, {prec}: examples/s; fixed {_fixed_text(hm)}"
-            s.figures.append(w.figure(f"throughput-{fam}-{plat}-{prec}", P.heatmap(hm), cap))
+            cap = f"{fam} on {where_text(where)}: examples/s; fixed {_fixed_text(hm)}"
+            name = "-".join(["throughput", fam, *(str(v) for v in where.values())])
+            s.figures.append(w.figure(name, P.heatmap(hm), cap))
 
 
 def _fixed_text(hm) -> str:
@@ -426,7 +428,12 @@ def _sensitivity(data: A.Data, w: _Writer) -> Section:
             s.notes.append(f"{fam}: no fit ({sens.reason}).")
             continue
         s.figures.append(
-            w.figure(f"sensitivity-{fam}", P.sensitivity(sens), f"{fam}: weights on {sens.metric}")
+            w.figure(
+                f"sensitivity-{fam}",
+                P.sensitivity(sens),
+                f"{fam} on {where_text(sens.where)}: weights on "
+                f"{METRICS.get(sens.metric, sens.metric)}",
+            )
         )
         t = sens.table.assign(n=sens.n, r2=sens.r2)
         s.tables.append(
