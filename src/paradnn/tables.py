@@ -184,7 +184,7 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-# `results`/`bench` --format json: a versioned object (docs/report.md#json-export).
+# `results`/`bench` --format json: a versioned object (docs/api.md, "JSON export").
 # Version 1 replaced the bare list of rows of paradnn ≤ 0.1.0 (that list is now `rows`).
 EXPORT_FORMAT = "paradnn-results"
 EXPORT_VERSION = 1

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from paradnn import api, tables
+from paradnn import api, families, presets, tables
 from paradnn.cli.common import (
     AssignmentsArg,
     DbOpt,
@@ -41,8 +41,8 @@ def run(
         str,
         typer.Option(
             "--preset",
-            help="A shipped preset (quick, cpu, paper-fc, paper-cnn, paper-rnn, paper) or a "
-            "sweep file (.toml). See docs/sweeps.md.",
+            help=f"A shipped preset ({', '.join(presets.names())}) or a sweep file (.toml). "
+            "See docs/sweeps.md.",
         ),
     ] = "quick",
     precision: Annotated[
@@ -134,7 +134,6 @@ def run(
     Run the same command again to resume: finished configs are skipped (whichever executor
     ran them).
     """
-    from paradnn import presets
     from paradnn.runner.supervisor import SweepSettings
 
     sweep = presets.get(preset)
@@ -263,7 +262,11 @@ def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, ene
 
 def bench(
     family: Annotated[
-        str, typer.Argument(help="Model family: fc, cnn or rnn (see `paradnn families`).")
+        str,
+        typer.Argument(
+            help=f"Model family: {', '.join(families.names())} (`paradnn families`).",
+            show_default=False,
+        ),
     ],
     assignments: AssignmentsArg = None,
     precision: Annotated[
