@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@if [ -n "$(TORCH)" ]; then $(BIN)/python -m pip install --quiet "$(TORCH)"; fi
-	$(BIN)/python -m pip install --quiet -e '.[test,ray,slurm]'
+	$(BIN)/python -m pip install --quiet -e '.[test,ray,slurm,jax]'
 	@touch $@
 
 demo: $(STAMP)

@@ -10,6 +10,14 @@ from typing import Any
 
 from rich.table import Table
 
+from paradnn.records import hyperparameter_columns
+from paradnn.units import duration
+from paradnn.units import nbytes as _bytes
+from paradnn.units import pct as _pct
+from paradnn.units import si as _si
+
+si = _si  # for other modules (the CLI's families table)
+
 STATUS_STYLE = {
     "ok": "green",
     "nan": "yellow",
@@ -27,18 +35,6 @@ def compact_config(cfg: dict[str, Any]) -> str:
     return (
         " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + f" batch={cfg.get('batch')}"
     )
-
-
-def _si(x: float | None, unit: str = "", digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
-    return f"{x:.{digits}g} {unit}".strip()
-
-
-si = _si  # for other modules (the CLI's families table)
 
 
 def ci_half(row: dict[str, Any]) -> float | None:
@@ -120,6 +116,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
     t = Table(title=title, header_style="bold", show_lines=False)
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
+    with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
     for col, just in ((("id", "right"),) if with_id else ()) + (
         ("family", "left"),
         ("config", "left"),
@@ -133,6 +130,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("FLOP/s", "right"),
         ("util", "right"),
         *((("W", "right"), ("J/sample", "right")) if with_energy else ()),
+        *((("data", "left"), ("infeed", "right")) if with_infeed else ()),
     ):
         t.add_column(col, justify=just, overflow="fold")
     for r in rows:
@@ -151,8 +149,22 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             _si(r.get("achieved_flops")),
             _util(r),
             *(_energy_cells(r) if with_energy else ()),
+            *(_infeed_cells(r) if with_infeed else ()),
         )
     return t
+
+
+def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
+    """The data source (with the loader's workers) and the infeed share (docs/infeed.md);
+    `input-bound` when the loader alone is slower than the model alone."""
+    source = r.get("data_source") or "device"
+    if source == "pipeline" and r.get("loader_workers") is not None:
+        source += f" w{r['loader_workers']}"
+    share = r.get("infeed_share")
+    cell = "" if share is None else f"{share:.0%}"
+    if r.get("input_bound"):
+        cell += " [red]input-bound[/]"
+    return source, cell
 
 
 def _util(r: dict[str, Any]) -> str:
@@ -170,18 +182,31 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if not rows:
         return ""
+    # one column per hyperparameter (batch, nodes, ...) after the config JSON, in first-seen order
+    hp = [_hyperparameters(r) for r in rows]
+    hp_cols = list(dict.fromkeys(k for h in hp for k in h))
     cols = [c for c in rows[0] if c not in SCALAR_SKIP]
+    at = cols.index("config") + 1 if "config" in cols else len(cols)
+    cols = cols[:at] + hp_cols + cols[at:]
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:
+    for r, h in zip(rows, hp, strict=True):
         w.writerow(
             {
-                c: json.dumps(v) if isinstance(v, (dict, list)) else v
-                for c, v in r.items()
-                if c in cols
+                **{
+                    c: json.dumps(v) if isinstance(v, (dict, list)) else v
+                    for c, v in r.items()
+                    if c in cols
+                },
+                **h,
             }
         )
     return buf.getvalue()
+
+
+def _hyperparameters(r: dict[str, Any]) -> dict[str, Any]:
+    cfg = r.get("config")
+    return hyperparameter_columns(cfg, r) if isinstance(cfg, (dict, str)) and cfg else {}
 
 
 # `results`/`bench` --format json: a versioned object (docs/api.md, "JSON export").
@@ -407,24 +432,6 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
     return lines
 
 
-def duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{max(0.0, seconds):.1f}s"
-    seconds = round(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
-
-
-def _bytes(n: float | None) -> str:
-    if n is None:
-        return "—"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
-
-
 def dry_run_table(
     rows: Sequence[dict[str, Any]], title: str | None = None, total_s: float | None = None
 ) -> Table:
@@ -475,10 +482,6 @@ def dry_run_table(
     what = f"estimated total {'≥ ' if floors else ''}{duration(total)}" if todo else "nothing to do"
     t.caption = done + what
     return t
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.1f}%"
 
 
 def _side_cells(table: str, r: dict[str, Any]) -> list[str]:

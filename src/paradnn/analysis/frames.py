@@ -20,7 +20,10 @@ from paradnn.store import open_store
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
 # Run columns a config key may not shadow (a hyperparameter named like one gets a `cfg_` prefix).
-_RESERVED = {"id", "status", "precision", "device", "threads", "mode", "family", "params", "db"}
+_RESERVED = {
+    *("id", "status", "precision", "device", "threads", "mode", "family", "params", "db"),
+    *("backend", "engine"),
+}
 
 
 @dataclass
@@ -110,9 +113,13 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for col in ("device_name", "device", "optimizer", "torch_version", "hostname"):
         if col not in df:
             df[col] = None
-    for col, default in (("db_index", 0), ("attempt", 1), ("mode", "eager")):
+    for col, default in (("db_index", 0), ("attempt", 1), ("mode", "eager"), ("backend", "torch")):
         if col not in df:
             df[col] = default
+    # every row before the infeed study trained on device data (docs/infeed.md)
+    df["data_source"] = df["data_source"].fillna("device") if "data_source" in df else "device"
+    df["backend"] = df["backend"].fillna("torch")
+    df["engine"] = engine(df)
     if "id" not in df:
         df["id"] = range(1, len(df) + 1)
     if "run_key" not in df:
@@ -125,6 +132,14 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     df["platform"] = df["device_name"].where(df["device_name"].notna(), df["device"])
     df["config_key"] = df["config"].map(_canonical)
     return add_quality(df)
+
+
+def engine(df: pd.DataFrame) -> pd.Series:
+    """What ran the step (docs/jax.md): `torch-<mode>` (torch-eager, torch-compile, …) or `jax`
+    (XLA compiles every JAX step): the group `compare --by engine` pairs across modes."""
+    backend = df["backend"].fillna("torch").astype(str)
+    mode = df["mode"].fillna("eager").astype(str)
+    return backend.where(backend != "torch", "torch-" + mode)
 
 
 OLD_UNCONVERGED = "did not reach its CI target (recorded before quality flags)"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.scaling import scale
     from paradnn.api.simulation import (
         simulate,
+        simulate_fit,
         simulate_mxu_study,
         simulate_precision_study,
         simulate_scaling,
@@ -55,6 +56,7 @@ _HOMES = {
     "store_info": "runs",
     "scale": "scaling",
     "simulate": "simulation",
+    "simulate_fit": "simulation",
     "simulate_mxu_study": "simulation",
     "simulate_precision_study": "simulation",
     "simulate_scaling": "simulation",
@@ -93,6 +95,7 @@ __all__ = [
     "scale",
     "side_table",
     "simulate",
+    "simulate_fit",
     "simulate_mxu_study",
     "simulate_precision_study",
     "simulate_scaling",

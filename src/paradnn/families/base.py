@@ -5,6 +5,7 @@ A family is five things (docs/architecture.md):
 - space: `paper_space` (Table 2) and `paper_fixed`;
 - analytic counts: `params`, `shapes` (and from them `train_flops`), `examples_per_step`;
 - `build(cfg, device, precision)`: the module, a synthetic-batch maker and a loss;
+- `build_jax(cfg, precision)` (optional, docs/jax.md): the same model in JAX;
 - `activation_memory(cfg, precision, device_type)`: what the memory model needs from it.
 
 Everything here but `build` is torch-free, so the simulator, the analysis layer and
@@ -142,6 +143,12 @@ class Family(ABC):
         """Instantiate on `device`. Weights stay fp32 (mixed precision runs under autocast);
         `precision` picks the dtype of the synthetic floating-point inputs, as ParaDnn fed
         16-bit data to 16-bit runs."""
+
+    def build_jax(self, cfg: Any, precision: str = "fp32") -> Any:
+        """The same model in JAX (`families._jax_nets.JaxNet`; docs/jax.md), for the families
+        that have one; the others raise NotImplementedError (their JAX runs are
+        `unsupported` with this message)."""
+        raise NotImplementedError(f"{self.name} has no JAX implementation (docs/jax.md)")
 
 
 def input_dtype(precision: str) -> Any:

@@ -189,5 +189,11 @@ class CNN(Family):
 
         return Built(module, make_batch, torch.nn.functional.cross_entropy)
 
+    def build_jax(self, cfg: Any, precision: str = "fp32") -> Any:
+        """The JAX model (docs/jax.md): the same layers, parameters and FLOP-carrying shapes."""
+        from paradnn.families import _jax_nets
+
+        return _jax_nets.cnn(cfg, precision, GROUP_WIDTH, GROUP_STRIDE)
+
 
 FAMILY = CNN()

@@ -115,5 +115,11 @@ class FC(Family):
 
         return Built(module, make_batch, nn.functional.cross_entropy)
 
+    def build_jax(self, cfg: Any, precision: str = "fp32") -> Any:
+        """The JAX model (docs/jax.md): the same layers, parameters and FLOP-carrying shapes."""
+        from paradnn.families import _jax_nets
+
+        return _jax_nets.fc(cfg, precision)
+
 
 FAMILY = FC()

@@ -191,6 +191,12 @@ class RNN(Family):
 
         return Built(module, make_batch, loss)
 
+    def build_jax(self, cfg: Any, precision: str = "fp32") -> Any:
+        """The JAX model (docs/jax.md): the same layers, parameters and FLOP-carrying shapes."""
+        from paradnn.families import _jax_nets
+
+        return _jax_nets.rnn(cfg, precision)
+
 
 def _round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple

@@ -13,7 +13,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 
-def speedup_map(grid: pd.DataFrame, family: str, mode: str, y: str, x: str) -> Figure:
+def speedup_map(
+    grid: pd.DataFrame, family: str, mode: str, y: str, x: str, title: str | None = None
+) -> Figure:
     """Speedup of `mode` over eager per (y, x) cell, on a colour scale centred at 1×
     (red: compiled slower, blue: faster); empty cells ran no matched pair."""
     vals = grid.to_numpy(dtype=float)
@@ -35,7 +37,7 @@ def speedup_map(grid: pd.DataFrame, family: str, mode: str, y: str, x: str) -> F
     ax.set_yticks(range(len(grid.index)), [_label(v) for v in grid.index])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.set_title(f"{family}: {mode} over eager (examples/s)", fontsize=9)
+    ax.set_title(title or f"{family}: {mode} over eager (examples/s)", fontsize=9)
     cb = fig.colorbar(im, ax=ax, shrink=0.8, label="speedup")
     ticks = [float(np.exp(-span)), 1.0, float(np.exp(span))]
     cb.set_ticks(ticks, labels=[f"{t:.2g}×" for t in ticks])
@@ -48,8 +50,9 @@ def _label(v: object) -> str:
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def speedups_by_family(families: pd.DataFrame, mode: str) -> Figure:
-    """Geometric-mean speedup per family with its 95% CI (the error bar)."""
+def speedups_by_family(families: pd.DataFrame, mode: str, ylabel: str | None = None) -> Figure:
+    """Geometric-mean speedup per family with its 95% CI (the error bar); `ylabel` names the
+    ratio (default: `<mode> over eager`; the backend section says `jax over torch-eager`)."""
     f = families[families["family"] != "all"]
     fig, ax = plt.subplots(figsize=(1.5 + 1.0 * max(2, len(f)), 3.2))
     g = f["geomean"].astype(float).to_numpy()
@@ -59,6 +62,6 @@ def speedups_by_family(families: pd.DataFrame, mode: str) -> Figure:
     ax.bar(range(len(f)), g, yerr=err, capsize=4, color="steelblue")
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_xticks(range(len(f)), list(f["family"]))
-    ax.set_ylabel(f"{mode} over eager")
+    ax.set_ylabel(ylabel or f"{mode} over eager")
     ax.set_title("geometric-mean speedup per family, 95% CI", fontsize=9)
     return fig

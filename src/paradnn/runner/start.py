@@ -14,8 +14,12 @@ from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.precisions import precision_flags
 from paradnn.records import (
+    DEVICE_DATA,
+    HOST_DATA,
+    LOADER_SETTINGS,
     Counts,
     Identity,
+    Infeed,
     Outcome,
     Parallel,
     RunRecord,
@@ -35,6 +39,45 @@ def start_record(
     *,
     sweep: str | None = None,
 ) -> RunRecord:
+    """The record of a run before it is measured (`_start`), with its data source."""
+    rec = _start(family_name, values, options, env, sweep=sweep)
+    return rec.with_part(infeed_start(options))
+
+
+NOT_MEASURED = "not measured: the run did not reach its timed window"
+INFEED_MEASURED = (
+    *("data_wait_s", "data_copy_s", "infeed_share", "loader_examples_per_s"),
+    *("model_only_examples_per_s", "input_bound", "host_cpu_cores", "host_cpu_share", "infeed"),
+)
+
+
+def infeed_start(options: RunOptions) -> Infeed:
+    """The data source and loader settings a run asked for (docs/infeed.md); its measured
+    figures stay null, each with its reason, until the worker fills them in."""
+    source = getattr(options, "data_source", "device")
+    nulls = dict.fromkeys(INFEED_MEASURED, NOT_MEASURED)
+    if source != "pipeline":
+        why = DEVICE_DATA if source == "device" else HOST_DATA
+        nulls.update(dict.fromkeys(LOADER_SETTINGS, why))
+        return Infeed(data_source=source, nulls=nulls)
+    return Infeed(
+        data_source=source,
+        loader_workers=options.loader_workers,
+        pin_memory=options.pin_memory,
+        prefetch_factor=options.prefetch_factor,
+        persistent_workers=options.persistent_workers,
+        nulls=nulls,
+    )
+
+
+def _start(
+    family_name: str,
+    values: dict[str, Any],
+    options: RunOptions,
+    env: dict[str, Any],
+    *,
+    sweep: str | None = None,
+) -> RunRecord:
     """The record of a run before it is measured: identity, environment and analytic counts.
 
     Torch-free, so the sweep supervisor can write rows for runs that never reach a worker
@@ -46,6 +89,7 @@ def start_record(
         precision=options.precision,
         optimizer=options.optimizer,
         mode=options.mode,
+        backend=getattr(options, "backend", "torch"),
         device=env["device"],
         device_name=env.get("gpu_name") or env.get("cpu_model"),
         sweep=sweep,
@@ -72,6 +116,8 @@ def start_record(
     if emulated:  # an emulated run is another measurement than the `unsupported` row it replaces
         key["emulated"] = True
         identity["flags"] = {**identity["flags"], "emulated": emulated}
+    if getattr(options, "backend", "torch") == "jax":  # another jax is another measurement
+        key["jax"] = jax_version()
     why = "computed against the platform database and ceilings when stored"
     if getattr(options, "procs", 1) > 1:  # N ranks: its own start (docs/scaling.md)
         return _parallel_start(fam, cfg, options, env, key, identity, emulated, energy)
@@ -92,6 +138,16 @@ def start_record(
         energy_part=energy,
         parallel_part=Parallel(nulls=single_process_nulls()),
     )
+
+
+def jax_version() -> str | None:
+    """The installed jax's version without importing it (None: not installed)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _emulated(options: RunOptions, env: dict[str, Any]) -> str | None:

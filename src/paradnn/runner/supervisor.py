@@ -271,8 +271,13 @@ class Supervisor:
 
     def _compiled(self, job: _Job) -> bool:
         """A compiled mode's run: it gets a worker of its own, fresh, retired after it, so no
-        dynamo or inductor state passes between runs (docs/modes.md)."""
-        return job.task is None and self._options(job.spec).mode != "eager"
+        dynamo or inductor state passes between runs (docs/modes.md). So does a JAX run: its
+        peak memory is the process's high-water mark, and XLA's caches stay in the process
+        (docs/jax.md)."""
+        if job.task is not None:
+            return False
+        options = self._options(job.spec)
+        return options.mode != "eager" or options.backend == "jax"
 
     def plan(self, specs: Sequence[RunSpec], env: dict[str, Any]) -> tuple[list[_Job], int]:
         """Jobs still to do, and how many specs were skipped as already finished."""

@@ -91,7 +91,9 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
             conn.send({"type": "result", "job": job["id"], "row": row})
             continue
         run = execute
-        if job["options"].procs > 1:  # N ranks, started and watched here (docs/scaling.md)
+        if job["options"].backend == "jax":  # XLA (docs/jax.md): one run per fresh worker
+            from paradnn.runner.jax_execute import execute_jax as run
+        elif job["options"].procs > 1:  # N ranks, started and watched here (docs/scaling.md)
             from paradnn.runner.distributed import execute_parallel as run
         rec = run(
             job["family"], job["config"], job["options"], sweep=job["sweep"], progress=progress

@@ -16,6 +16,7 @@ PREFERRED = (
     "workload",
     "family",
     "config",
+    "split",
     "precision",
     "platform",
     "chips",
@@ -37,14 +38,58 @@ PREFERRED = (
     "runs",
     "mdape",
     "mdape_calibrated",
+    "mape",
     "speedup",
     "efficiency",
     "bisection_bytes_per_s",
     "reason",
 )
-SHARES = ("utilization", "ape", "ape_calibrated", "mdape", "mdape_calibrated", "efficiency")
+SHARES = (
+    "utilization",
+    "ape",
+    "ape_calibrated",
+    "mdape",
+    "mdape_calibrated",
+    "mape",
+    "efficiency",
+)
 # In CSV and JSON, not in the table (it would not fit a terminal).
 HIDDEN = ("kind", "origin", "basis", "flops_per_chip", "step_lower_s", "examples_per_s")
+# The step-time model's rows: its terms go to `breakdown_table`, not to the wide table.
+STEP_DETAIL = (
+    "step_upper_s",
+    "gemm_compute_s",
+    "gemm_memory_s",
+    "allreduce_link_s",
+    "allreduce_hbm_s",
+    "allreduce_latency_s",
+    "cores_per_chip",
+    "batch_per_core",
+    "fast_conv_ops",
+    "kernels",
+    "params_source",
+    "elementwise_s",
+    "optimizer_s",
+    "master_weights_s",
+    "host_s",
+)
+# (term, what it is) in the order a step spends them.
+TERMS = (
+    ("gemm_s", "GEMMs: Σ max(compute at shape/precision efficiency, memory at achieved BW)"),
+    ("gemm_compute_s", "  of which compute (Σ over GEMMs)"),
+    ("gemm_memory_s", "  of which memory traffic (Σ over GEMMs)"),
+    ("overhead_s", "kernel launch/dispatch: kernels × per-kernel overhead"),
+    ("elementwise_s", "elementwise traffic (bias, activation, normalisation)"),
+    ("optimizer_s", "optimizer traffic (weights, gradients, state)"),
+    ("master_weights_s", "fp32 master weights under a low precision (casts)"),
+    ("host_s", "host / input pipeline (parameters)"),
+    ("input_s", "measured infeed per step (step = max(step, infeed) when prefetched)"),
+    ("comm_s", "all-reduce: max(links, HBM) + latency per tensor"),
+    ("allreduce_link_s", "  links (α–β bandwidth term)"),
+    ("allreduce_hbm_s", "  HBM traffic of the reduction"),
+    ("allreduce_latency_s", "  latency and synchronisation"),
+    ("predicted_step_s", "predicted step"),
+)
 
 
 # The table's header for a field; a field not named here gets its own name with `_` as spaces,
@@ -169,4 +214,31 @@ def sim_table(
         notes.append(f"left out to fit {width} columns: {', '.join(left_out)} (--format csv)")
     if notes:
         t.caption = "\n".join(notes)
+    return t
+
+
+def breakdown_table(row: dict[str, Any]) -> Table:
+    """One step-time prediction term by term: seconds and share of the step."""
+    step = row.get("predicted_step_s") or 0.0
+    t = Table(
+        title=f"step-time breakdown: {row.get('family')} {_cell('config', row.get('config'))} "
+        f"on {row.get('platform')} ({row.get('precision')}, {row.get('chips')} chip(s))",
+        header_style="bold",
+        title_justify="left",
+    )
+    for c in ("term", "time", "share", "what"):
+        t.add_column(c)
+    for key, what in TERMS:
+        v = row.get(key)
+        if v is None:
+            continue
+        share = f"{100 * v / step:.1f}%" if step else "—"
+        t.add_row(key, _cell(key, float(v)), share, what)
+    extra = [
+        f"{row.get('kernels', 0):.0f} kernels",
+        f"{row.get('fast_conv_ops', 0)} GEMMs by Winograd",
+        f"{row.get('cores_per_chip')} core(s) per chip, batch per core {row.get('batch_per_core')}",
+        f"parameters: {row.get('params_source')}",
+    ]
+    t.caption = "prediction; " + "; ".join(extra)
     return t
