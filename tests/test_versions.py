@@ -36,7 +36,8 @@ class FakeRun:
             return subprocess.CompletedProcess(cmd, 0, "", "")
         if self.fail:
             return subprocess.CompletedProcess(cmd, 1, "", f"noise\nERROR: {self.fail}\n")
-        self.torch = cmd[cmd.index("--no-deps") + 1].split("==")[1] + "+cpu"
+        spec = next(a for a in cmd if a.startswith("torch=="))
+        self.torch = spec.split("==")[1] + "+cpu"
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
 
@@ -61,7 +62,7 @@ def test_bad_input_is_one_line_before_anything_is_built(capsys, tmp_path):
 def test_commands_use_uv_when_present_else_venv_and_pip(monkeypatch, tmp_path):
     monkeypatch.setattr(envs.shutil, "which", lambda name: None)
     assert envs.installer() == "pip"
-    create, install = envs.commands("2.13.0", tmp_path, tool="pip", offline=True)
+    create, install = envs.commands("2.13.0", tmp_path, tool="pip", offline=True, deps=False)
     assert create == [sys.executable, "-m", "venv", str(tmp_path)]
     assert install[-4:] == ["--quiet", "--no-deps", "torch==2.13.0", "--no-index"]
     monkeypatch.setattr(envs.shutil, "which", lambda name: "/usr/bin/uv")
@@ -73,6 +74,7 @@ def test_commands_use_uv_when_present_else_venv_and_pip(monkeypatch, tmp_path):
         "install",
     ]
     assert install[-3:] == ["torch==2.11.0", "--index-url", "https://i/x"]
+    assert "--no-deps" not in install  # a CUDA build needs its NVIDIA libraries
 
 
 def test_build_installs_once_then_reuses_the_cached_environment(monkeypatch, tmp_path):

@@ -67,6 +67,7 @@ def versions(
     cache: str | Path | None = None,
     index_url: str | None = None,
     offline: bool = False,
+    deps: bool = True,
     device: str = "cpu",
     precisions: Sequence[str] | None = None,
     threads: int | None = None,
@@ -103,7 +104,7 @@ def versions(
     study = VersionStudy()
     for v in wanted:
         try:
-            env = build(v, where, index_url=index_url, offline=offline, say=say)
+            env = build(v, where, index_url=index_url, offline=offline, deps=deps, say=say)
         except envs.InstallError as e:
             study.failed.append(str(e))
             if on_failure:

@@ -44,6 +44,14 @@ def versions(
     offline: Annotated[
         bool, typer.Option("--offline", help="Install only from local wheels and caches.")
     ] = False,
+    deps: Annotated[
+        bool,
+        typer.Option(
+            "--deps/--no-deps",
+            help="Install torch's own dependencies into each environment (a CUDA build's NVIDIA "
+            "libraries); --no-deps installs torch alone (enough for a CPU wheel: faster, smaller).",
+        ),
+    ] = True,
     device: Annotated[str, typer.Option("--device", help="cpu, auto, cuda or cuda:N.")] = "cpu",
     precision: Annotated[
         list[str] | None,
@@ -70,6 +78,7 @@ def versions(
         cache=cache,
         index_url=index_url,
         offline=offline,
+        deps=deps,
         device=device,
         precisions=precision,
         threads=threads,

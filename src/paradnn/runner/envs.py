@@ -1,13 +1,14 @@
 """One Python environment per torch version, built once and cached, for the software-version
 study (`paradnn versions`, docs/versions.md). Standard library only, torch-free.
 
-An environment is a virtual environment of this interpreter's Python with only `torch` installed
-in it (`--no-deps`); then a `.pth` file appends paradnn's source and this environment's
-site-packages after its own, so its torch comes first and every other dependency (numpy,
-typer, …) is the one this paradnn already runs with. uv builds it when `uv` is on PATH (faster),
-else `python -m venv` and pip. A version that cannot be installed raises `InstallError` with one
-line (the installer's last words); its half-built directory is removed so the next try starts
-clean.
+An environment is a virtual environment of this interpreter's Python with `torch` (and its own
+dependencies: a CUDA build needs its NVIDIA libraries; `deps=False` installs torch alone, enough
+for a CPU wheel) installed in it; then a `.pth` file appends paradnn's source and this
+environment's site-packages after its own, so its torch comes first and every other dependency
+of paradnn (numpy, typer, …) is the one this paradnn already runs with. uv builds it when `uv`
+is on PATH (faster), else `python -m venv` and pip. A version that cannot be installed raises
+`InstallError` with one line (the installer's telling words); its half-built directory is
+removed so the next try starts clean.
 """
 
 from __future__ import annotations
@@ -89,21 +90,23 @@ def commands(
     tool: str,
     index_url: str | None = None,
     offline: bool = False,
+    deps: bool = True,
 ) -> list[list[str]]:
     """The commands that create the environment and install torch into it."""
     python = str(where / "bin" / "python")
     spec = f"torch=={version}"
+    nodeps = [] if deps else ["--no-deps"]
     extra = (["--index-url", index_url] if index_url else []) + (["--offline"] if offline else [])
     if tool == "uv":
         uv = shutil.which("uv") or "uv"
         return [
             [uv, "venv", "--quiet", "--python", sys.executable, str(where)],
-            [uv, "pip", "install", "--quiet", "--python", python, "--no-deps", spec, *extra],
+            [uv, "pip", "install", "--quiet", "--python", python, *nodeps, spec, *extra],
         ]
     pip_extra = [("--no-index" if a == "--offline" else a) for a in extra]
     return [
         [sys.executable, "-m", "venv", str(where)],
-        [python, "-m", "pip", "install", "--quiet", "--no-deps", spec, *pip_extra],
+        [python, "-m", "pip", "install", "--quiet", *nodeps, spec, *pip_extra],
     ]
 
 
@@ -133,6 +136,7 @@ def build(
     *,
     index_url: str | None = None,
     offline: bool = False,
+    deps: bool = True,
     run: Runner = subprocess.run,
     say: Callable[[str], None] | None = None,
 ) -> TorchEnv:
@@ -148,7 +152,8 @@ def build(
     tool = installer()
     if say:
         say(f"torch {version}: building {where} with {tool}")
-    for cmd in commands(version, where, tool=tool, index_url=index_url, offline=offline):
+    steps = commands(version, where, tool=tool, index_url=index_url, offline=offline, deps=deps)
+    for cmd in steps:
         p = run(cmd, capture_output=True, text=True, timeout=3600)
         if p.returncode != 0:
             shutil.rmtree(where, ignore_errors=True)
