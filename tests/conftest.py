@@ -97,7 +97,7 @@ def run_cli(capsys, *args):
 
 def export_rows(text):
     """The rows of a `results`/`bench --format json` export (a versioned object since format
-    version 1; docs/report.md#json-export)."""
+    version 1; docs/api.md#json-export-results---format-json-bench---json)."""
     import json
 
     doc = json.loads(text)

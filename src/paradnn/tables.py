@@ -209,7 +209,7 @@ def _hyperparameters(r: dict[str, Any]) -> dict[str, Any]:
     return hyperparameter_columns(cfg, r) if isinstance(cfg, (dict, str)) and cfg else {}
 
 
-# `results`/`bench` --format json: a versioned object (docs/report.md#json-export).
+# `results`/`bench` --format json: a versioned object (docs/api.md, "JSON export").
 # Version 1 replaced the bare list of rows of paradnn ≤ 0.1.0 (that list is now `rows`).
 EXPORT_FORMAT = "paradnn-results"
 EXPORT_VERSION = 1

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         simulate_scaling,
         simulate_validate,
     )
+    from paradnn.api.versions import versions
 
 # Each name is imported from its module on first use (PEP 562), so `from paradnn import api`
 # costs nothing: the CLI's `--help` and `--version` stay fast (tests/test_startup.py).
@@ -60,6 +61,7 @@ _HOMES = {
     "simulate_precision_study": "simulation",
     "simulate_scaling": "simulation",
     "simulate_validate": "simulation",
+    "versions": "versions",
 }
 
 
@@ -99,4 +101,5 @@ __all__ = [
     "simulate_scaling",
     "simulate_validate",
     "store_info",
+    "versions",
 ]

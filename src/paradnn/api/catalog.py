@@ -20,6 +20,7 @@ def family_info() -> list[dict[str, Any]]:
                 "kind": fam.kind,
                 "fields": {f.name: getattr(default, f.name) for f in fam.fields()},
                 "paper_space": {k: list(v) for k, v in fam.paper_space.items()},
+                "space_label": fam.space_label,
                 "paper_configs": _space_size(fam.paper_space),
                 "default_params": fam.params(default),
                 "default_train_flops": fam.train_flops(default),

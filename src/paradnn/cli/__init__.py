@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from paradnn import __version__
-from paradnn.cli import ceilings, report, results, run, scale, simulate
+from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
 from paradnn.cli.common import err, out
 from paradnn.errors import ParadnnError
 
@@ -42,6 +42,7 @@ app.command()(results.platforms)
 app.command()(report.report)
 app.command()(report.compare)
 app.add_typer(simulate.app, name="simulate")
+app.command()(versions.versions)
 
 
 def _version(value: bool) -> None:

@@ -89,14 +89,17 @@ def _family_tables(info: list[dict[str, Any]]) -> list[Any]:
 
     out_tables = []
     for fam in (f for f in info if f["kind"] != "real"):
+        label = fam.get("space_label", "paper space (Table 2)")
+        n = fam["paper_configs"]
+        size = f"{n:,} paper configs" if label.startswith("paper") else f"{n:,} in its space"
         t = Table(
-            title=f"{fam['name']}: {fam['title']}  ({fam['paper_configs']:,} paper configs)",
+            title=f"{fam['name']}: {fam['title']}  ({size})",
             title_justify="left",
             header_style="bold",
         )
         t.add_column("field")
         t.add_column("default", justify="right")
-        t.add_column("paper space (Table 2)")
+        t.add_column(label)
         for name, default in fam["fields"].items():
             space = fam["paper_space"].get(name, [])
             t.add_row(name, str(default), ", ".join(map(str, space)))

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from paradnn import api, tables
+from paradnn import api, families, presets, tables
 from paradnn.cli.common import (
     AssignmentsArg,
     BackendOpt,
@@ -51,8 +51,7 @@ def run(
         str,
         typer.Option(
             "--preset",
-            help="A shipped preset (quick, cpu, paper-fc, paper-cnn, paper-rnn, paper) or a "
-            "sweep file (.toml). See docs/sweeps.md.",
+            help="A shipped preset (listed above) or a sweep file (.toml). See docs/sweeps.md.",
         ),
     ] = "quick",
     precision: Annotated[
@@ -150,7 +149,6 @@ def run(
     Run the same command again to resume: finished configs are skipped (whichever executor
     ran them).
     """
-    from paradnn import presets
     from paradnn.runner.supervisor import SweepSettings
 
     sweep = presets.get(preset)
@@ -219,6 +217,13 @@ def run(
             _show_nodes(records)
 
 
+# The presets are listed in the command's description (full width): an option's help column is
+# too narrow for `accelerator-study` on an 80-column terminal.
+run.__doc__ = (run.__doc__ or "").rstrip() + (
+    f"\n\n    Shipped presets: {', '.join(presets.names())} (docs/sweeps.md).\n"
+)
+
+
 def _executor(base: Any, **given: Any) -> Any:
     """The sweep's [executor] with the options the user gave on top; checked before any work."""
     import dataclasses
@@ -280,7 +285,11 @@ def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, ene
 
 def bench(
     family: Annotated[
-        str, typer.Argument(help="Model family: fc, cnn or rnn (see `paradnn families`).")
+        str,
+        typer.Argument(
+            help=f"Model family: {', '.join(families.names())} (`paradnn families`).",
+            show_default=False,
+        ),
     ],
     assignments: AssignmentsArg = None,
     precision: Annotated[

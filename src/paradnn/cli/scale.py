@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from paradnn import api, tables
+from paradnn import api, families, tables
 from paradnn.cli.common import (
     AssignmentsArg,
     DbOpt,
@@ -62,7 +62,7 @@ def parse_procs(text: str | None) -> list[int] | None:
 
 
 def scale(
-    family: Annotated[str, typer.Argument(help="Model family: fc, cnn, rnn, transformer, …")],
+    family: Annotated[str, typer.Argument(help=f"Model family: {', '.join(families.names())}.")],
     assignments: AssignmentsArg = None,
     procs: Annotated[
         str, typer.Option("--procs", help="Process counts, comma-separated (N = 1 first).")

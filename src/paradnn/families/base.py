@@ -86,6 +86,8 @@ class Family(ABC):
     kind: ClassVar[str] = "generated"
     # Table 2 of the ParaDnn paper (what a sweep spans by default); axis -> values.
     paper_space: ClassVar[Mapping[str, Sequence[Any]]]
+    # Where `paper_space` comes from, as `paradnn families` labels it.
+    space_label: ClassVar[str] = "paper space (Table 2)"
     # The paper's fixed values for heat maps (seed 000 §4); analysis uses them as defaults.
     paper_fixed: ClassVar[Mapping[str, Any]] = {}
 

@@ -107,6 +107,7 @@ class Transformer(Family):
         "batch": geometric(8, 64, 2),
     }
     paper_fixed = {"layers": 12, "d_model": 768, "length": 1024}
+    space_label = "space (paradnn's, GPT-2-like; not in the papers)"
 
     def matmul_params(self, cfg: TransformerConfig) -> int:
         """N of the 6·N rule: the blocks' linear layers and the (tied) embedding."""
