@@ -158,6 +158,8 @@ def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store, tmp_pa
     assert sorted(c.pairs["family"]) == ["fc", "rnn"]
     assert (c.pairs["ci_low"] <= c.pairs["speedup"]).all()
     assert (c.pairs["speedup"] <= c.pairs["ci_high"]).all()
+    e = analysis.compare(data, "engine", "torch-eager", "jax", include_noisy=True)
+    assert e.pairs["speedup"].tolist() == c.pairs["speedup"].tolist()
     from paradnn.analysis import backends
 
     st = backends.study(data, "torch-eager", include_noisy=True)
