@@ -93,3 +93,13 @@ def run_cli(capsys, *args):
         sys.argv = old
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def export_rows(text):
+    """The rows of a `results`/`bench --format json` export (a versioned object since format
+    version 1; docs/report.md#json-export)."""
+    import json
+
+    doc = json.loads(text)
+    assert doc["format"] == "paradnn-results" and doc["version"] == 1, doc
+    return doc["rows"]

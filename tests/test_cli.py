@@ -6,7 +6,7 @@ import pytest
 
 from paradnn import presets
 
-from conftest import TINY, run_cli, write_sweep
+from conftest import TINY, export_rows, run_cli, write_sweep
 
 FAST = ["--device", "cpu", "--threads", "1", "--min-time", "0", "--max-time", "0.2"]
 
@@ -43,7 +43,7 @@ def test_bench_stores_and_prints(capsys, tmp_path):
     assert code == 0, err
     assert "median" in out and "ms/step" in out and db in out
     code, out, _ = run_cli(capsys, "results", "--db", db, "--format", "json")
-    (row,) = json.loads(out)
+    (row,) = export_rows(out)
     assert row["status"] == "ok" and row["config"]["nodes"] == 16
     assert row["step_time_s"] > 0 and len(row["samples"]) == row["n_samples"]
 
@@ -64,7 +64,13 @@ def test_bench_json_output(capsys, tmp_path):
         *FAST,
     )
     assert code == 0
-    assert json.loads(out)[0]["family"] == "rnn"
+    assert export_rows(out)[0]["family"] == "rnn"
+    # a versioned object (no longer a bare list): the machine it was measured on, the store
+    doc = json.loads(out)
+    assert doc["store_schema"] >= 1 and doc["db"] == db and doc["table"] == "runs"
+    (machine,) = doc["machines"]
+    assert machine["rows"] == 1 and machine["torch"] and machine["hostname"]
+    assert machine["fingerprint"] == doc["rows"][0]["fingerprint"]
 
 
 def test_results_csv_and_filters(capsys, tmp_path):
@@ -101,7 +107,7 @@ def test_results_csv_and_filters(capsys, tmp_path):
     lines = out.strip().splitlines()
     assert code == 0 and len(lines) == 3 and lines[0].startswith("id,run_key")
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--status", "unsupported")
-    assert [r["precision"] for r in json.loads(out)] == ["tf32"]
+    assert [r["precision"] for r in export_rows(out)] == ["tf32"]
     code, out, _ = run_cli(capsys, "results", "--db", db)
     assert code == 0 and "unsupported" in out and "ok" in out
 
@@ -117,7 +123,7 @@ def test_run_a_preset(capsys, tmp_path):
     assert "6 runs" in out
     # stored under the sweep's name, which defaults to the file stem
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--sweep", "tiny")
-    rows = json.loads(out)
+    rows = export_rows(out)
     assert [(r["family"], r["precision"]) for r in rows] == [
         ("fc", "fp32"), ("cnn", "fp32"), ("rnn", "fp32"),
         ("fc", "bf16"), ("cnn", "bf16"), ("rnn", "bf16"),

@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import TINY, run_cli
+from conftest import TINY, export_rows, run_cli
 
 FAST = ["--device", "cpu", "--threads", "1", "--min-time", "0", "--max-time", "0.2"]
 
@@ -25,7 +25,7 @@ def test_bench_with_profile_stores_per_op_rows_keyed_by_run(capsys, tmp_path):
     code, out, err = run_cli(capsys, *args, *FAST)
     assert code == 0, err
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json")
-    (run,) = json.loads(out)
+    (run,) = export_rows(out)
     code, out, _ = run_cli(
         capsys,
         "results",
@@ -38,7 +38,7 @@ def test_bench_with_profile_stores_per_op_rows_keyed_by_run(capsys, tmp_path):
         "--run",
         str(run["id"]),
     )
-    rows = json.loads(out)
+    rows = export_rows(out)
     assert rows and {r["run_id"] for r in rows} == {run["id"]}
     assert sum(r["flops"] for r in rows) == run["flops_per_step"]
     assert any(r["op"] == "aten::addmm" for r in rows)
@@ -51,7 +51,7 @@ def test_runs_carry_utilization_with_reasons(capsys, tmp_path):
     args = ["bench", "fc", *[f"{k}={v}" for k, v in TINY["fc"].items()], "--db", db]
     assert run_cli(capsys, *args, *FAST)[0] == 0
     _code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json")
-    (run,) = json.loads(out)
+    (run,) = export_rows(out)
     # no datasheet entry for a generic CPU, and nothing calibrated yet: null with the reason
     assert (
         run["utilization_datasheet"] is None
@@ -94,13 +94,13 @@ def test_calibrate_then_ops_report_measured_utilization(capsys, tmp_path, monkey
     assert code == 0, err
     assert "matmul" in out and "triad" in out
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "ceilings", "-f", "json")
-    ceilings = {r["kind"]: r for r in json.loads(out)}
+    ceilings = {r["kind"]: r for r in export_rows(out)}
     assert set(ceilings) == {"matmul", "copy", "triad"}
     assert ceilings["matmul"]["unit"] == "FLOP/s" and ceilings["copy"]["value"] > 0
     code, out, err = run_cli(capsys, "ops", "--device", "cpu", "--name", "matmul-2048", "--db", db)
     assert code == 0, err
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "ops", "-f", "json")
-    rows = json.loads(out)
+    rows = export_rows(out)
     assert {r["pass"] for r in rows} == {"fwd", "fwd+bwd"}
     for r in rows:
         assert r["status"] == "ok" and r["utilization_measured"] > 0
@@ -119,7 +119,7 @@ def test_calibrate_if_missing_measures_once_per_environment(capsys, tmp_path, mo
     code, out, err = run_cli(capsys, *args)
     assert code == 0 and "already in the database" in out, err
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "ceilings", "-f", "json")
-    assert len(json.loads(out)) == 3  # matmul, copy, triad: measured once
+    assert len(export_rows(out)) == 3  # matmul, copy, triad: measured once
 
 
 def test_ops_rejects_unknown_names_and_gpu_thread_sweeps(capsys, tmp_path):

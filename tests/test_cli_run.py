@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY, run_cli, write_sweep
+from conftest import TINY, export_rows, run_cli, write_sweep
 
 HUGE_FC = {"layers": 128, "nodes": 8192, "input": 8000, "output": 1000, "batch": 16384}
 
@@ -49,15 +49,23 @@ def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
     results = [e for e in events if e["event"] == "result"]
     assert sorted(e["status"] for e in results) == ["ok", "predicted_oom"]
     huge = next(e for e in results if e["status"] == "predicted_oom")
+    ok = next(e for e in results if e["status"] == "ok")
+    assert ok["ci_rel"] > 0 and isinstance(ok["converged"], bool) and ok["quality"]
+    assert huge["ci_rel"] is None and huge["converged"] is None
     assert "--no-predict runs it anyway" in huge["error"]
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--status", "predicted_oom")
-    (row,) = json.loads(out)
+    (row,) = export_rows(out)
     assert row["predicted_mem_lower_bytes"] > 30 * 2**30 and row["step_time_s"] is None
     # a second run resumes: nothing left to do (same threads, so the same run keys)
     code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",
                            "--threads", "1", "--progress", "jsonl")  # fmt: skip
     start = json.loads(out.splitlines()[0])
     assert start["total"] == 0 and start["skipped"] == 2
+    # and its dry run says so: nothing to do, each run with its stored status, no time
+    code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, "--device", "cpu",
+                           "--dry-run")  # fmt: skip
+    assert code == 0 and "2 of 2 stored already (skipped on resume); nothing to do" in out
+    assert "stored: ok" in out and "stored: predicted_oom" in out
 
 
 @pytest.mark.parametrize(
@@ -145,3 +153,48 @@ def test_dry_run_picks_first_and_sampled_runs():
     assert len(first) == 3 and len(every) == 4
     assert every[0]["config"] == first[0]["config"]
     assert every[-1]["config"] != first[-1]["config"]  # the sample spans the sweep
+
+
+def test_dry_run_is_honest_for_the_zoo(tmp_path, monkeypatch):
+    """resnet50 at batch 1024 cannot fit 23 GiB: the lower bound counts the activations its
+    BatchNorms save, not the weights only; and an estimate counts a run's overhead, its steps'
+    floor (FLOPs over the device's peak) and the worker's start (issue 22)."""
+    from paradnn import api
+    from paradnn.api import runs
+
+    monkeypatch.setattr(runs, "device_capacity", lambda device: (23 * 2**30, "cpu"))
+    monkeypatch.setattr(runs, "_peak_rate", lambda history, device, precision: 1e11)
+    sweep = write_sweep(
+        tmp_path / "z.toml",
+        [("resnet50", {"batch": 1024}), ("squeezenet1_1", {"batch": 64}), ("fc", TINY["fc"])],
+    )
+    rows = api.dry_run(str(sweep), device="cpu", db=str(tmp_path / "none.db"))
+    by = {r["family"]: r for r in rows}
+    resnet = by["resnet50"]
+    assert resnet["fits"] is False and resnet["predicted_mem_lower_bytes"] > 30 * 2**30
+    assert by["squeezenet1_1"]["fits"] is True
+    # 24.9 TFLOP per step at a peak of 100 GFLOP/s: the first, warm-up and timed steps, each
+    # ≥ 249 s (not the ≥ 1.3 s of the timing policy's minimum alone)
+    assert resnet["est_time_s"] >= 3 * resnet["flops_per_step"] / 1e11
+    tiny = by["fc"]
+    assert tiny["est_time_s"] >= runs.RUN_OVERHEAD_S and tiny["est_time_is_floor"]
+    total = api.dry_run_total(rows, len(rows), recycle_every=50)
+    assert total == pytest.approx(sum(r["est_time_s"] for r in rows) + runs.WORKER_START_S)
+    assert api.dry_run_total(rows, 120, recycle_every=50) == pytest.approx(
+        sum(r["est_time_s"] for r in rows) * 40 + 3 * runs.WORKER_START_S
+    )
+
+
+def test_dry_run_table_says_unlikely_when_only_the_estimate_exceeds():
+    from rich.console import Console
+
+    from paradnn import tables
+
+    row = {"family": "fc", "config": {"batch": 2}, "precision": "fp32", "optimizer": "sgd",
+           "params": 10, "flops_per_step": 100, "predicted_mem_bytes": 2**30,
+           "predicted_mem_lower_bytes": 2**20, "fits": True, "fits_estimate": False,
+           "stored": None, "est_time_s": 3.0, "est_time_is_floor": False}  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(tables.dry_run_table([row, {**row, "fits": False}], title="t"))
+    text = console.export_text()
+    assert "unlikely" in text and "│ no " in text and "estimated total 6.0s" in text

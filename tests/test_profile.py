@@ -121,3 +121,55 @@ def test_rows_insert_into_the_store(store):
     back = store.rows("op_profile", {"run_id": rid})
     assert sum(r["flops"] for r in back) == sum(r["flops"] for r in rows)
     assert any(r["op"] == "aten::addmm" and r["shapes"][1] == [4, 12] for r in back)
+
+
+def test_profile_averages_several_steps_after_a_profiler_warm_up(monkeypatch):
+    """Per-op time is the mean over PROFILED_STEPS steps, not one (issue 22)."""
+    from torch import profiler as tp
+
+    from paradnn.measure import profile as prof_mod
+
+    calls = {"n": 0}
+    step = _step("fc")
+
+    def counting():
+        calls["n"] += 1
+        return step()
+
+    seen = {}
+    real = tp.schedule
+
+    def spy(**kw):
+        seen.update(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(prof_mod, "schedule", spy)
+    prof = profile_step_full(counting, "cpu", warmup=1, steps=3)
+    # warm-up 1, profiler warm-up 1, 3 profiled, 1 counted
+    assert calls["n"] == 1 + 1 + 3 + 1
+    assert seen == {"wait": 0, "warmup": 1, "active": 3, "repeat": 1}
+    assert prof.extra["profiled_steps"] == 3
+    # calls are per step (the counted step's), not summed over the profiled steps
+    assert all(r["calls"] == 1 for r in prof.rows if r["op"] == "aten::addmm")
+
+
+def test_profiling_prints_no_kineto_lines(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "from paradnn.measure.profile import profile_config\n"
+        "rows = profile_config('fc', {'layers': 1, 'nodes': 8, 'input': 8, 'output': 4, "
+        "'batch': 4})\n"
+        "print(len(rows))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) > 0
+    assert "USDT" not in p.stderr and "profiler_start" not in p.stderr, p.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import pytest
 from paradnn.measure import quality
 from paradnn.measure.quality import LoadProbe, judge
 
-from conftest import TINY, TINY_POLICY, run_cli
+from conftest import TINY, TINY_POLICY, export_rows, run_cli
 
 
 def _judge(**kw):
@@ -137,10 +136,10 @@ def test_a_disturbed_run_is_stored_and_shown_as_noisy(tmp_path, capsys):
     assert any("other processes used" in r for r in rec.quality_reasons), rec.load
     assert rec.others_cpu_frac > quality.OTHERS_CPU_LIMIT
     code, out, _ = run_cli(capsys, "results", "--db", db, "--quality", "noisy", "-f", "json")
-    (row,) = json.loads(out)
+    (row,) = export_rows(out)
     assert code == 0 and row["quality"] == "noisy" and row["load"]["cpus"] == len(cpus)
     code, out, _ = run_cli(capsys, "results", "--db", db, "--quality", "good", "-f", "json")
-    assert json.loads(out) == []
+    assert export_rows(out) == []
     code, out, _ = run_cli(capsys, "results", "--db", db)
     assert "noisy" in out
     code, _, err = run_cli(capsys, "results", "--db", db, "--quality", "meh")

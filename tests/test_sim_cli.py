@@ -211,3 +211,38 @@ def test_csv_file_from_a_study(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "simulate", "mxu-study", "--csv", str(path))
     assert code == 0 and "Wrote" in out
     assert {r["dataflow"] for r in csv.DictReader(path.open())} == {"ws"}
+
+
+def test_table_headers_carry_units_and_never_wrap_inside_a_word():
+    from rich.console import Console
+
+    from paradnn import api
+    from paradnn.sim.render import header, sim_table
+
+    assert header("predicted_step_s") == "step ms" and header("compute_s") == "compute ms"
+    assert header("bisection_bytes_per_s") == "bisection GB/s"
+    rows = api.simulate("h100-sxm", "cnn", {"batch": 64}, chips=8)
+    step_ms = rows[0]["predicted_step_s"] * 1e3
+    for width in (160, 100, 80):
+        console = Console(width=width, record=True)
+        console.print(sim_table(rows, title="t", width=width))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width
+        cells = [c.strip() for line in text.splitlines() for c in line.split("┃")]
+        words = {w for c in cells for w in c.split()}
+        assert "step" in words and "ms" in words  # `step ms`, wrapped (if at all) between words
+        assert not {"ste", "upp", "comput"} & words
+        assert f"{step_ms:.4g}" in text  # milliseconds under an `ms` header, no unit in the cell
+    assert "left out to fit 80 columns" in text
+
+
+def test_default_precision_is_fp32_except_on_a_chip_without_fp32():
+    from paradnn import api
+
+    (gpu,) = api.simulate("h100-sxm", "fc", {"batch": 64})
+    (tpu,) = api.simulate("tpu-v3", "fc", {"batch": 64})
+    assert gpu["precision"] == "fp32" and tpu["precision"] == "bf16"
+    for chip, default in (("tpu-v3", "bf16"), ("h100-sxm", "fp32")):
+        curve = api.simulate_scaling(chip, "fc", {"batch": 64}, max_chips=2)
+        explicit = api.simulate_scaling(chip, "fc", {"batch": 64}, precision=default, max_chips=2)
+        assert curve == explicit

@@ -21,8 +21,10 @@ from paradnn.validate import (
 __all__ = [
     "AXES",
     "BACKENDS",
+    "DATA_SOURCES",
     "EXECUTORS",
     "KEYED_WHEN_SET",
+    "LOADER_FIELDS",
     "MODES",
     "OPTIMIZERS",
     "PRECISIONS",
@@ -34,6 +36,7 @@ __all__ = [
     "TimingPolicy",
     "check_device",
     "precision_flags",
+    "relevant_axes",
 ]
 
 # Execution modes (docs/modes.md): eager, or torch.compile's forward+loss under one of its modes.
@@ -48,11 +51,29 @@ AXES: dict[str, str] = {
     "procs": "procs",  # data-parallel runs (docs/scaling.md): procs = [1, 2, 4]
     "strategies": "strategy",
     "scalings": "scaling",
+    # Host data infeed (docs/infeed.md): where each step's batch comes from, and the loader's
+    # settings (these matter, and enter the run key, only for data_source = pipeline).
+    "data_sources": "data_source",
+    "loader_workers": "loader_workers",
+    "pin_memory": "pin_memory",
+    "prefetch_factors": "prefetch_factor",
+    "persistent_workers": "persistent_workers",
     "backends": "backend",  # docs/jax.md: backends = ["torch", "jax"]
 }
 # Fields that enter the run key only when they differ from their default, so the keys of runs
 # that do not use a study never change (`mode` predates this and is always in the key).
-KEYED_WHEN_SET: tuple[str, ...] = ("procs", "strategy", "scaling", "backend")
+KEYED_WHEN_SET: tuple[str, ...] = (
+    *("procs", "strategy", "scaling", "backend"),
+    *("data_source", "loader_workers", "pin_memory", "prefetch_factor", "persistent_workers"),
+)
+# Data sources (docs/infeed.md): `device` synthetic tensors made once on the device (ParaDnn's
+# synthetic input, the default); `host` pinned host tensors copied to the device every step
+# (non_blocking); `pipeline` JPEG images and token files written by paradnn to a local cache,
+# decoded and augmented by a torch DataLoader every step.
+DATA_SOURCES = ("device", "host", "pipeline")
+LOADER_FIELDS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
+MAX_LOADER_WORKERS = 256  # DataLoader processes of one run (docs/limits.md)
+MAX_PREFETCH = 64  # batches each loader worker keeps ready
 # The framework that builds and runs the step (docs/jax.md): PyTorch, or JAX/XLA (the optional
 # extra paradnn[jax]; one jitted step with donated buffers, XLA's cost analysis beside it).
 BACKENDS = ("torch", "jax")
@@ -65,6 +86,15 @@ MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
 MAX_TIMING_COUNT = 1_000_000  # samples, warm-up steps, steps per chunk
+
+
+def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
+    """A combination of study-axis values without those that change nothing measured: the
+    loader's settings unless the data source is a pipeline (docs/infeed.md). A sweep runs each
+    remaining combination once."""
+    if combo.get("data_source", "device") == "pipeline":
+        return dict(combo)
+    return {k: v for k, v in combo.items() if k not in LOADER_FIELDS}
 
 
 def _finite(value: object) -> bool:
@@ -147,9 +177,14 @@ class RunOptions:
     procs: int = 1  # data-parallel processes (ranks); 1 = the ordinary single-process run
     strategy: str = "ddp"  # ddp (DistributedDataParallel) or fsdp (FSDP2 fully_shard)
     scaling: str = "weak"  # weak: `batch` per rank; strong: `batch` split across the ranks
+    data_source: str = "device"  # device, host or pipeline (docs/infeed.md)
+    loader_workers: int = 2  # pipeline: DataLoader num_workers (0: load in the run's process)
+    pin_memory: bool = True  # pipeline: page-locked batches (a CUDA device only; else ignored)
+    prefetch_factor: int = 2  # pipeline: batches each worker keeps ready
+    persistent_workers: bool = True  # pipeline: keep the workers across epochs
     backend: str = "torch"  # torch or jax (docs/jax.md); in the key only when not torch
     seed: int = 0
-    profile: bool = False  # also record a per-op profile of one extra step (not in the key)
+    profile: bool = False  # also record a per-op profile of extra steps (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
     energy_period_s: float = 0.05  # power sampling period; NVML polled faster returns junk
     energy_idle_s: float = 2.0  # idle baseline before a sweep (0: none); reported, not subtracted
@@ -163,12 +198,29 @@ class RunOptions:
         int_at_least("procs", self.procs, 1, MAX_PROCS)
         one_of("strategy", self.strategy, STRATEGIES)
         one_of("scaling", self.scaling, SCALINGS)
+        one_of("data_source", self.data_source, DATA_SOURCES)
+        int_at_least("loader_workers", self.loader_workers, 0, MAX_LOADER_WORKERS)
+        int_at_least("prefetch_factor", self.prefetch_factor, 1, MAX_PREFETCH)
+        if self.procs > 1 and self.data_source != "device":
+            raise ConfigError(
+                "data_source",
+                self.data_source,
+                f"must be device with procs = {self.procs} (data-parallel ranks train on "
+                "device data; docs/infeed.md)",
+            )
         one_of("backend", self.backend, BACKENDS)
+        if self.backend != "torch" and self.data_source != "device":
+            raise ConfigError(
+                "data_source",
+                self.data_source,
+                f"must be device with backend = {self.backend} (the infeed study runs on "
+                "PyTorch's DataLoader; docs/infeed.md)",
+            )
         check_device(self.device)
         if self.threads is not None:
             int_at_least("threads", self.threads, 1, MAX_THREADS)
         int_at_least("seed", self.seed, 0, SEED_MAX)
-        for name in ("energy", "allow_emulated", "profile"):
+        for name in ("energy", "allow_emulated", "profile", "pin_memory", "persistent_workers"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "must be true or false")
         ok = isinstance(self.energy_period_s, (int, float)) and not isinstance(
@@ -204,6 +256,9 @@ class RunOptions:
         if self.procs == 1:  # one process: no replication, no split; the ordinary run
             key.pop("strategy", None)
             key.pop("scaling", None)
+        if self.data_source != "pipeline":  # no loader: its settings change nothing measured
+            for name in LOADER_FIELDS:
+                key.pop(name, None)
         return key
 
     def axis_values(self) -> dict[str, object]:

@@ -15,6 +15,7 @@ A record is immutable and built from typed parts, each written by one module:
 | `Quality` | good/noisy, reasons, load around the window | measure/quality.py |
 | `Parallel` | N ranks, no_sync compute, all-reduce time and bandwidth | runner/distributed.py |
 | `Compiled` | compile time cold/warm, graphs, breaks, recompiles | measure/compile.py |
+| `Infeed` | data source, batch wait, infeed share, loader-only rate, host CPU | measure/infeed.py |
 | `Xla` | JAX backend: lowering and compile time, XLA's FLOPs and bytes | runner/jax_execute.py |
 
 Every part carries `nulls` (field -> why it is null); the record reads flat (`rec.step_time_s`)
@@ -254,6 +255,33 @@ class Compiled:
     nulls: Mapping[str, str] = field(default_factory=_nulls)
 
 
+DEVICE_DATA = "device data: the batch is made once on the device, there is no loader"
+HOST_DATA = "host data: pinned host tensors copied each step, there is no loader"
+LOADER_SETTINGS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
+
+
+@dataclass(frozen=True)
+class Infeed:
+    """Where each step's batch comes from and what feeding it cost (docs/infeed.md). Times are
+    per step over the timed window; shares are fractions of that window's wall time."""
+
+    data_source: str = "device"  # device, host or pipeline
+    loader_workers: int | None = None  # pipeline: DataLoader num_workers (effective)
+    pin_memory: bool | None = None  # pipeline: page-locked batches (effective: CUDA only)
+    prefetch_factor: int | None = None  # pipeline: None with 0 workers (torch refuses one)
+    persistent_workers: bool | None = None  # pipeline: False with 0 workers
+    data_wait_s: float | None = None  # s per step blocked in next() for the batch
+    data_copy_s: float | None = None  # s per step on the host copying it to the device buffers
+    infeed_share: float | None = None  # (wait + copy) / the window's wall time, in [0, 1]
+    loader_examples_per_s: float | None = None  # the infeed drained alone, without the model
+    model_only_examples_per_s: float | None = None  # the model on resident device data
+    input_bound: bool | None = None  # loader alone slower than the model on device data
+    host_cpu_cores: float | None = None  # CPU s of the run and its loader workers / window s
+    host_cpu_share: float | None = None  # host_cpu_cores / cores this run may use
+    infeed: dict[str, Any] | None = None  # dataset, cache, formats, how each figure was taken
+    nulls: Mapping[str, str] = field(default_factory=_nulls)
+
+
 XLA_MISMATCH = 0.10  # |XLA FLOPs / analytic − 1| above this flags the row (docs/jax.md)
 
 
@@ -287,6 +315,7 @@ PARTS: dict[str, type] = {
     "quality_part": Quality,
     "parallel_part": Parallel,
     "compiled_part": Compiled,
+    "infeed_part": Infeed,
     "xla_part": Xla,
 }
 FIELD_PART: dict[str, str] = {
@@ -310,6 +339,7 @@ class RunRecord:
     quality_part: Quality = field(default_factory=Quality)
     parallel_part: Parallel = field(default_factory=Parallel)
     compiled_part: Compiled = field(default_factory=Compiled)
+    infeed_part: Infeed = field(default_factory=Infeed)
     xla_part: Xla = field(default_factory=Xla)
     op_profile: list[dict[str, Any]] | None = None  # rows for the op_profile table (--profile)
 
@@ -415,3 +445,12 @@ def null_energy(code: str) -> Energy:
         "not_measured": "the run did not reach its timed window",
     }.get(code, "")
     return Energy(nulls={name: f"{code}: {hint}" if hint else code for name in ENERGY_FIELDS})
+
+
+def hyperparameter_columns(config: Mapping[str, Any] | str | None, taken: Any = ()) -> dict:
+    """One column per hyperparameter of a run's config (`batch`, `nodes`, ...), for the flat
+    views of a run (Store.frame, CSV exports, the report's tables). A key that would shadow a
+    column the row already has (`threads`, `mode`, ...) gets a `cfg_` prefix."""
+    if isinstance(config, str):
+        config = json.loads(config)
+    return {(f"cfg_{k}" if k in taken else k): v for k, v in (config or {}).items()}

@@ -10,6 +10,14 @@ from typing import Any
 
 from rich.table import Table
 
+from paradnn.records import hyperparameter_columns
+from paradnn.units import duration
+from paradnn.units import nbytes as _bytes
+from paradnn.units import pct as _pct
+from paradnn.units import si as _si
+
+si = _si  # for other modules (the CLI's families table)
+
 STATUS_STYLE = {
     "ok": "green",
     "nan": "yellow",
@@ -27,18 +35,6 @@ def compact_config(cfg: dict[str, Any]) -> str:
     return (
         " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + f" batch={cfg.get('batch')}"
     )
-
-
-def _si(x: float | None, unit: str = "", digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
-    return f"{x:.{digits}g} {unit}".strip()
-
-
-si = _si  # for other modules (the CLI's families table)
 
 
 def ci_half(row: dict[str, Any]) -> float | None:
@@ -121,6 +117,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
     with_backend = any((r.get("backend") or "torch") != "torch" for r in rows)  # docs/jax.md
+    with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
     for col, just in ((("id", "right"),) if with_id else ()) + (
         *((("backend", "left"),) if with_backend else ()),
         ("family", "left"),
@@ -135,6 +132,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         ("FLOP/s", "right"),
         ("util", "right"),
         *((("W", "right"), ("J/sample", "right")) if with_energy else ()),
+        *((("data", "left"), ("infeed", "right")) if with_infeed else ()),
     ):
         t.add_column(col, justify=just, overflow="fold")
     for r in rows:
@@ -154,8 +152,22 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             _si(r.get("achieved_flops")),
             _util(r),
             *(_energy_cells(r) if with_energy else ()),
+            *(_infeed_cells(r) if with_infeed else ()),
         )
     return t
+
+
+def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
+    """The data source (with the loader's workers) and the infeed share (docs/infeed.md);
+    `input-bound` when the loader alone is slower than the model alone."""
+    source = r.get("data_source") or "device"
+    if source == "pipeline" and r.get("loader_workers") is not None:
+        source += f" w{r['loader_workers']}"
+    share = r.get("infeed_share")
+    cell = "" if share is None else f"{share:.0%}"
+    if r.get("input_bound"):
+        cell += " [red]input-bound[/]"
+    return source, cell
 
 
 def _util(r: dict[str, Any]) -> str:
@@ -173,22 +185,101 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if not rows:
         return ""
+    # one column per hyperparameter (batch, nodes, ...) after the config JSON, in first-seen order
+    hp = [_hyperparameters(r) for r in rows]
+    hp_cols = list(dict.fromkeys(k for h in hp for k in h))
     cols = [c for c in rows[0] if c not in SCALAR_SKIP]
+    at = cols.index("config") + 1 if "config" in cols else len(cols)
+    cols = cols[:at] + hp_cols + cols[at:]
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:
+    for r, h in zip(rows, hp, strict=True):
         w.writerow(
             {
-                c: json.dumps(v) if isinstance(v, (dict, list)) else v
-                for c, v in r.items()
-                if c in cols
+                **{
+                    c: json.dumps(v) if isinstance(v, (dict, list)) else v
+                    for c, v in r.items()
+                    if c in cols
+                },
+                **h,
             }
         )
     return buf.getvalue()
 
 
-def to_json(rows: Sequence[dict[str, Any]]) -> str:
-    return json.dumps(list(rows), indent=1, default=str)
+def _hyperparameters(r: dict[str, Any]) -> dict[str, Any]:
+    cfg = r.get("config")
+    return hyperparameter_columns(cfg, r) if isinstance(cfg, (dict, str)) and cfg else {}
+
+
+# `results`/`bench` --format json: a versioned object (docs/report.md#json-export).
+# Version 1 replaced the bare list of rows of paradnn ≤ 0.1.0 (that list is now `rows`).
+EXPORT_FORMAT = "paradnn-results"
+EXPORT_VERSION = 1
+MACHINE_FIELDS = (
+    "hostname",
+    "device",
+    "cpu_model",
+    "cpu_count",
+    "threads",
+    "gpu_name",
+    "gpu_memory_bytes",
+    "os",
+    "python",
+    "torch",
+    "cuda",
+    "cudnn",
+    "driver",
+    "paradnn",
+)
+
+
+def machines(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct machines (environment fingerprints) the rows were measured on: host, device
+    and software versions from each row's stored environment, with how many rows each has."""
+    seen: dict[Any, dict[str, Any]] = {}
+    for r in rows:
+        env = r.get("env") if isinstance(r.get("env"), dict) else {}
+        key = r.get("fingerprint") or json.dumps(env, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = {
+                "fingerprint": r.get("fingerprint"),
+                **{f: env.get(f) for f in MACHINE_FIELDS if env.get(f) is not None},
+                "rows": 0,
+            }
+        seen[key]["rows"] += 1
+    return list(seen.values())
+
+
+def export(
+    rows: Sequence[dict[str, Any]],
+    *,
+    table: str = "runs",
+    db: str | None = None,
+    store_schema: int | None = None,
+) -> dict[str, Any]:
+    """The JSON export: format and version, the exporting paradnn, the database and its schema,
+    the machines the rows were measured on, and the rows (as `results` reads them)."""
+    from datetime import UTC, datetime
+
+    from paradnn import __version__
+
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "paradnn": __version__,
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "db": db,
+        "store_schema": store_schema,
+        "table": table,
+        "machines": machines(rows),
+        "rows": list(rows),
+    }
+
+
+def to_json(rows: Sequence[dict[str, Any]], **meta: Any) -> str:
+    """`export(rows, **meta)` as indented JSON text."""
+    return json.dumps(export(rows, **meta), indent=1, default=str)
 
 
 def _records(df: Any) -> list[dict[str, Any]]:
@@ -344,25 +435,12 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
     return lines
 
 
-def duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{max(0.0, seconds):.1f}s"
-    seconds = round(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
-
-
-def _bytes(n: float | None) -> str:
-    if n is None:
-        return "—"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
-
-
-def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+def dry_run_table(
+    rows: Sequence[dict[str, Any]], title: str | None = None, total_s: float | None = None
+) -> Table:
+    """A dry run: `fits` is `no` when even the lower bound exceeds the device (the run is
+    stored `predicted_oom`), `unlikely` when only the best estimate does (it runs), else `yes`;
+    a run `db` holds already shows its status instead of a time (a resumed run skips it)."""
     t = Table(title=title, header_style="bold")
     for col, just in (
         ("family", "left"),
@@ -378,11 +456,18 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
         t.add_column(col, justify=just, overflow="fold")
     total = 0.0
     floors = False
+    stored = 0
     for r in rows:
         fits = {True: "[green]yes[/]", False: "[magenta]no[/]", None: "?"}[r["fits"]]
-        est = duration(r["est_time_s"])
+        if r["fits"] and r.get("fits_estimate") is False:
+            fits = "[yellow]unlikely[/]"
         total += r["est_time_s"]
         floors |= r["est_time_is_floor"]
+        if r.get("stored"):
+            stored += 1
+            when = f"[dim]stored: {r['stored']}[/]"
+        else:
+            when = ("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"])
         t.add_row(
             r["family"],
             compact_config(r["config"]),
@@ -392,14 +477,14 @@ def dry_run_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> T
             _si(r["flops_per_step"]),
             f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})",
             fits,
-            ("≥ " if r["est_time_is_floor"] else "") + est,
+            when,
         )
-    t.caption = f"estimated total {'≥ ' if floors else ''}{duration(total)}"
+    total = total if total_s is None else total_s
+    todo = len(rows) - stored
+    done = f"{stored} of {len(rows)} stored already (skipped on resume); " if stored else ""
+    what = f"estimated total {'≥ ' if floors else ''}{duration(total)}" if todo else "nothing to do"
+    t.caption = done + what
     return t
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.1f}%"
 
 
 def _side_cells(table: str, r: dict[str, Any]) -> list[str]:

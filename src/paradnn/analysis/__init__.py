@@ -1,7 +1,11 @@
 """Analysis of result databases: pandas frames in, frames out. Never imports torch, so a laptop
 can analyse a GPU sweep (tests/test_layering.py holds this)."""
 
-from paradnn.analysis import modes  # registers its finding in findings.CHECKS
+from paradnn.analysis import (
+    breakdown,
+    infeed,  # registers its finding in findings.CHECKS
+    modes,  # registers its finding in findings.CHECKS
+)
 from paradnn.analysis.findings import Finding, evaluate
 from paradnn.analysis.frames import Data, from_frames, load
 from paradnn.analysis.heatmap import HeatMap, heatmap
@@ -24,10 +28,12 @@ __all__ = [
     "Roof",
     "Sensitivity",
     "batch_effect",
+    "breakdown",
     "compare",
     "evaluate",
     "from_frames",
     "heatmap",
+    "infeed",
     "load",
     "model_points",
     "modes",

@@ -116,6 +116,8 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for col, default in (("db_index", 0), ("attempt", 1), ("mode", "eager"), ("backend", "torch")):
         if col not in df:
             df[col] = default
+    # every row before the infeed study trained on device data (docs/infeed.md)
+    df["data_source"] = df["data_source"].fillna("device") if "data_source" in df else "device"
     df["backend"] = df["backend"].fillna("torch")
     df["engine"] = engine(df)
     if "id" not in df:

@@ -161,7 +161,7 @@ __all__ = ["BASE", "SEED_RANGE", "ModeStudy", "compiled_modes", "failures", "hea
 def fusion_finding(data: Data) -> Finding:
     """Seed 001's fusion claim, on PyTorch: compiling the step (inductor fuses operators as XLA
     does) speeds training up. Decided on the geometric mean over matched configs."""
-    fid, src = "compile-fusion", "seed 001 §3, Table 4 (XLA fusion 1.8-6.3× on TPUv2)"
+    fid, src = "compile-fusion", "seed 001, Table 4 (XLA fusion 1.8-6.3× on TPUv2)"
     claim = "Compiling the training step (operator fusion) speeds it up"
     rule = (
         "holds when the 95% CI of the geometric-mean speedup of compile over eager (examples/s, "

@@ -47,6 +47,7 @@ BY = (
     "attempt",
     "procs",  # data-parallel processes (docs/scaling.md): analysis/scaling.py has efficiency
     "strategy",
+    "data_source",  # host data infeed (docs/infeed.md): analysis/infeed.py has the study
     "backend",  # torch or jax (docs/jax.md): pairs match on mode, so torch eager against jax
     "engine",  # torch-eager, torch-compile, …, jax: any torch mode against jax
 )
@@ -251,12 +252,20 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
             continue
         if col == "procs" or (ga[col].notna().any() and gb[col].notna().any()):
             key.append(col)
+    if by != "data_source" and "data_source" in ga and "data_source" in gb:
+        key.append("data_source")  # a host-fed run pairs with its own kind (docs/infeed.md)
+        for col in ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers"):
+            if col in ga and col in gb and ga[col].notna().any() and gb[col].notna().any():
+                key.append(col)
     if by != "threads" and "threads" in ga and "threads" in gb:
         ta = set(ga.loc[ga["status"] == "ok", "threads"].dropna())
         tb = set(gb.loc[gb["status"] == "ok", "threads"].dropna())
         if ta & tb:
             key.append("threads")
     return key
+
+
+pair_key = _key  # for analysis/breakdown.py: per-op speedups pair runs the same way
 
 
 def version_key(v: str) -> tuple:

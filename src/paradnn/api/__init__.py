@@ -7,26 +7,74 @@ the one way in."""
 
 from __future__ import annotations
 
-from paradnn.api.analysis import compare, report
-from paradnn.api.catalog import family_info
-from paradnn.api.ceilings import calibrate, ops
-from paradnn.api.devices import device_capacity, native_precisions
-from paradnn.api.runs import (
-    bench,
-    dry_run,
-    dry_run_count,
-    results,
-    run,
-    side_table,
-)
-from paradnn.api.scaling import scale
-from paradnn.api.simulation import (
-    simulate,
-    simulate_mxu_study,
-    simulate_precision_study,
-    simulate_scaling,
-    simulate_validate,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.api.analysis import compare, report
+    from paradnn.api.catalog import family_info
+    from paradnn.api.ceilings import calibrate, ops
+    from paradnn.api.devices import device_capacity, native_precisions
+    from paradnn.api.runs import (
+        bench,
+        dry_run,
+        dry_run_count,
+        dry_run_total,
+        results,
+        run,
+        side_table,
+        store_info,
+    )
+    from paradnn.api.scaling import scale
+    from paradnn.api.simulation import (
+        simulate,
+        simulate_fit,
+        simulate_mxu_study,
+        simulate_precision_study,
+        simulate_scaling,
+        simulate_validate,
+    )
+
+# Each name is imported from its module on first use (PEP 562), so `from paradnn import api`
+# costs nothing: the CLI's `--help` and `--version` stay fast (tests/test_startup.py).
+_HOMES = {
+    "compare": "analysis",
+    "report": "analysis",
+    "family_info": "catalog",
+    "calibrate": "ceilings",
+    "ops": "ceilings",
+    "device_capacity": "devices",
+    "native_precisions": "devices",
+    "bench": "runs",
+    "dry_run": "runs",
+    "dry_run_count": "runs",
+    "dry_run_total": "runs",
+    "results": "runs",
+    "run": "runs",
+    "side_table": "runs",
+    "store_info": "runs",
+    "scale": "scaling",
+    "simulate": "simulation",
+    "simulate_fit": "simulation",
+    "simulate_mxu_study": "simulation",
+    "simulate_precision_study": "simulation",
+    "simulate_scaling": "simulation",
+    "simulate_validate": "simulation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'paradnn.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"paradnn.api.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __all__ = [
     "bench",
@@ -35,6 +83,7 @@ __all__ = [
     "device_capacity",
     "dry_run",
     "dry_run_count",
+    "dry_run_total",
     "family_info",
     "native_precisions",
     "ops",
@@ -44,8 +93,10 @@ __all__ = [
     "scale",
     "side_table",
     "simulate",
+    "simulate_fit",
     "simulate_mxu_study",
     "simulate_precision_study",
     "simulate_scaling",
     "simulate_validate",
+    "store_info",
 ]

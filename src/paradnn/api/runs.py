@@ -156,6 +156,15 @@ def _run_on_cluster(
         engine.close()
 
 
+# What a run costs besides its steps (docs/runner.md#dry-run), used until `db` holds runs on
+# this device to measure them from. Measured on the 2-core AMD EPYC VM (torch 2.13.0+cpu) at a
+# load average of ~7 (other jobs): a worker's start (spawn, import torch, probe the
+# environment) took 3.7–7.0 s; a tiny FC run's time in the worker outside its timed phases
+# (build, FLOP count on meta, memory, quality) 1.2 s, 4.7 s as a worker's first run.
+WORKER_START_S = 4.0
+RUN_OVERHEAD_S = 2.0
+
+
 def dry_run(
     preset: str = "quick",
     *,
@@ -169,11 +178,19 @@ def dry_run(
     axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
-    predicted memory (and whether it fits this machine's device) and a time estimate.
+    predicted memory (whether it can fit this machine's device: `fits`, the lower bound the
+    runner skips on; and whether the best estimate does: `fits_estimate`), whether `db` holds
+    it already (`stored`: the newest attempt's status; a resumed run skips it) and a time
+    estimate.
 
-    The estimate is the timing policy's minimum (warm-up + timed phase) plus 30 steps at the
-    median FLOP/s that earlier runs of the same family and precision reached in `db` on this
-    kind of device; with no such history it is only that minimum, marked `≥`.
+    The estimate (`est_time_s`, 0 for a stored run) is the run's overhead in its worker (build,
+    FLOP count, memory, quality: the median of earlier runs in `db` on this kind of device, else
+    RUN_OVERHEAD_S) plus its first step, warm-up (≥ warmup_min_time_s and warmup_min_steps) and
+    timed phase (≥ min_time_s and min_samples), with the step time from the median FLOP/s that
+    earlier runs of the same family and precision reached; with no such rate the step time is
+    its floor, FLOPs over the device's peak (the measured matmul ceiling, else the derived or
+    datasheet peak; 0 when none is known), and the row says `est_time_is_floor`. A worker's
+    start (WORKER_START_S) is the sweep's, once per --recycle-every runs: `dry_run_total`.
 
     `limit`: only the first `limit` runs; `sample`: an even sample of that many runs across the
     whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
@@ -181,11 +198,12 @@ def dry_run(
 
     sweep, specs = _plan(preset, precisions, optimizer, axes)
     options = RunOptions(device=device, timing=timing or sweep.timing)
+    policy = options.timing
     capacity, device_type = device_capacity(device)
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
     specs = _pick(specs, limit, sample)
-    rates = _history_rates(db, device)
-    floor = options.timing.warmup_min_time_s + options.timing.min_time_s
+    history = _history(db, device_type)
+    overhead = history["overhead_s"] if history["overhead_s"] is not None else RUN_OVERHEAD_S
     rows = []
     for spec in specs:
         fam = families.get(spec.family)
@@ -194,7 +212,15 @@ def dry_run(
             spec.family, cfg, spec.precision, spec.optimizer, device_type=device_type
         )
         flops = fam.train_flops(cfg)
-        rate = rates.get((spec.family, spec.precision))
+        rate = history["rates"].get((spec.family, spec.precision))
+        peak = None if rate else _peak_rate(history, device, spec.precision)
+        step = flops / rate if rate else (flops / peak if peak else 0.0)
+        warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
+        timed = max(policy.min_time_s, policy.min_samples * max(step, policy.min_block_s))
+        spec_options = dataclasses.replace(
+            options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
+        )
+        stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec_options)
         rows.append(
             {
                 "family": spec.family,
@@ -207,11 +233,26 @@ def dry_run(
                 "predicted_mem_bytes": est.total,
                 "predicted_mem_lower_bytes": est.lower_bound,
                 "fits": None if capacity is None else memory.fits(est, capacity),
-                "est_time_s": floor + (30 * flops / rate if rate else 0.0),
-                "est_time_is_floor": rate is None,
+                "fits_estimate": None if capacity is None else est.total <= capacity,
+                "stored": stored,
+                "est_time_s": 0.0 if stored else overhead + step + warm + timed,
+                "est_time_is_floor": rate is None and not stored,
             }
         )
     return rows
+
+
+def dry_run_total(rows: Sequence[dict[str, Any]], runs: int, recycle_every: int = 50) -> float:
+    """Seconds the whole sweep of `runs` runs would take, from `rows` (all of them, or an even
+    sample): their estimates scaled to `runs`, plus a worker start per `recycle_every` runs
+    still to do (WORKER_START_S each)."""
+    import math
+
+    if not rows:
+        return 0.0
+    todo = runs * sum(1 for r in rows if not r.get("stored")) / len(rows)
+    starts = math.ceil(todo / recycle_every) if todo else 0
+    return sum(r["est_time_s"] for r in rows) * runs / len(rows) + starts * WORKER_START_S
 
 
 def _mapping(family: str, config: Any) -> dict[str, Any]:
@@ -267,25 +308,107 @@ def _check_study(study: Mapping[str, Any]) -> None:
             raise ConfigError("bench option", name, f"unknown; study axes are {allowed}")
 
 
-def _history_rates(db: str, device: str) -> dict[tuple[str, str], float]:
-    """Median achieved FLOP/s per (family, precision) of earlier ok runs on this device type."""
+def _history(db: str, device_type: str | None) -> dict[str, Any]:
+    """What earlier ok runs in `db` on this kind of device say: the median achieved FLOP/s per
+    (family, precision), the median seconds a run spent in its worker outside its timed phases,
+    the latest status per run key, and the newest environment fingerprint of this host."""
+    import platform
     import statistics
+    from datetime import datetime
     from pathlib import Path
 
+    found: dict[str, Any] = {
+        "rates": {},
+        "overhead_s": None,
+        "latest": {},
+        "fingerprint": None,
+        "ceilings": {},
+    }
     if not Path(db).exists():
-        return {}
-    kind = None if device == "auto" else device.split(":")[0]
+        return found
     by: dict[tuple[str, str], list[float]] = {}
+    overheads: list[float] = []
     with open_store(db, readonly=True) as store:
-        for r in store.runs(status="ok"):
-            if r["achieved_flops"] and (kind is None or r["device"].startswith(kind)):
-                by.setdefault((r["family"], r["precision"]), []).append(r["achieved_flops"])
-    return {k: statistics.median(v) for k, v in by.items()}
+        rows = store.runs()
+        found["latest"] = store.latest_status()
+        for c in store.rows("ceilings", {"kind": "matmul"}):
+            if c.get("status", "ok") == "ok" and str(c["device"]).startswith(device_type or ""):
+                p = c["precision"]
+                found["ceilings"][p] = max(found["ceilings"].get(p, 0.0), c["value"])
+    for r in rows:
+        if device_type is not None and not str(r["device"] or "").startswith(device_type):
+            continue
+        if (r.get("env") or {}).get("hostname") == platform.node() and r.get("fingerprint"):
+            found["fingerprint"] = r["fingerprint"]  # rows come oldest first: the newest wins
+        if r["status"] != "ok":
+            continue
+        if r["achieved_flops"]:
+            by.setdefault((r["family"], r["precision"]), []).append(r["achieved_flops"])
+        try:
+            wall = (
+                datetime.fromisoformat(r["finished_at"]) - datetime.fromisoformat(r["started_at"])
+            ).total_seconds()
+            steps = (r["n_samples"] or 0) * (r["steps_per_sample"] or 0) * r["step_time_s"]
+            overheads.append(wall - (r["first_step_s"] or 0) - (r["warmup_s"] or 0) - steps)
+        except (TypeError, ValueError):
+            continue
+    found["rates"] = {k: statistics.median(v) for k, v in by.items()}
+    if overheads:
+        found["overhead_s"] = max(0.0, statistics.median(overheads))
+    return found
+
+
+def _peak_rate(history: dict[str, Any], device: str, precision: str) -> float | None:
+    """The fastest a step can go at `precision` on this device, FLOP/s: the measured matmul
+    ceiling in the db, else the derived CPU peak or the GPU's datasheet peak; None if unknown.
+    A step's time is at least its FLOPs over this (a floor, never an estimate)."""
+    if precision in history["ceilings"]:
+        return history["ceilings"][precision]
+    peaks = history.setdefault("peaks", {})
+    if not peaks:
+        from paradnn.platforms import local
+
+        try:
+            found = local.detect("cpu" if device == "auto" else device)
+        except Exception:  # a floor we cannot derive is only a missing floor
+            found = {}
+        if found.get("device_type") == "cpu":
+            derived = found.get("cpu_peak_derived", {})
+            peaks.update({p: (d or {}).get("value") for p, d in derived.items()})
+        else:
+            peaks.update(found.get("datasheet_peak") or {})
+        peaks.setdefault("_", None)
+    return peaks.get(precision)
+
+
+def _stored_status(
+    history: dict[str, Any], family: str, config: dict[str, Any], options: RunOptions
+) -> str | None:
+    """The newest stored attempt's status of this run in this host's newest environment (what
+    a resumed `run` skips), or None. A changed environment (another torch) makes new keys."""
+    from paradnn.records import run_key
+
+    if history["fingerprint"] is None:
+        return None
+    key = run_key(family, config, options.key_fields(), history["fingerprint"])
+    return history["latest"].get(key)
 
 
 def results(db: str = DEFAULT_DB, **filters: Any) -> list[dict[str, Any]]:
     with open_store(db, readonly=True) as store:
         return store.runs(**filters)
+
+
+def store_info(db: str = DEFAULT_DB) -> dict[str, Any]:
+    """The database an export reads: its path and schema version (None if it does not exist)."""
+    from pathlib import Path
+
+    from paradnn.store.db import schema_version
+
+    if not Path(db).exists():
+        return {"db": db, "store_schema": None}
+    with open_store(db, readonly=True) as store:
+        return {"db": db, "store_schema": schema_version(store.conn)}
 
 
 def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> list[dict[str, Any]]:

@@ -9,8 +9,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from paradnn import families
 from paradnn.config import RunOptions, TimingPolicy
 from paradnn.errors import ConfigError
@@ -19,6 +17,8 @@ from paradnn.records import RunRecord
 from paradnn.store import DEFAULT_DB, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
     from paradnn.runner.supervisor import Event
 
 MAX_PROCS_LIST = 16  # values of --procs in one command (docs/limits.md)

@@ -13,6 +13,13 @@ from paradnn.presets import RunSpec
 from paradnn.store import DEFAULT_DB
 
 
+def default_precision(chip: Any) -> str:
+    """The precision a command uses when none is given: fp32, as `bench` and `run` (the seeds'
+    baseline), on a chip with a dense fp32 peak; bf16, its training precision, on one without
+    (a TPU has no fp32 arithmetic: the ParaDnn paper's TPU runs were bf16)."""
+    return "fp32" if chip.platform.peak("fp32") is not None else "bf16"
+
+
 def simulate(
     platform: str,
     family: str | None = None,
@@ -25,6 +32,7 @@ def simulate(
     topology: str | None = None,
     overlap: float = 0.0,
     concurrent: bool = False,
+    model: str = "roofline",
 ) -> list[dict[str, Any]]:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
@@ -44,6 +52,7 @@ def simulate(
         one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--chips", chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
+    one_of("--model", model, ("step", "roofline"))
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
         chips = topo.chips
@@ -57,8 +66,9 @@ def simulate(
         specs, _ = presets.resolve_native(specs, ["fp32", *lows])
     else:
         cfg = families.get(family).config(_mapping(family, config))
-        chip.peak(precision or "bf16")
-        specs = [RunSpec(family, dict(cfg.__dict__), precision or "bf16", optimizer or "rmsprop")]
+        precision = precision or default_precision(chip)
+        chip.peak(precision)
+        specs = [RunSpec(family, dict(cfg.__dict__), precision, optimizer or "rmsprop")]
     rows = []
     for spec in specs:
         if chip.platform.peak(spec.precision) is None:
@@ -85,9 +95,32 @@ def simulate(
             overlap=overlap,
             concurrent=concurrent,
         )
-        rows.append(p.row())
+        rows.append(p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo))
     keys = list(dict.fromkeys(k for r in rows for k in r))  # skipped rows: same columns, null
     return [{k: r.get(k) for k in keys} for r in rows]
+
+
+def _with_steptime(roof: dict[str, Any], spec: Any, chip: Any, topo: Any) -> dict[str, Any]:
+    """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
+    utilization, bottleneck and examples/s become the step-time model's; the roofline's own
+    step time stays as ``roofline_step_s`` (its bounds as step_lower_s / step_upper_s)."""
+    from paradnn.sim.steptime import predict_step
+
+    s = predict_step(
+        spec.family,
+        spec.config,
+        chip,
+        spec.precision,
+        optimizer=spec.optimizer,
+        chips=roof["chips"],
+        topology=topo,
+    ).row()
+    out = dict(roof)
+    out["roofline_step_s"] = out.pop("predicted_step_s")
+    for k in ("allreduce_s", "exposed_comm_s", "compute_s", "memory_s"):
+        out.pop(k, None)
+    out.update(s)
+    return out
 
 
 def simulate_scaling(
@@ -95,20 +128,22 @@ def simulate_scaling(
     family: str,
     config: Mapping[str, Any] | None = None,
     *,
-    precision: str = "bf16",
+    precision: str | None = None,
     optimizer: str = "rmsprop",
     max_chips: int = 1024,
     overlap: float = 0.0,
     concurrent: bool = False,
 ) -> list[dict[str, Any]]:
-    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config."""
+    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config; the precision
+    defaults as in `simulate` (`default_precision`)."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS
     from paradnn.sim.model import scaling
     from paradnn.validate import int_at_least, number_in, one_of
 
-    one_of("--precision", precision, PRECISIONS)
+    if precision is not None:
+        one_of("--precision", precision, PRECISIONS)
     one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--max-chips", max_chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
@@ -119,7 +154,7 @@ def simulate_scaling(
         family,
         dict(config.__dict__),
         chip,
-        precision,
+        precision or default_precision(chip),
         max_chips=max_chips,
         optimizer=optimizer,
         overlap=overlap,
@@ -156,3 +191,53 @@ def simulate_validate(
     return clean.to_dict("records"), summary.astype(object).where(summary.notna(), None).to_dict(
         "records"
     )
+
+
+def simulate_fit(
+    db: str,
+    out: str | None = None,
+    *,
+    device: str | None = None,
+    platform: str | None = None,
+    holdout: int = 30,
+    statistic: str = "median",
+) -> dict[str, Any]:
+    """Fit a device's step-time parameters on the runs of ``db`` outside the held-out part
+    (config hash), write them as a chip file to ``out``, and report the error on both parts.
+    Returns {"params": ..., "summary": [...], "rows": [...], "chip_toml": text, "out": path}."""
+    from pathlib import Path
+
+    from paradnn.sim import fit as sim_fit
+    from paradnn.store import open_store
+    from paradnn.validate import int_at_least
+
+    int_at_least("--holdout", holdout, 0, 90)
+    if statistic not in sim_fit.STATISTICS:
+        raise ConfigError("--statistic", statistic, "must be one of median, min")
+    if out is not None and (not out.endswith(".toml") or not Path(out).parent.is_dir()):
+        raise ConfigError("--out", out, "must be a .toml path in an existing folder")
+    with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
+        frame, ceilings = store.frame(), store.rows("ceilings")
+    chip, name, mine = sim_fit.device_chip(frame, ceilings, device, platform)
+    data = sim_fit.samples(mine, chip, holdout=holdout, statistic=statistic)
+    result = sim_fit.fit(
+        chip,
+        data,
+        source=f"fitted by `paradnn simulate fit` on {db} ({statistic} step time)",
+        holdout=holdout,
+    )
+    text = sim_fit.chip_toml(chip, result, name)
+    if out is not None:
+        Path(out).write_text(text)
+    summary = sim_fit.summary(result.rows)
+    return {
+        "device_name": name,
+        "params": result.params.as_dict(),
+        "fitted_runs": result.fitted_runs,
+        "holdout_runs": result.holdout_runs,
+        "status": result.status,
+        "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
+        "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),
+        "chip_toml": text,
+        "out": out,
+    }

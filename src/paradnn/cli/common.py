@@ -40,6 +40,75 @@ ModesOpt = Annotated[
     list[str] | None,
     typer.Option("--mode", help="Override the sweep's execution modes (repeatable)."),
 ]
+# Host data infeed (docs/infeed.md): where each step's batch comes from, and the loader's settings.
+DataOpt = Annotated[
+    str,
+    typer.Option(
+        "--data",
+        help="Data source: device (synthetic, on the device; default), host (pinned host "
+        "tensors copied each step) or pipeline (JPEG/token files through a DataLoader).",
+    ),
+]
+DatasOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--data",
+        help="Override the sweep's data sources (repeatable): device, host, "
+        "pipeline (docs/infeed.md).",
+    ),
+]
+LoaderWorkersOpt = Annotated[
+    int, typer.Option("--loader-workers", help="pipeline: DataLoader num_workers (0: in-process).")
+]
+LoaderWorkersListOpt = Annotated[
+    list[int] | None,
+    typer.Option("--loader-workers", help="pipeline: DataLoader num_workers (repeatable)."),
+]
+PinMemoryOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--pin-memory/--no-pin-memory",
+        help="pipeline: page-locked batches (CUDA).",
+        show_default=False,
+    ),
+]
+PrefetchOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--prefetch-factor", help="pipeline: batches each loader worker keeps ready (default 2)."
+    ),
+]
+PersistentOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--persistent-workers/--no-persistent-workers",
+        help="pipeline: keep the loader workers across epochs (default on).",
+        show_default=False,
+    ),
+]
+
+
+def infeed_axes(
+    data: list[str] | None,
+    workers: list[int] | None,
+    pin: bool | None,
+    prefetch: int | None,
+    persistent: bool | None,
+) -> dict[str, Any]:
+    """The infeed options as study axes (RunOptions fields -> values; None: the sweep's)."""
+
+    def one(v: Any) -> list[Any] | None:
+        return None if v is None else [v]
+
+    return {
+        "data_source": data,
+        "loader_workers": workers,
+        "pin_memory": one(pin),
+        "prefetch_factor": one(prefetch),
+        "persistent_workers": one(persistent),
+    }
+
+
 BackendOpt = Annotated[
     str,
     typer.Option(
@@ -53,7 +122,7 @@ BackendsOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
     "--profile",
-    help="Also profile one extra step per run: per-op time, FLOPs and bytes "
+    help="Also profile 5 extra steps per run: per-op time per step, FLOPs and bytes "
     "(`paradnn results --table op_profile`).",
 )
 MinTimeOpt = Annotated[

@@ -3,6 +3,7 @@ reporters — a live bar on a terminal, a line log otherwise, JSON lines for scr
 
 from __future__ import annotations
 
+import math
 import sys
 from enum import StrEnum
 from typing import Any
@@ -155,6 +156,9 @@ class JsonlReporter:
                 status=r.status,
                 error=r.error,
                 step_time_s=r.step_time_s,
+                ci_rel=r.ci_rel if r.ci_rel is None or math.isfinite(r.ci_rel) else None,
+                converged=r.converged,
+                quality=r.quality,
                 examples_per_s=r.examples_per_s,
             )
         sys.stdout.write(json.dumps(event) + "\n")

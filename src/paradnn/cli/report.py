@@ -48,7 +48,8 @@ def compare(
         typer.Option(
             "--by",
             help="platform, precision, mode, optimizer, torch_version, cuda_version, threads, "
-            "device, hostname, procs, strategy, backend (torch or jax, docs/jax.md), engine "
+            "device, hostname, procs, strategy, data_source, backend (torch or jax, "
+            "docs/jax.md), engine "
             "(torch-eager, torch-compile, …, jax), db (one database against another) or attempt "
             "(re-runs of the same run key: --a/--b are attempt numbers, first or latest).",
         ),

@@ -67,7 +67,8 @@ def results(
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))
     elif fmt is Format.json:
-        sys.stdout.write(tables.to_json(rows) + "\n")
+        meta = api.store_info(db)
+        sys.stdout.write(tables.to_json(rows, table=str(table), **meta) + "\n")
     else:
         out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs"))
 

@@ -12,20 +12,28 @@ from paradnn.cli.common import (
     AssignmentsArg,
     BackendOpt,
     BackendsOpt,
+    DataOpt,
+    DatasOpt,
     DbOpt,
     DeviceOpt,
     EmulatedOpt,
     EnergyIdleOpt,
     EnergyOpt,
     EnergyPeriodOpt,
+    LoaderWorkersListOpt,
+    LoaderWorkersOpt,
     MaxTimeOpt,
     MinTimeOpt,
     ModeOpt,
     ModesOpt,
     OptimizerOpt,
+    PersistentOpt,
+    PinMemoryOpt,
+    PrefetchOpt,
     ProfileOpt,
     ThreadsOpt,
     err,
+    infeed_axes,
     out,
     timing,
 )
@@ -130,6 +138,11 @@ def run(
         typer.Option("--max-array-size", help="slurm: split arrays below this (default 1000)."),
     ] = None,
     procs: ProcsListOpt = None,
+    data: DatasOpt = None,
+    loader_workers: LoaderWorkersListOpt = None,
+    pin_memory: PinMemoryOpt = None,
+    prefetch_factor: PrefetchOpt = None,
+    persistent_workers: PersistentOpt = None,
     backend: BackendsOpt = None,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
@@ -160,6 +173,7 @@ def run(
         retry_failed=retry_failed,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
     axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
+    axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
     if dry_run:
         from paradnn.config import RunOptions
@@ -168,7 +182,9 @@ def run(
             device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
         )
         plan = dict(precisions=precision, optimizer=optimizer, device=device, axes=axes)
-        return _show_dry_run(sweep.name, preset, plan, timing=policy, db=db)
+        return _show_dry_run(
+            sweep.name, preset, plan, timing=policy, db=db, recycle_every=recycle_every
+        )
     mode = ProgressMode.quiet if quiet else progress_mode
     report = reporter(mode)
     try:
@@ -220,23 +236,29 @@ def _show_nodes(records: list[Any]) -> None:
     out.print("results per node: " + ", ".join(f"{h} {n}" for h, n in sorted(nodes.items())))
 
 
-def _show_dry_run(name: str, preset: str, plan: dict[str, Any], **kw: Any) -> None:
-    """Every run of a small sweep; the first runs of a large one, its totals from a sample."""
+def _show_dry_run(
+    name: str, preset: str, plan: dict[str, Any], *, recycle_every: int = 50, **kw: Any
+) -> None:
+    """Every run of a small sweep; the first runs of a large one, its totals from a sample.
+    Totals include the workers' start-ups (api.dry_run_total)."""
     total = api.dry_run_count(preset, **plan)
     if total <= DRY_RUN_ROWS:
         rows = api.dry_run(preset, **plan, **kw)
-        out.print(tables.dry_run_table(rows, title=f"{name}: {total} runs (dry run)"))
+        est = api.dry_run_total(rows, total, recycle_every)
+        title = f"{name}: {total} runs (dry run)"
+        out.print(tables.dry_run_table(rows, title=title, total_s=est))
         return
     rows = api.dry_run(preset, limit=DRY_RUN_ROWS, **plan, **kw)
     title = f"{name}: {total:,} runs (dry run; the first {DRY_RUN_ROWS} listed)"
     table = tables.dry_run_table(rows, title=title)
     sample = api.dry_run(preset, sample=DRY_RUN_SAMPLE, **plan, **kw)
-    est = sum(r["est_time_s"] for r in sample) * total / len(sample)
+    est = api.dry_run_total(sample, total, recycle_every)
     misfits = sum(1 for r in sample if r["fits"] is False) / len(sample)
     floor = "≥ " if any(r["est_time_is_floor"] for r in sample) else ""
     table.caption = (
         f"estimated total {floor}{tables.duration(est)} for all {total:,} runs, from an even "
-        f"sample of {len(sample)} ({misfits:.0%} of them predicted not to fit)"
+        f"sample of {len(sample)} ({misfits:.0%} of them predicted not to fit), worker start-ups "
+        "included"
     )
     out.print(table)
 
@@ -283,6 +305,11 @@ def bench(
     allow_emulated: EmulatedOpt = False,
     mode: ModeOpt = "eager",
     procs: ProcsOpt = 1,
+    data: DataOpt = "device",
+    loader_workers: LoaderWorkersOpt = 2,
+    pin_memory: PinMemoryOpt = None,
+    prefetch_factor: PrefetchOpt = None,
+    persistent_workers: PersistentOpt = None,
     backend: BackendOpt = "torch",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
@@ -307,12 +334,25 @@ def bench(
         on_event=_heartbeat(f"bench {family}"),
         mode=mode,
         **({"procs": procs} if procs != 1 else {}),
+        **_infeed(data, loader_workers, pin_memory, prefetch_factor, persistent_workers),
         **({"backend": backend} if backend != "torch" else {}),
     )
     if as_json:
-        sys.stdout.write(tables.to_json([rec.as_dict()]) + "\n")
+        sys.stdout.write(tables.to_json([rec.as_dict()], **api.store_info(db)) + "\n")
     else:
         _show_bench(rec, db, energy)
+
+
+def _infeed(data: str, workers: int, pin: Any, prefetch: Any, persistent: Any) -> dict[str, Any]:
+    """bench's infeed keywords: only those that differ from RunOptions' defaults."""
+    given = {
+        "data_source": data if data != "device" else None,
+        "loader_workers": workers if workers != 2 else None,
+        "pin_memory": pin,
+        "prefetch_factor": prefetch,
+        "persistent_workers": persistent,
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _heartbeat(label: str) -> Any:

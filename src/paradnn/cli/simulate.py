@@ -84,7 +84,13 @@ AssignmentsArg = Annotated[
     typer.Argument(help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False),
 ]
 PrecisionOpt = Annotated[
-    str | None, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16 (default bf16).")
+    str | None,
+    typer.Option(
+        "--precision",
+        "-p",
+        help="fp32, tf32, bf16 or fp16 (default fp32 as in bench and run; bf16 on a chip without "
+        "an fp32 peak, e.g. a TPU).",
+    ),
 ]
 OptimizerOpt = Annotated[
     str | None, typer.Option("--optimizer", help="rmsprop (default), sgd or momentum.")
@@ -124,11 +130,20 @@ def step(
     ] = None,
     overlap: OverlapOpt = 0.0,
     concurrent: ConcurrentOpt = False,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="step: the step-time model, term by term (kernels, overheads, elementwise, "
+            "optimizer, master weights, host, all-reduce); roofline: the bare roofline per op.",
+        ),
+    ] = "step",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
     """One config (FAMILY key=value …) or every run of a preset on a platform: predicted step
-    time, utilization, bottleneck, memory fit, and the all-reduce of --chips N."""
+    time with its breakdown, utilization, bottleneck, memory fit, and the all-reduce of
+    --chips N."""
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
@@ -143,8 +158,20 @@ def step(
         topology=topology,
         overlap=overlap,
         concurrent=concurrent,
+        model=model,
     )
-    emit(rows, f"predicted on {platform}: {len(rows)} configs", fmt, csv_path)
+    title = f"predicted on {platform} ({model} model): {len(rows)} configs"
+    if model == "step" and fmt is Format.table:
+        from paradnn.sim.render import STEP_DETAIL, breakdown_table
+
+        narrow = [{k: v for k, v in r.items() if k not in STEP_DETAIL} for r in rows]
+        emit(narrow, title, fmt, None)
+        if len(rows) == 1 and rows[0].get("predicted_step_s") is not None:
+            out.print(breakdown_table(rows[0]))
+        if csv_path:
+            emit(rows, title, Format.csv, csv_path)
+        return
+    emit(rows, title, fmt, csv_path)
 
 
 @app.command()
@@ -171,7 +198,7 @@ def scaling(
         _platform(platform),
         family,
         values,
-        precision=precision or "bf16",
+        precision=precision,
         optimizer=optimizer or "rmsprop",
         max_chips=max_chips,
         overlap=overlap,
@@ -218,6 +245,64 @@ def validate(
     emit(rows, f"predicted vs measured: {len(rows)} runs from {db}", fmt, csv_path, summary)
 
 
+@app.command()
+def fit(
+    db: DbOpt = DEFAULT_DB,
+    out_path: Annotated[
+        str | None, typer.Option("--out", help="Write the fitted chip file here (.toml).")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="Which device of --db (if it holds several).")
+    ] = None,
+    platform: Annotated[
+        str | None,
+        typer.Option("--platform", help="Peaks and bandwidth from this chip, not the ceilings."),
+    ] = None,
+    holdout: Annotated[
+        int, typer.Option("--holdout", help="Percent of configs held out (by config hash).")
+    ] = 30,
+    statistic: Annotated[
+        str,
+        typer.Option(
+            "--statistic", help="median step time, or min (fastest sample: shared hosts)."
+        ),
+    ] = "median",
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Fit a device's step-time parameters (per-kernel overhead, efficiency-curve constants,
+    achieved bandwidth) from its measured runs in --db, on the configs outside the held-out
+    part, and write a chip file; the error is shown on both parts."""
+    res = api.simulate_fit(
+        db, out_path, device=device, platform=platform, holdout=holdout, statistic=statistic
+    )
+    if fmt is Format.json:
+        import json
+
+        res = {k: v for k, v in res.items() if k != "rows"}
+        sys.stdout.write(json.dumps(res, indent=1, default=str) + "\n")
+        return
+    if fmt is Format.csv:
+        sys.stdout.write(tables.to_csv(res["rows"]))
+        return
+    from paradnn.sim.render import sim_table
+
+    p = res["params"]
+    rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
+    out.print(sim_table(rows, title=f"fitted step-time parameters of {res['device_name']}"))
+    out.print(
+        sim_table(
+            res["summary"],
+            title=f"error per family: {res['fitted_runs']} runs fitted, "
+            f"{res['holdout_runs']} held out (config hash mod 100 < {holdout})",
+        )
+    )
+    if out_path:
+        out.print(f"Wrote [bold]{out_path}[/]: use it as `--platform {out_path}`.")
+
+
+FIT_SHOWN = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "source")
+
+
 def emit(
     rows: list[dict[str, Any]],
     title: str,
@@ -240,8 +325,9 @@ def emit(
     else:
         from paradnn.sim.render import sim_table
 
-        out.print(sim_table(rows, title=title))
+        out.print(sim_table(rows, title=title, width=out.width))
         if summary is not None:
-            out.print(sim_table(summary, title="median absolute % error per family (prediction)"))
+            title = "median absolute % error per family (prediction)"
+            out.print(sim_table(summary, title=title, width=out.width))
     if csv_path:
         out.print(f"Wrote [bold]{csv_path}[/].")

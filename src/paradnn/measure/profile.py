@@ -1,7 +1,10 @@
 """Per-op profile of one training step: time from torch.profiler, FLOPs and bytes from OpCount.
 
 1. Warm-up steps (lazy init, allocator, cuDNN autotuning stay out of the profile).
-2. One step under torch.profiler (`record_shapes=True`; CPU activity, plus CUDA on a GPU).
+2. PROFILED_STEPS steps under torch.profiler (`record_shapes=True`; CPU activity, plus CUDA on
+   a GPU), after one profiler warm-up step (the first profiled step carries the profiler's own
+   start-up: an op of it can take 10× the whole step); times are per step (sum ÷ steps). Kineto's
+   `USDT: … profiler_start` lines are silenced (KINETO_LOG_LEVEL, unless the caller set it).
    Time is given to the ops OpCount sees (the level FlopCounterMode counts at): an event whose
    name is such an op and that has no such op above it gets its *inclusive* time: CPU time on
    CPU, the summed durations of the kernels launched in its subtree on CUDA (the profiler links
@@ -19,13 +22,14 @@ The CUDA path follows the profiler's documented API but has not been run on a GP
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, schedule
 
 from paradnn import families
 from paradnn.measure import precision as prec
@@ -33,6 +37,8 @@ from paradnn.measure.device import synchronize
 from paradnn.measure.opcount import OpCount, OpStat
 
 WARMUP_STEPS = 2
+PROFILED_STEPS = 5  # per-op times are the mean over these (one step is too noisy to read)
+QUIET_KINETO = "6"  # above kineto's levels: no INFO/STAGE/USDT lines on stderr
 COLUMNS = (
     "op",
     "shapes",
@@ -148,23 +154,33 @@ def to_row(s: OpStat, seconds: float | None) -> dict[str, Any]:
 
 
 def profile_step_full(
-    step: Callable[[], Any], device: str | torch.device, warmup: int = WARMUP_STEPS
+    step: Callable[[], Any],
+    device: str | torch.device,
+    warmup: int = WARMUP_STEPS,
+    steps: int = PROFILED_STEPS,
 ) -> StepProfile:
-    """Profile one call of `step` (normally a TrainStep); see the module docstring."""
+    """Profile `steps` calls of `step` (normally a TrainStep), per step; see the module
+    docstring."""
     device = torch.device(device)
     on_device = device.type == "cuda"
+    os.environ.setdefault("KINETO_LOG_LEVEL", QUIET_KINETO)  # read when the profiler starts
     for _ in range(warmup):
         step()
     synchronize(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_device else [])
-    with profile(activities=activities, record_shapes=True) as prof:
-        step()
-        synchronize(device)
+    plan = schedule(wait=0, warmup=1, active=steps, repeat=1)
+    with profile(activities=activities, record_shapes=True, schedule=plan) as prof:
+        for _ in range(1 + steps):
+            step()
+            synchronize(device)
+            prof.step()
     with OpCount() as oc:
         step()
     synchronize(device)
     stats = oc.stats
-    times, unattributed = attribute_times(prof.events(), {s.op for s in stats}, on_device)
+    totals, unattributed = attribute_times(prof.events(), {s.op for s in stats}, on_device)
+    times = {k: [calls / steps, secs / steps] for k, (calls, secs) in totals.items()}
+    unattributed /= steps
     seconds, how = join(stats, times)
     # Metadata ops the profiled step never ran (detaches autograd adds under a Python mode):
     # no time, no FLOPs, no bytes: dropped.
@@ -178,6 +194,7 @@ def profile_step_full(
         total_flops=oc.total_flops,
         total_bytes=oc.total_bytes,
         device=str(device),
+        extra={"profiled_steps": steps},
     )
 
 
@@ -195,7 +212,7 @@ def profile_config(
     optimizer: str = "rmsprop",
     seed: int = 0,
 ) -> list[dict[str, Any]]:
-    """Build `family` with `values` as runner/execute.py does and profile one training step."""
+    """Build `family` with `values` as runner/execute.py does and profile its training steps."""
     from paradnn.measure.step import TrainStep
 
     dev = torch.device(device)

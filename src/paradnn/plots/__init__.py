@@ -3,6 +3,9 @@
 from paradnn.plots.figures import (
     batch_effect,
     heatmap,
+    integer_colorbar,
+    op_breakdown,
+    op_speedups,
     ops_bars,
     param_ranges,
     png,
@@ -16,6 +19,9 @@ from paradnn.plots.figures import (
 __all__ = [
     "batch_effect",
     "heatmap",
+    "integer_colorbar",
+    "op_breakdown",
+    "op_speedups",
     "ops_bars",
     "param_ranges",
     "png",

@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
+from paradnn import units as U
 from paradnn.analysis.frames import METRICS
 
 STATUS_LABEL = {
@@ -42,9 +44,11 @@ def png(fig: Figure, dpi: int = 110) -> bytes:
 def _fmt(v: float, metric: str) -> str:
     if metric.startswith("utilization"):
         return f"{100 * v:.0f}%" if v >= 0.1 else f"{100 * v:.1f}%"
-    if metric == "achieved_flops":
-        return f"{v / 1e9:.0f}G" if v >= 1e9 else f"{v / 1e6:.0f}M"
-    return f"{v:.3g}"
+    if metric == "speedup":
+        return U.times(v)
+    if metric == "step_time_s":
+        return U.ms(v)
+    return U.si(v, digits=3)
 
 
 def heatmap(hm) -> Figure:
@@ -97,7 +101,8 @@ def heatmap(hm) -> Figure:
     if not all(hm.paper_fixed.values()):
         fixed += " (*not the paper's)"
     ax.set_title(f"{hm.family}: {METRICS.get(hm.metric, hm.metric)}\n{fixed}", fontsize=9)
-    fig.colorbar(im, ax=ax, shrink=0.8)
+    cb = fig.colorbar(im, ax=ax, shrink=0.8)
+    cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt(v, hm.metric)))
     return fig
 
 
@@ -134,27 +139,65 @@ def sensitivity(s) -> Figure:
 def roofline(
     points: pd.DataFrame, roofs: Sequence, title: str, ops: pd.DataFrame | None = None
 ) -> Figure:
-    """Achieved FLOP/s against arithmetic intensity under each known roof."""
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    xs = list(points["intensity"]) + (list(ops["intensity"]) if ops is not None else [])
-    lo = max(min(xs, default=0.1) / 4, 1e-3)
-    hi = max(max(xs, default=100) * 4, 10)
+    """Achieved FLOP/s against arithmetic intensity under each known roof, drawn whole: the
+    x-axis spans every roof's ridge point (marked and labelled), each roof is labelled with its
+    peak and bandwidth, and each family's best point is labelled with its configuration."""
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    xs = [float(v) for v in points["intensity"]] + (
+        [float(v) for v in ops["intensity"]] if ops is not None and len(ops) else []
+    )
+    ys = [float(v) for v in points["achieved_flops"]] + (
+        [float(v) for v in ops["achieved_flops"]] if ops is not None and len(ops) else []
+    )
+    ridges = [r.ridge for r in roofs if r.ridge]
+    span = [v for v in xs if v > 0] + [x * f for x in ridges for f in (0.25, 4)]
+    lo = max(min(span, default=0.1) / 2, 1e-3)
+    hi = max(max(span, default=100) * 2, 10)
     grid = np.logspace(math.log10(lo), math.log10(hi), 200)
     styles = {"datasheet": ("black", "--"), "measured": ("tab:blue", "-")}
+    tops = []
     for roof in roofs:
         color, ls = styles.get(roof.kind, ("grey", ":"))
+        what = ", ".join(
+            s
+            for s in (
+                U.si(roof.peak_flops, "FLOP/s") if roof.peak_flops else "",
+                U.si(roof.bandwidth, "B/s") if roof.bandwidth else "",
+            )
+            if s
+        )
+        label = f"{roof.kind} roof ({roof.source}): {what}"
         if roof.peak_flops and roof.bandwidth:
             ax.plot(
-                grid,
-                np.minimum(roof.peak_flops, roof.bandwidth * grid),
+                grid, np.minimum(roof.peak_flops, roof.bandwidth * grid), color=color, ls=ls,
+                label=label,
+            )  # fmt: skip
+            ax.axvline(roof.ridge, color=color, ls=":", lw=0.8)
+            ax.text(  # at the foot of the ridge line, clear of the points
+                roof.ridge * 1.08,
+                0.03 + 0.07 * len(tops),
+                f"ridge {U.number(roof.ridge)} FLOP/B",
+                transform=ax.get_xaxis_transform(),
+                fontsize=7,
                 color=color,
-                ls=ls,
-                label=f"{roof.kind} roof ({roof.source})",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
             )
+            tops.append(roof.peak_flops)
         elif roof.peak_flops:
-            ax.axhline(roof.peak_flops, color=color, ls=ls, label=f"{roof.kind} peak")
+            ax.axhline(roof.peak_flops, color=color, ls=ls, label=label)
+            tops.append(roof.peak_flops)
+        elif roof.bandwidth:
+            ax.plot(grid, roof.bandwidth * grid, color=color, ls=ls, label=label)
     for fam, g in points.groupby("family"):
         ax.scatter(g["intensity"], g["achieved_flops"], s=14, alpha=0.8, label=f"{fam} (model)")
+        best = g.loc[g["achieved_flops"].idxmax()]
+        ax.annotate(
+            _point_label(fam, best),
+            (best["intensity"], best["achieved_flops"]),
+            xytext=(5, 5),
+            textcoords="offset points",
+            fontsize=6.5,
+        )
     if ops is not None and len(ops):
         ax.scatter(
             ops["intensity"],
@@ -167,12 +210,43 @@ def roofline(
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    top = max(tops + ys, default=1e9)
+    bottom = min([v for v in ys if v > 0] + [t / 1e3 for t in tops], default=top / 1e4)
+    ax.set_ylim(bottom / 3, top * 3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: U.number(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: U.si(v)))
     ax.set_xlabel("arithmetic intensity (FLOP/byte, analytic)")
-    ax.set_ylabel("FLOP/s")
+    ax.set_ylabel("achieved FLOP/s")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(True, which="both", alpha=0.2)
     return fig
+
+
+def _point_label(family: str, row) -> str:
+    """'fc batch=512 nodes=1024': the family and its hyperparameters, batch first."""
+    import json
+
+    try:
+        cfg = json.loads(row.get("config_key") or "{}")
+    except (TypeError, ValueError):
+        cfg = {}
+    keys = (["batch"] if "batch" in cfg else []) + [k for k in cfg if k != "batch"][:2]
+    return " ".join([family, *(f"{k}={cfg[k]}" for k in keys)])
+
+
+def integer_colorbar(cb, values) -> None:
+    """Ticks at the values themselves, labelled as plain integers (64, not 6×10¹)."""
+    vals = sorted({float(v) for v in values if v == v})
+    if not vals:
+        return
+    if len(vals) > 10:
+        step = math.ceil(len(vals) / 8)
+        vals = vals[::step]
+    cb.set_ticks(vals)
+    cb.set_ticklabels([str(int(v)) if v.is_integer() else U.number(v) for v in vals])
+    cb.ax.minorticks_off()
 
 
 def speedup_scatter(cmp, color_by: str | None = None) -> Figure:
@@ -185,14 +259,19 @@ def speedup_scatter(cmp, color_by: str | None = None) -> Figure:
     kw = {"norm": LogNorm()} if c is not None and (c > 0).all() and c.max() / c.min() >= 8 else {}
     sc = ax.scatter(p["params"], p["speedup"], c=c, s=16, cmap="plasma", **kw)
     if c is not None:
-        fig.colorbar(sc, ax=ax, label=color_by)
+        integer_colorbar(fig.colorbar(sc, ax=ax, label=color_by), c)
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_xscale("log")
     if len(p) and p["speedup"].max() / max(p["speedup"].min(), 1e-12) > 10:
         ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: U.si(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: U.times(v)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xlabel("trainable parameters")
     ax.set_ylabel(f"speedup of {cmp.b} over {cmp.a}")
-    ax.set_title(f"{cmp.by}: {cmp.b} vs {cmp.a} ({cmp.metric})", fontsize=9)
+    ax.set_title(
+        f"{cmp.by}: {cmp.b} vs {cmp.a} ({METRICS.get(cmp.metric, cmp.metric)})", fontsize=9
+    )
     return fig
 
 
@@ -215,7 +294,7 @@ def param_ranges(df: pd.DataFrame) -> Figure:
     ax.set_yticks(range(len(df)), [f"{r.family} ({r.source})" for r in df.itertuples()])
     ax.set_xscale("log")
     ax.set_xlabel("trainable parameters")
-    ax.set_title("Model sizes (paper Figure 1)", fontsize=9)
+    ax.set_title("Model sizes (seed 000 Figure 1)", fontsize=9)
     ax.grid(True, axis="x", alpha=0.2)
     return fig
 
@@ -248,7 +327,7 @@ def thread_scaling(df: pd.DataFrame) -> Figure:
 
 
 def ops_bars(df: pd.DataFrame) -> Figure:
-    """Achieved FLOP/s per op shape and precision (the accelerator study's Figures 2-4)."""
+    """Achieved FLOP/s per op shape and precision (seed 002's Figure 7, the accelerator study)."""
     ok = df[df["status"] == "ok"]
     pivot = ok.pivot_table(
         index="name", columns=["precision", "pass"], values="achieved_flops", aggfunc="median"
@@ -276,4 +355,53 @@ def predicted_vs_measured(df: pd.DataFrame) -> Figure:
     ax.set_ylabel("predicted step time (s) — prediction")
     ax.legend(fontsize=7)
     ax.set_title("What-if model vs measurement", fontsize=9)
+    return fig
+
+
+def op_breakdown(shares: pd.DataFrame, title: str = "") -> Figure:
+    """Share of each run's profiled time by op type, one stacked bar per run (seed 000
+    Fig. 3(b)/(d) as shares); shares of at least 8% are written on the bar."""
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.32 * max(3, len(shares))))
+    left = np.zeros(len(shares))
+    cmap = plt.get_cmap("tab20")
+    y = np.arange(len(shares))
+    for i, col in enumerate(shares.columns):
+        v = shares[col].to_numpy(dtype=float)
+        ax.barh(y, v, left=left, color=cmap(i % 20), label=col, height=0.75)
+        for j in np.nonzero(v >= 0.08)[0]:
+            ax.text(left[j] + v[j] / 2, j, U.pct(v[j], 0), ha="center", va="center", fontsize=6)
+        left += v
+    ax.set_yticks(y, list(shares.index), fontsize=6.5)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: U.pct(v, 0)))
+    ax.set_xlabel("share of profiled time per step")
+    ax.legend(fontsize=6.5, ncol=min(5, len(shares.columns)), loc="lower center",
+              bbox_to_anchor=(0.5, 1.0), frameon=False)  # fmt: skip
+    if title:
+        fig.suptitle(title, fontsize=9, y=1.02)
+    return fig
+
+
+def op_speedups(df: pd.DataFrame, a: str, b: str, by: str) -> Figure:
+    """Per-op speedup of `b` over `a` against the op's arithmetic intensity, coloured by op
+    type (seed 000 Fig. 6(b)-(c)); the geometric mean per op type is in the legend."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    cmap = plt.get_cmap("tab10")
+    known = df[df["intensity"].notna()]
+    for i, (kind, g) in enumerate(known.groupby("op_type", sort=True)):
+        gm = float(np.exp(np.log(g["speedup"].astype(float)).mean()))
+        ax.scatter(g["intensity"], g["speedup"], s=14, alpha=0.75, color=cmap(i % 10),
+                   label=f"{kind} ({len(g)} ops, geomean {U.times(gm)})")  # fmt: skip
+    ax.axhline(1, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: U.number(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: U.times(v)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, counted)")
+    ax.set_ylabel(f"speedup of {b} over {a} (op time)")
+    ax.set_title(f"Per-op speedup, {by}: {b} over {a}", fontsize=9)
+    ax.legend(fontsize=6.5)
+    ax.grid(True, which="both", alpha=0.2)
     return fig

@@ -13,7 +13,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 
-def speedup_map(grid: pd.DataFrame, family: str, mode: str, y: str, x: str) -> Figure:
+def speedup_map(
+    grid: pd.DataFrame, family: str, mode: str, y: str, x: str, title: str | None = None
+) -> Figure:
     """Speedup of `mode` over eager per (y, x) cell, on a colour scale centred at 1×
     (red: compiled slower, blue: faster); empty cells ran no matched pair."""
     vals = grid.to_numpy(dtype=float)
@@ -35,7 +37,7 @@ def speedup_map(grid: pd.DataFrame, family: str, mode: str, y: str, x: str) -> F
     ax.set_yticks(range(len(grid.index)), [_label(v) for v in grid.index])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.set_title(f"{family}: {mode} over eager (examples/s)", fontsize=9)
+    ax.set_title(title or f"{family}: {mode} over eager (examples/s)", fontsize=9)
     cb = fig.colorbar(im, ax=ax, shrink=0.8, label="speedup")
     ticks = [float(np.exp(-span)), 1.0, float(np.exp(span))]
     cb.set_ticks(ticks, labels=[f"{t:.2g}×" for t in ticks])

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -30,6 +32,8 @@ from paradnn.analysis.frames import (
 )
 from paradnn.errors import ConfigError
 from paradnn.report import backends as _backends
+from paradnn.report import cells
+from paradnn.report import infeed as _infeed
 from paradnn.report import modes as _modes
 from paradnn.report.scaling import section as scaling_section
 
@@ -50,6 +54,7 @@ class Section:
     tables: list[tuple[str, str]] = field(default_factory=list)  # (caption, escaped HTML)
     notes: list[str] = field(default_factory=list)
     empty: str | None = None  # what to run when there is no data
+    lists: list[tuple[str, list[str]]] = field(default_factory=list)  # (heading, one line each)
 
 
 @dataclass
@@ -78,13 +83,22 @@ class _Writer:
         return Figure(name, caption, base64.b64encode(data).decode("ascii"))
 
     def table(
-        self, name: str, df: pd.DataFrame, caption: str, index: bool = False, max_rows: int = 60
+        self,
+        name: str,
+        df: pd.DataFrame,
+        caption: str,
+        index: bool = False,
+        max_rows: int = 60,
+        units: dict | None = None,
     ) -> tuple[str, str]:
+        """The CSV keeps numbers as numbers (plus one column per hyperparameter); the HTML
+        shows units, percentages and human headers (report/cells.py; `units` overrides a
+        column's formatter by name: 'pct', 'times', 'params', ...)."""
         path = self.out / "tables" / f"{_slug(name)}.csv"
-        df.to_csv(path, index=index)
+        cells.expand_config(df, keep=True).to_csv(path, index=index)
         self.tables.append(path)
         shown = df.head(max_rows)
-        html = _html_table(shown, index=index)
+        html = cells.html_table(shown, index=index, units=units)
         more = (
             f" (first {max_rows} of {len(df)}; all in tables/{path.name})"
             if len(df) > max_rows
@@ -95,26 +109,6 @@ class _Writer:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:120] or "x"
-
-
-def _fmt_cell(v):
-    if v is None or (isinstance(v, float) and pd.isna(v)):
-        return "—"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return v
-
-
-def _html_table(df: pd.DataFrame, index: bool = False) -> str:
-    """pandas escapes every cell, header and index label (escape=True is its default)."""
-    shown = df.copy()
-    for c in shown.columns:
-        shown[c] = shown[c].map(_fmt_cell)
-    return shown.to_html(index=index, escape=True, border=0, classes="tbl", na_rep="—")
-
-
-def _pct(x) -> str:
-    return "—" if x is None or pd.isna(x) else f"{100 * x:.1f}%"
 
 
 def build(
@@ -211,8 +205,15 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
             )
             .reset_index()
         )
-        for c in ("max_util_measured", "max_util_datasheet"):
-            agg[c] = agg[c].map(_pct)
+        over = agg[agg["max_util_measured"].astype(float) > 1]
+        if len(over):
+            s.notes.append(
+                "Utilization above 100% of the measured ceiling ("
+                + ", ".join(f"{r.family} on {r.platform} {r.precision}" for r in over.itertuples())
+                + "): runs achieved more than the stored matmul ceiling, so that calibration "
+                "under-measured the device (too small a matrix, or a loaded machine). `paradnn "
+                "calibrate --force` measures it again; utilization is stored with each run."
+            )
         s.tables.append(
             w.table(
                 "summary",
@@ -283,20 +284,44 @@ def _findings(data: A.Data, w: _Writer) -> Section:
         "findings",
         "Findings: the seeds' observations, tested on this data",
         "Each verdict is computed from the data in this report by the stated rule; "
-        "observations about hardware or run kinds the data lacks are untestable, not "
-        "guessed.",
+        "observations about hardware or run kinds the data lacks are untestable, not guessed. "
+        "The seeds: " + "; ".join(f"{k} is {v}" for k, v in A.findings.SEEDS.items()) + ".",
     )
     fs = A.findings.as_frame(A.evaluate(data, include_noisy=True))  # `data` is already filtered
+    never = fs["id"].isin(A.findings.NEVER_TESTABLE)
+    here = (fs["verdict"] == A.findings.UNTESTABLE) & ~never
+    tested = fs[~never & ~here]
     s.tables.append(
-        w.table("findings", fs[["verdict", "claim", "evidence", "source", "rule"]], "Findings")
+        w.table(
+            "findings",
+            tested[["verdict", "claim", "evidence", "source", "rule"]],
+            "Verdicts",
+        )
     )
+    if here.any():
+        s.lists.append(
+            (
+                "Untestable on this data: paradnn can produce what they need (another "
+                "platform, torch version or run kind), this report's databases do not hold it",
+                [f"{r.claim} — {r.source}: {r.evidence}." for r in fs[here].itertuples()],
+            )
+        )
+    if never.any():
+        s.lists.append(
+            (
+                "Untestable on any data paradnn can produce: they are about TPU "
+                "hardware or 1,024-chip systems, which paradnn does not measure",
+                [f"{r.claim} — {r.source}: {r.evidence}." for r in fs[never].itertuples()],
+            )
+        )
+    w.table("findings-all", fs, "")  # every finding, one CSV
     return s
 
 
 def _param_ranges(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "params",
-        "Model sizes (paper Figure 1)",
+        "Model sizes (seed 000 Figure 1)",
         "Trainable parameters per family: the paper space's range (counted from the "
         "analytic formulas) and the configurations in the database.",
     )
@@ -305,17 +330,25 @@ def _param_ranges(data: A.Data, w: _Writer) -> Section:
         s.empty = "No families registered."
         return s
     s.figures.append(w.figure("params", P.param_ranges(df), "Parameter counts per family"))
-    s.tables.append(w.table("param-ranges", df, "Parameter ranges"))
+    s.tables.append(
+        w.table(
+            "param-ranges",
+            df,
+            "Parameter ranges",
+            units={"min": "params", "median": "params", "max": "params"},
+        )
+    )
     return s
 
 
 def _heatmaps(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "heatmaps",
-        "Heat maps (paper Figure 2(a)-(c))",
+        "Heat maps (seed 000 Figures 2(a)-(c) and 7)",
         "A metric over batch size and the family's width hyperparameter with the other "
         "hyperparameters fixed (the paper's values when the data has them, else the "
-        "most common value, as stated under each map). Failed cells show their status.",
+        "most common value, as stated under each map): utilization (Figure 2) and, per "
+        "platform, examples/s (Figure 7). Failed cells show their status.",
     )
     for fam in sorted(data.hyperparameters):
         hps = data.hyperparameters[fam]
@@ -335,12 +368,40 @@ def _heatmaps(data: A.Data, w: _Writer) -> Section:
         where = ", ".join(str(v) for v in hm.where.values())
         cap = f"{fam} on {where}: {METRICS.get(hm.metric, hm.metric)}; fixed {_fixed_text(hm)}"
         s.figures.append(w.figure(f"heatmap-{fam}", P.heatmap(hm), cap))
+    _throughput_maps(data, w, s)
     if not s.figures:
         s.empty = (
             "Needs a sweep over batch and width: `paradnn run --preset paper-fc` (or "
             "paper-cnn, paper-rnn; `--preset cpu` for a CPU-sized one)."
         )
     return s
+
+
+def _throughput_maps(data: A.Data, w: _Writer, s: Section) -> None:
+    """Examples/s over batch and width per platform (seed 000 Figure 7: the same grid on each
+    platform, failed cells marked), at each platform's most common precision."""
+    if not len(data.ok):
+        return
+    plats = A.speedup.values(data, "platform")[:3]
+    for fam in sorted(data.hyperparameters):
+        hps = data.hyperparameters[fam]
+        if "batch" not in hps or len(hps) < 2:
+            continue
+        for plat in plats:
+            ok = data.ok[(data.ok["family"] == fam) & (data.ok["platform"] == plat)]
+            if not len(ok):
+                continue
+            prec = ok["precision"].value_counts().index[0]
+            try:
+                hm = A.heatmap(
+                    data, fam, metric="examples_per_s", where={"platform": plat, "precision": prec}
+                )
+            except ConfigError:
+                continue
+            if hm.cells < 2:
+                continue
+            cap = f"{fam} on {plat}, {prec}: examples/s; fixed {_fixed_text(hm)}"
+            s.figures.append(w.figure(f"throughput-{fam}-{plat}-{prec}", P.heatmap(hm), cap))
 
 
 def _fixed_text(hm) -> str:
@@ -352,7 +413,7 @@ def _fixed_text(hm) -> str:
 def _sensitivity(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "sensitivity",
-        "Hyperparameter sensitivity (paper Figure 2(d)-(f))",
+        "Hyperparameter sensitivity (seed 000 Figure 2(d)-(f))",
         "Ordinary least squares of the metric on z-scored hyperparameters (log2 for "
         "geometric axes), with 95% confidence intervals: the weights rank importance, "
         "they do not predict.",
@@ -368,7 +429,14 @@ def _sensitivity(data: A.Data, w: _Writer) -> Section:
             w.figure(f"sensitivity-{fam}", P.sensitivity(sens), f"{fam}: weights on {sens.metric}")
         )
         t = sens.table.assign(n=sens.n, r2=sens.r2)
-        s.tables.append(w.table(f"sensitivity-{fam}", t, f"{fam} regression weights"))
+        s.tables.append(
+            w.table(
+                f"sensitivity-{fam}",
+                t,
+                f"{fam} regression weights",
+                units={"ci_low": "signed", "ci_high": "signed"},
+            )
+        )
         if sens.excluded:
             s.notes.append(
                 f"{fam}: not in the fit: "
@@ -385,7 +453,7 @@ def _sensitivity(data: A.Data, w: _Writer) -> Section:
 def _rooflines(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "rooflines",
-        "Rooflines (paper Figure 3)",
+        "Rooflines (seed 000 Figure 3(a)/(c))",
         "Achieved FLOP/s against arithmetic intensity. Model intensity is counted from "
         "the shape list (GEMM/conv operand traffic without reuse), so it is an upper "
         "bound; crosses are measured per-op profiles. Datasheet roof dashed, measured "
@@ -429,7 +497,7 @@ SPEEDUP_AXES = (
 def _speedups(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "speedups",
-        "Speedups (paper Figures 6-10, 12-13)",
+        "Speedups (seed 000 Figures 6(a), 8-10 and 12)",
         "Groups matched by configuration: every other identity column (platform, "
         "precision, mode, optimizer, and the thread count where both groups ran it) is equal "
         "within a pair. Speedup = examples/s of the second group over the first, with a 95% "
@@ -466,8 +534,10 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
                     c.summary,
                     f"{by}: {b} over {a} — configs faster, slower, no detectable change; "
                     "geometric mean with its 95% CI; range",
+                    units={"median": "times", "min": "times", "max": "times"},
                 )
             )
+            _speedup_maps(c, data, w, s, name)
             if len(c.failed):
                 s.tables.append(
                     w.table(
@@ -484,6 +554,139 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
             "`paradnn compare --by precision --a fp32 --b bf16`."
         )
     return s
+
+
+def _speedup_maps(c, data: A.Data, w: _Writer, s: Section, name: str) -> None:
+    """Per family: the speedup over batch × width (geometric mean over the other
+    hyperparameters) and the regression weights of the speedup on the hyperparameters, with
+    95% CIs (seed 000 Figures 8-10: which hyperparameters make the second group faster)."""
+    from paradnn.analysis.modes import heat
+    from paradnn.plots.modes import speedup_map
+
+    for fam in sorted(set(c.pairs["family"])):
+        h = heat(c.pairs, fam)
+        if h is not None:
+            grid, y, x = h
+            title = f"{fam}: {c.b} over {c.a} ({c.by}, examples/s)"
+            s.figures.append(
+                w.figure(
+                    f"{name}-{fam}-map",
+                    speedup_map(grid, fam, c.b, y, x, title=title),
+                    f"{fam}: speedup of {c.b} over {c.a} per {y} × {x} (other hyperparameters "
+                    "pooled by geometric mean)",
+                )
+            )
+        pairs = c.pairs[c.pairs["family"] == fam]
+        hps = [h for h in A.frames.numeric_hyperparameters(data, fam) if h in pairs]
+        sens = A.sensitivity(data, fam, "speedup", hyperparameters=hps, frame=pairs)
+        if sens.reason:
+            s.notes.append(f"{c.by} {c.b} over {c.a}, {fam}: no regression ({sens.reason}).")
+            continue
+        s.figures.append(
+            w.figure(
+                f"{name}-{fam}-weights",
+                P.sensitivity(sens),
+                f"{fam}: regression weights of the speedup of {c.b} over {c.a} (95% CI)",
+            )
+        )
+
+
+def _breakdown(data: A.Data, w: _Writer) -> Section:
+    s = Section(
+        "breakdown",
+        "Where the step time goes, per op type (seed 000 Figures 3(b)/(d) and 6(b)-(c))",
+        "From the per-op profiles stored with runs (`--profile`): each op type's share of the "
+        "run's profiled device time per step (the shares of a run add to 100%), and, where two "
+        "groups of profiled runs share a configuration, each op's speedup (time in the first "
+        "group over time in the second) against its counted arithmetic intensity.",
+    )
+    bd = A.breakdown.breakdown(data)
+    if not len(bd):
+        s.empty = (
+            "No per-op profiles: `paradnn run --profile` (or `paradnn bench FAMILY ... "
+            "--profile`) stores one per run."
+        )
+        return s
+    shown = _representative(bd)
+    sh = A.breakdown.shares(shown)
+    s.figures.append(
+        w.figure("op-breakdown", P.op_breakdown(sh), "Share of profiled time per op type")
+    )
+    if len(shown["run_uid"].unique()) < len(bd["run_uid"].unique()):
+        s.notes.append(
+            f"The figure shows {shown['run_uid'].nunique()} of {bd['run_uid'].nunique()} "
+            "profiled runs (per family and platform: the smallest, median and largest batch "
+            "of the most common configuration); tables/op-breakdown.csv has all."
+        )
+    wide = sh.reset_index().rename(columns={"run": "run"})
+    s.tables.append(
+        w.table(
+            "op-breakdown-shares",
+            wide,
+            "Share of profiled time per op type (runs of the figure)",
+            units={c: "pct" for c in sh.columns},
+        )
+    )
+    w.table("op-breakdown", bd, "")  # every profiled run, long format
+    for by in ("platform", "precision", "torch_version", "threads", "mode"):
+        vals = [v for v in A.speedup.values(data, by)]
+        if len(vals) < 2:
+            continue
+        if by == "threads":
+            vals = sorted(vals, key=lambda v: int(v) if v.isdigit() else 1 << 30)
+        a, b = vals[0], vals[1]
+        sp = A.breakdown.op_speedups(data, by, a, b)
+        if not len(sp):
+            continue
+        s.figures.append(
+            w.figure(
+                f"op-speedups-{by}-{b}-over-{a}",
+                P.op_speedups(sp, a, b, by),
+                f"Per-op speedup of {b} over {a} ({by})",
+            )
+        )
+        per_type = (
+            sp.assign(log=np.log(sp["speedup"].astype(float)))
+            .groupby("op_type")
+            .agg(
+                ops=("op", "size"),
+                geomean=("log", "mean"),
+                min=("speedup", "min"),
+                max=("speedup", "max"),
+            )
+            .reset_index()
+        )
+        per_type["geomean"] = np.exp(per_type["geomean"])
+        s.tables.append(
+            w.table(
+                f"op-speedups-{by}-{b}-over-{a}",
+                per_type,
+                f"Per-op speedup of {b} over {a} ({by}) by op type",
+                units={"min": "times", "max": "times", "ops": "count"},
+            )
+        )
+        w.table(f"op-speedups-{by}-{b}-over-{a}-ops", sp, "")
+        break
+    else:
+        s.notes.append(
+            "No per-op speedups: they need profiled runs of one configuration in two groups "
+            "(two platforms, precisions, torch versions or thread counts)."
+        )
+    return s
+
+
+def _representative(bd: pd.DataFrame, per: int = 3) -> pd.DataFrame:
+    """At most `per` runs per (family, platform, precision) group, spread over batch sizes."""
+    runs = bd.drop_duplicates("run_uid")
+    if len(runs) <= 18:
+        return bd
+    keep = []
+    for _, g in runs.groupby(["family", "platform", "precision"], sort=True):
+        g = g.assign(_b=g["config_key"].map(lambda k: json.loads(k).get("batch", 0)))
+        g = g.sort_values("_b")
+        idx = sorted({0, len(g) // 2, len(g) - 1})[:per]
+        keep += list(g["run_uid"].iloc[idx])
+    return bd[bd["run_uid"].isin(keep)]
 
 
 def _batch(data: A.Data, w: _Writer) -> Section:
@@ -505,7 +708,8 @@ def _batch(data: A.Data, w: _Writer) -> Section:
 
 def _ops(data: A.Data, w: _Writer) -> Section:
     s = Section(
-        "ops", "Op micro-benchmarks and CPU thread scaling (accelerator study Table 4, Figures 2-6)"
+        "ops",
+        "Op micro-benchmarks and CPU thread scaling (seed 002 Table 4, Figures 5-8)",
     )
     df = A.ops_table(data)
     if not len(df):
@@ -528,7 +732,7 @@ def _ops(data: A.Data, w: _Writer) -> Section:
 def _table8(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "table8",
-        "Performance, power and energy per model and device (accelerator study Table 8 layout)",
+        "Performance, power and energy per model and device (seed 002 Table 8 layout)",
     )
     t = A.table8(data)
     if not len(t):
@@ -567,6 +771,7 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
     )
     try:
         from paradnn.sim import fidelity as sim_validate
+        from paradnn.sim import fit as sim_fit
     except ImportError:
         s.empty = "The simulator is not installed in this version."
         return s
@@ -603,6 +808,19 @@ def _prediction(data: A.Data, w: _Writer) -> Section:
             )
         )
     s.tables.append(w.table("predicted-vs-measured", df, "Per-config prediction error"))
+    heldout = getattr(sim_fit, "heldout_data", None)
+    if heldout is not None:
+        held = heldout(data)
+        if len(held):
+            s.tables.append(
+                w.table(
+                    "step-time-heldout",
+                    held,
+                    "Step-time model (`paradnn simulate fit`): per-kernel overhead, efficiency "
+                    "and achieved bandwidth fitted on the `fit` configs, error on the `holdout` "
+                    "configs it never saw (split by config hash, 30 % held out); predictions",
+                )
+            )
     return s
 
 
@@ -634,9 +852,11 @@ _SECTIONS: list[tuple[str, Callable[[A.Data, _Writer], Section]]] = [
     ("heat maps", _heatmaps),
     ("sensitivity", _sensitivity),
     ("rooflines", _rooflines),
+    ("per-op breakdown", _breakdown),
     ("speedups", _speedups),
     ("scaling", scaling_section),
     ("modes", lambda data, w: Section(**_modes.section(data, w))),
+    ("infeed", lambda data, w: Section(**_infeed.section(data, w))),
     ("backends", lambda data, w: Section(**_backends.section(data, w))),
     ("batch effect", _batch),
     ("ops", _ops),

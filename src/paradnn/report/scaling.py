@@ -37,7 +37,7 @@ SHOWN = [
 @dataclass
 class ScalingSection:
     id: str = "scaling"
-    title: str = "Data-parallel scaling (paper Figure 4, observation 3)"
+    title: str = "Data-parallel scaling (seed 000 Figure 4, observation 3)"
     intro: str = INTRO
     figures: list[Any] = field(default_factory=list)
     tables: list[tuple[str, str]] = field(default_factory=list)

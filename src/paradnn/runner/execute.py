@@ -64,6 +64,12 @@ def execute(
         reason = unsupported_reason(options.mode, device)
         if reason:
             return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
+    if options.data_source != "device":  # docs/infeed.md
+        from paradnn.measure import infeed
+
+        reason = infeed.unsupported_reason(options, rec.config)
+        if reason:
+            return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
     rec = measure_into(rec, family_name, options, device, progress)
     return rec.replace(finished_at=now())
 
@@ -83,6 +89,7 @@ def measure_into(
     step = None
     meter = None
     compiled = None  # a compiled mode's CompileRun (measure/compile.py)
+    feed = None  # where each step's batch comes from (measure/infeed.py)
     # Denormal operands slow CPU math by up to ~80× for stretches of a training run, so a step
     # time would depend on which steps got timed. TensorFlow (ParaDnn's framework) flushes them
     # by default; so do we during a run (the environment records it), and restore after.
@@ -106,8 +113,14 @@ def measure_into(
             policy = options.timing
             if meter is not None and meter.min_window_s > policy.min_window_s:
                 policy = dataclasses.replace(policy, min_window_s=meter.min_window_s)
-            probe = _load_probe(device)
-            windows = Windows(probe, meter)  # the probe outermost: it sees the meter's cost
+            from paradnn.measure.infeed import open_feed, run_cpu_seconds
+
+            if options.data_source == "pipeline":
+                say({"phase": "writing the pipeline's files"})
+            feed = open_feed(step, options, device, rec.config, rec.examples_per_step)
+            # a pipeline's loader workers are the run's own CPU, not another process's load
+            probe = _load_probe(device, run_cpu_seconds if feed.workers else None)
+            windows = Windows(probe, meter, feed)  # the probe outermost: it sees the others
             timed, no_recompiles = step, contextlib.nullcontext()
             if options.mode != "eager":
                 compiled = _compile(step, rec, options, device)
@@ -116,9 +129,13 @@ def measure_into(
                 timed, no_recompiles = compiled.step, compiled.no_recompiles()
             with no_recompiles:
                 timing = measure(
-                    timed, clock_for(device), policy, window=windows, progress=progress
+                    feed.wrap(timed), clock_for(device), policy, window=windows, progress=progress
                 )
-            synchronize(device)
+                synchronize(device)
+                if options.data_source != "device":
+                    say({"phase": "infeed alone, model alone"})
+                rec = rec.with_part(feed.part(timed, lambda: synchronize(device)))
+                feed.close()
             if meter is not None:
                 rec = rec.with_part(_energy(meter, timing.steps, rec, options.energy_period_s))
             say({"phase": "counting FLOPs"})
@@ -153,6 +170,8 @@ def measure_into(
             rec = rec.with_part(compiled.part(None, failure=error))
         rec = rec.replace(status=status, error=error)
     finally:
+        if feed is not None:
+            feed.close()
         if meter is not None:
             meter.close()
         torch.set_flush_denormal(False)
@@ -213,9 +232,11 @@ def _where(exc: BaseException) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
-def _load_probe(device: torch.device) -> LoadProbe:
+def _load_probe(device: torch.device, own_cpu: Any = None) -> LoadProbe:
     gpu = nvml_other_processes(device.index or 0) if device.type == "cuda" else None
-    return LoadProbe(gpu_others=gpu)
+    if own_cpu is None:
+        return LoadProbe(gpu_others=gpu)
+    return LoadProbe(gpu_others=gpu, own_cpu=lambda: own_cpu() or 0.0)
 
 
 def quality_part(t: Timing, load: dict[str, Any], target: float) -> Quality:

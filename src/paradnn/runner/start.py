@@ -14,8 +14,12 @@ from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.precisions import precision_flags
 from paradnn.records import (
+    DEVICE_DATA,
+    HOST_DATA,
+    LOADER_SETTINGS,
     Counts,
     Identity,
+    Infeed,
     Outcome,
     Parallel,
     RunRecord,
@@ -28,6 +32,45 @@ from paradnn.records import (
 
 
 def start_record(
+    family_name: str,
+    values: dict[str, Any],
+    options: RunOptions,
+    env: dict[str, Any],
+    *,
+    sweep: str | None = None,
+) -> RunRecord:
+    """The record of a run before it is measured (`_start`), with its data source."""
+    rec = _start(family_name, values, options, env, sweep=sweep)
+    return rec.with_part(infeed_start(options))
+
+
+NOT_MEASURED = "not measured: the run did not reach its timed window"
+INFEED_MEASURED = (
+    *("data_wait_s", "data_copy_s", "infeed_share", "loader_examples_per_s"),
+    *("model_only_examples_per_s", "input_bound", "host_cpu_cores", "host_cpu_share", "infeed"),
+)
+
+
+def infeed_start(options: RunOptions) -> Infeed:
+    """The data source and loader settings a run asked for (docs/infeed.md); its measured
+    figures stay null, each with its reason, until the worker fills them in."""
+    source = getattr(options, "data_source", "device")
+    nulls = dict.fromkeys(INFEED_MEASURED, NOT_MEASURED)
+    if source != "pipeline":
+        why = DEVICE_DATA if source == "device" else HOST_DATA
+        nulls.update(dict.fromkeys(LOADER_SETTINGS, why))
+        return Infeed(data_source=source, nulls=nulls)
+    return Infeed(
+        data_source=source,
+        loader_workers=options.loader_workers,
+        pin_memory=options.pin_memory,
+        prefetch_factor=options.prefetch_factor,
+        persistent_workers=options.persistent_workers,
+        nulls=nulls,
+    )
+
+
+def _start(
     family_name: str,
     values: dict[str, Any],
     options: RunOptions,

@@ -120,6 +120,17 @@ class _Worker:
     progress: dict[str, Any] | None = None  # the last progress message of the running job
 
 
+# A worker starts by re-importing the caller's main module (multiprocessing's spawn). A script
+# that calls paradnn at import time, outside `if __name__ == "__main__":`, calls it again in the
+# worker, whose own start then fails: that worker exits with this code and the parent says why.
+MAIN_GUARD_EXIT = 3
+MAIN_GUARD = (
+    "a worker process could not start because the script that calls paradnn runs it at import "
+    "time: worker processes re-import the main module, so put the calls under "
+    '`if __name__ == "__main__":` (docs/api.md)'
+)
+
+
 class _Pool:
     def __init__(self, settings: WorkerSettings):
         self.ctx = mp.get_context("spawn")
@@ -133,7 +144,12 @@ class _Pool:
         # glibc reads them at process start, so they go into the worker's environment.
         for key, value in MALLOC_ENV.items():
             os.environ.setdefault(key, value)
-        proc.start()
+        try:
+            proc.start()
+        except RuntimeError as e:  # we are a worker, still importing an unguarded main module
+            if "bootstrapping phase" not in str(e):
+                raise
+            raise SystemExit(MAIN_GUARD_EXIT) from None
         child.close()
         deadline = time.monotonic() + HELLO_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -151,6 +167,8 @@ class _Pool:
                 break
         proc.kill()
         proc.join()
+        if proc.exitcode == MAIN_GUARD_EXIT:
+            raise ParadnnError(MAIN_GUARD)
         raise ParadnnError(f"a worker process failed to start (exit code {proc.exitcode})")
 
 

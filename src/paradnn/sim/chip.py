@@ -9,6 +9,9 @@ A user file uses the platform database's keys (docs/platforms.md) plus these, al
     links = 4                    # links per chip
     link_latency_s = 1e-6        # per hop (α)
     topology = "torus2d"         # ring | biring | torus2d | torus3d: how its chips connect
+    [ID.step]                    # step-time parameters (sim.stepparams; `simulate fit` writes it)
+    kernel_overhead_s = 5e-6
+    efficiency = { fp32 = 0.85 }
 
 Any other key is rejected with one line naming it.
 """
@@ -26,9 +29,10 @@ from paradnn.platforms import specs
 from paradnn.platforms.specs import Platform
 from paradnn.sim.interconnect import KINDS as TOPOLOGY_KINDS
 from paradnn.sim.interconnect import Link
+from paradnn.sim.stepparams import StepParams, defaults, parse_params
 from paradnn.sim.systolic import DATAFLOWS, Arrays
 
-SIM_KEYS = ("dataflow", "link_bw", "links", "link_latency_s", "topology")
+SIM_KEYS = ("dataflow", "link_bw", "links", "link_latency_s", "topology", "step")
 MAX_LINKS = 1024  # links per chip: today's chips have 4 to 18 (docs/limits.md)
 MAX_LATENCY_S = 1.0  # per hop; a microsecond is typical
 DEFAULT_LATENCY_S = 1e-6  # scaling-book: T_min ≈ 1 µs per ICI hop (modelling.md §2.6)
@@ -60,6 +64,9 @@ class Chip:
     # Measured matmul FLOP/s by square size n, per precision (`paradnn calibrate` tries several
     # sizes); a chip without matrix units uses it for GEMMs of other sizes. None: datasheet peak.
     gemm_rates: dict[str, tuple[tuple[int, float], ...]] | None = None
+    # Step-time parameters (`sim.steptime`): from the file's [ID.step] table or a fit; None:
+    # the defaults for the device's kind.
+    step: StepParams | None = None
 
     def gemm_rate(self, precision: str, m: int, n: int, k: int) -> float:
         """FLOP/s of one (m, n, k) GEMM: the measured rate at the square size of equal volume
@@ -191,8 +198,19 @@ def load_file(path: str | Path) -> Chip:
         links = extra["links"]
         if isinstance(links, bool) or not isinstance(links, int) or not 1 <= links <= MAX_LINKS:
             raise ConfigError(f"{pid}.links", links, f"must be an integer in [1, {MAX_LINKS}]")
+    step = None
+    if "step" in extra:
+        step = parse_params(pid, extra["step"], defaults(plat))
+        if "source" not in extra["step"]:
+            step = replace(step, source=f"file {path}")
     return replace(
-        chip, dataflow=dataflow, topology_kind=kind, link=link, links=links, link_source=source
+        chip,
+        dataflow=dataflow,
+        topology_kind=kind,
+        link=link,
+        links=links,
+        link_source=source,
+        step=step,
     )
 
 

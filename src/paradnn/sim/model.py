@@ -80,10 +80,13 @@ class Prediction:
     exposed_comm_s: float
     predicted_step_s: float  # lower bound + exposed all-reduce
     utilization: float  # FLOPs ÷ (predicted step × peak)
-    bottleneck: str  # compute, memory or interconnect
+    bottleneck: str  # compute, memory, interconnect or input (a loader rate was given)
     examples_per_s: float
     memory: dict[str, Any]
     ops: tuple[OpPrediction, ...] = field(repr=False)
+    # the host/input term (docs/infeed.md): seconds per step the infeed needs, from a measured
+    # loader rate; None when no rate was given (the device is fed for free, as in ParaDnn)
+    input_s: float | None = None
 
     def row(self) -> dict[str, Any]:
         """A flat row (no per-op list) for tables, CSV and JSON."""
@@ -92,6 +95,23 @@ class Prediction:
         fits = d.pop("memory")
         d.update({f"mem_{k}": v for k, v in fits.items()})
         return d
+
+
+def input_step(
+    model_s: float, examples: int, loader_examples_per_s: float, overlapped: bool = True
+) -> tuple[float, float, bool]:
+    """The host/input term (docs/infeed.md): (step, infeed seconds per step, input-bound).
+
+    The infeed needs `examples / loader_examples_per_s` per step (the rate of the loader
+    drained alone, measured). Loader workers prefetch while the device computes, so the step
+    is the slower of the two (`overlapped`); loading in the training process itself (0
+    workers) runs in series with the step: their sum. Input-bound when the infeed is the
+    slower side."""
+    if not loader_examples_per_s or loader_examples_per_s <= 0:
+        raise ConfigError("loader_examples_per_s", loader_examples_per_s, "must be > 0")
+    infeed = examples / loader_examples_per_s
+    step = max(model_s, infeed) if overlapped else model_s + infeed
+    return step, infeed, infeed > model_s
 
 
 def predict_op(op: Op, chip: Chip, precision: str) -> OpPrediction:
@@ -137,9 +157,13 @@ def predict(
     topology: Topology | None = None,
     overlap: float = 0.0,
     concurrent: bool = False,
+    loader_examples_per_s: float | None = None,
+    loader_overlapped: bool = True,
 ) -> Prediction:
     """A predicted training step of ``family`` ``config`` (a mapping or a config object) on
-    ``chips`` of ``chip``. Bad input raises ConfigError before any work."""
+    ``chips`` of ``chip``. With ``loader_examples_per_s`` (a host loader's measured rate, per
+    chip) the step includes the host/input term (`input_step`) and may be input-bound. Bad
+    input raises ConfigError before any work."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
     int_at_least("--chips", chips, 1, MAX_CHIPS)
@@ -172,6 +196,12 @@ def predict(
     step = lower_s + exposed
     gemm_bound = "compute" if compute >= memory_s else "memory"
     bottleneck = "interconnect" if exposed > max(compute, memory_s) else gemm_bound
+    input_s = None
+    if loader_examples_per_s is not None:
+        step, input_s, starved = input_step(
+            step, fam.examples_per_step(cfg), loader_examples_per_s, loader_overlapped
+        )
+        bottleneck = "input" if starved else bottleneck
     cap = mem.capacity(family, cfg, precision, optimizer, chip.memory_bytes)
     return Prediction(
         kind=KIND,
@@ -195,6 +225,7 @@ def predict(
         examples_per_s=fam.examples_per_step(cfg) * chips / step,
         memory=cap.as_dict(),
         ops=ops,
+        input_s=input_s,
     )
 
 

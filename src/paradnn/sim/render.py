@@ -1,4 +1,7 @@
-"""Rich tables of simulator rows: SI units for seconds and rates, percentages for shares."""
+"""Rich tables of simulator rows: a person's headers with the unit in them (`step ms`: every
+`*_s` field is shown in milliseconds, whatever its size; rates in GB/s), percentages for shares,
+and headers that wrap between words, never inside one. CSV and JSON keep the fields' own names
+and SI units (seconds)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ PREFERRED = (
     "workload",
     "family",
     "config",
+    "split",
     "precision",
     "platform",
     "chips",
@@ -34,14 +38,91 @@ PREFERRED = (
     "runs",
     "mdape",
     "mdape_calibrated",
+    "mape",
     "speedup",
     "efficiency",
     "bisection_bytes_per_s",
     "reason",
 )
-SHARES = ("utilization", "ape", "ape_calibrated", "mdape", "mdape_calibrated", "efficiency")
+SHARES = (
+    "utilization",
+    "ape",
+    "ape_calibrated",
+    "mdape",
+    "mdape_calibrated",
+    "mape",
+    "efficiency",
+)
 # In CSV and JSON, not in the table (it would not fit a terminal).
 HIDDEN = ("kind", "origin", "basis", "flops_per_chip", "step_lower_s", "examples_per_s")
+# The step-time model's rows: its terms go to `breakdown_table`, not to the wide table.
+STEP_DETAIL = (
+    "step_upper_s",
+    "gemm_compute_s",
+    "gemm_memory_s",
+    "allreduce_link_s",
+    "allreduce_hbm_s",
+    "allreduce_latency_s",
+    "cores_per_chip",
+    "batch_per_core",
+    "fast_conv_ops",
+    "kernels",
+    "params_source",
+    "elementwise_s",
+    "optimizer_s",
+    "master_weights_s",
+    "host_s",
+)
+# (term, what it is) in the order a step spends them.
+TERMS = (
+    ("gemm_s", "GEMMs: Σ max(compute at shape/precision efficiency, memory at achieved BW)"),
+    ("gemm_compute_s", "  of which compute (Σ over GEMMs)"),
+    ("gemm_memory_s", "  of which memory traffic (Σ over GEMMs)"),
+    ("overhead_s", "kernel launch/dispatch: kernels × per-kernel overhead"),
+    ("elementwise_s", "elementwise traffic (bias, activation, normalisation)"),
+    ("optimizer_s", "optimizer traffic (weights, gradients, state)"),
+    ("master_weights_s", "fp32 master weights under a low precision (casts)"),
+    ("host_s", "host / input pipeline (parameters)"),
+    ("input_s", "measured infeed per step (step = max(step, infeed) when prefetched)"),
+    ("comm_s", "all-reduce: max(links, HBM) + latency per tensor"),
+    ("allreduce_link_s", "  links (α–β bandwidth term)"),
+    ("allreduce_hbm_s", "  HBM traffic of the reduction"),
+    ("allreduce_latency_s", "  latency and synchronisation"),
+    ("predicted_step_s", "predicted step"),
+)
+
+
+# The table's header for a field; a field not named here gets its own name with `_` as spaces,
+# `*_bytes_per_s` in GB/s and `*_s` in ms (`header`).
+HEADERS = {
+    "predicted_step_s": "step ms",
+    "step_upper_s": "upper ms",
+    "exposed_comm_s": "exposed ms",
+    "allreduce_s": "all-reduce ms",
+    "measured_s": "measured ms",
+    "predicted_s": "predicted ms",
+    "calibrated_s": "calibrated ms",
+    "utilization": "util",
+    "bottleneck": "bound",
+    "mem_fits": "fits",
+    "ape": "error",
+    "ape_calibrated": "error calibrated",
+    "mdape": "median error",
+    "mdape_calibrated": "median error calibrated",
+    "bisection_bytes_per_s": "bisection GB/s",
+    "precision": "prec",
+}
+
+
+def header(col: str) -> str:
+    """The column's header, with its unit: `compute_s` → `compute ms`."""
+    if col in HEADERS:
+        return HEADERS[col]
+    if col.endswith("bytes_per_s"):
+        return col.removesuffix("bytes_per_s").rstrip("_").replace("_", " ") + " GB/s"
+    if col.endswith("_s") and not col.endswith("_per_s"):
+        return col.removesuffix("_s").replace("_", " ") + " ms"
+    return col.replace("_", " ")
 
 
 def _cell(col: str, v: Any) -> str:
@@ -54,17 +135,37 @@ def _cell(col: str, v: Any) -> str:
     if isinstance(v, float):
         if col in SHARES or ("×" in col and "/" not in col):
             return f"{100 * v:.1f}%"
-        if col.endswith("_s") and not col.endswith("_per_s"):
-            return f"{v * 1e3:.4g} ms"
         if col.endswith("bytes_per_s"):
-            return f"{v / 1e9:.4g} GB/s"
+            return f"{v / 1e9:.4g}"
+        if col.endswith("_s") and not col.endswith("_per_s"):
+            return f"{v * 1e3:.4g}"  # milliseconds: the header says `ms`
         return f"{v:.4g}"
     if col == "config" and isinstance(v, str) and v.startswith("{"):
         return _cell(col, json.loads(v))
     return str(v)
 
 
-def sim_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+# Left out first, in this order, when the table would not fit the terminal (`--format csv` and
+# `json` keep every field): a narrower table, never a header or a number cut inside a word.
+DROP_ORDER = (
+    "step_upper_s",
+    "exposed_comm_s",
+    "topology",
+    "calibrated_s",
+    "ape_calibrated",
+    "mdape_calibrated",
+    "memory_s",
+    "compute_s",
+    "bisection_bytes_per_s",
+    "chips",
+    "allreduce_s",
+)
+
+
+def sim_table(
+    rows: Sequence[dict[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    """The rows as a table no wider than `width` (a terminal's columns; None: no limit)."""
     t = Table(title=title, header_style="bold", title_justify="left")
     if not rows:
         return t
@@ -72,11 +173,72 @@ def sim_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table
     cols = [c for c in PREFERRED if c in keys]
     cols += [c for c in keys if c not in cols and c not in HIDDEN and not c.startswith("mem_")]
     cols = [c for c in cols if any(r.get(c) is not None for r in rows)] or cols
+    platforms = {str(r.get("platform")) for r in rows}
+    if len(platforms) == 1 and len(cols) > 1 and "platform" in cols:
+        cols.remove("platform")  # one chip for every row: the title names it
+        (chip,) = platforms
+        if chip not in (title or ""):
+            t.title = f"{title} on {chip}" if title else chip
+    cells = {c: [_cell(c, r.get(c)) for r in rows] for c in cols}
+    # a column is at least as wide as its longest word (header or cell): rich then wraps
+    # between words only; columns are left out (DROP_ORDER) until the minimums fit `width`
+    least = {
+        c: max(len(w) for text in [header(c), *cells[c]] for w in text.split() or [""])
+        for c in cols
+    }
+    left_out = []
+    for c in DROP_ORDER:
+        if width is None or sum(least[k] + 3 for k in cols) + 1 <= width:
+            break
+        if c in cols:
+            cols.remove(c)
+            left_out.append(header(c))
     for c in cols:
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(*(_cell(c, r.get(c)) for c in cols))
+        numeric = all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+            for v in (r.get(c) for r in rows)
+        )
+        t.add_column(
+            header(c),
+            justify="right" if numeric else "left",
+            min_width=least[c],
+            overflow="fold",
+        )
+    for i in range(len(rows)):
+        t.add_row(*(cells[c][i] for c in cols))
+    notes = []
     origins = sorted({str(r["origin"]) for r in rows if r.get("origin")})
     if origins:
-        t.caption = "predictions; chip figures from " + "; ".join(origins)
+        notes.append("predictions; chip figures from " + "; ".join(origins))
+    if left_out:
+        notes.append(f"left out to fit {width} columns: {', '.join(left_out)} (--format csv)")
+    if notes:
+        t.caption = "\n".join(notes)
+    return t
+
+
+def breakdown_table(row: dict[str, Any]) -> Table:
+    """One step-time prediction term by term: seconds and share of the step."""
+    step = row.get("predicted_step_s") or 0.0
+    t = Table(
+        title=f"step-time breakdown: {row.get('family')} {_cell('config', row.get('config'))} "
+        f"on {row.get('platform')} ({row.get('precision')}, {row.get('chips')} chip(s))",
+        header_style="bold",
+        title_justify="left",
+    )
+    for c in ("term", "time", "share", "what"):
+        t.add_column(c)
+    for key, what in TERMS:
+        v = row.get(key)
+        if v is None:
+            continue
+        share = f"{100 * v / step:.1f}%" if step else "—"
+        t.add_row(key, _cell(key, float(v)), share, what)
+    extra = [
+        f"{row.get('kernels', 0):.0f} kernels",
+        f"{row.get('fast_conv_ops', 0)} GEMMs by Winograd",
+        f"{row.get('cores_per_chip')} core(s) per chip, batch per core {row.get('batch_per_core')}",
+        f"parameters: {row.get('params_source')}",
+    ]
+    t.caption = "prediction; " + "; ".join(extra)
     return t

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from paradnn.errors import StoreError
-from paradnn.records import RECORD_FIELDS, RunRecord
+from paradnn.records import RECORD_FIELDS, RunRecord, hyperparameter_columns
 from paradnn.store.schema import LATEST, MIGRATIONS
 
 DEFAULT_DB = "paradnn.db"
@@ -21,9 +21,11 @@ JSON_COLUMNS = (
     *("config", "samples", "env", "flags", "nulls", "energy", "quality_reasons", "load"),
     "parallel",  # data-parallel detail (records.Parallel)
     *("graph_break_reasons", "compile_detail"),  # modes (docs/modes.md)
+    "infeed",  # data infeed (docs/infeed.md)
     "xla_detail",  # the JAX backend (docs/jax.md)
 )
 BOOL_COLUMNS = ("converged", "emulated", "cudagraphs", "xla_flops_mismatch")
+BOOL_COLUMNS += ("pin_memory", "persistent_workers", "input_bound")  # docs/infeed.md
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",
@@ -167,10 +169,13 @@ class Store:
         return int(self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def frame(self, **filters: Any):
-        """Runs as a pandas DataFrame (the analysis layer's input)."""
+        """Runs as a pandas DataFrame (the analysis layer's input), with one column per
+        hyperparameter beside the `config` dict (`batch`, `nodes`, ...; `cfg_threads` where a
+        key would shadow a run column)."""
         import pandas as pd
 
-        return pd.DataFrame(self.runs(**filters))
+        rows = self.runs(**filters)
+        return pd.DataFrame([{**r, **hyperparameter_columns(r.get("config"), r)} for r in rows])
 
     @staticmethod
     def _decode(row: sqlite3.Row) -> dict[str, Any]:

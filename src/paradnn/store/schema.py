@@ -227,6 +227,25 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN cudagraphs INTEGER;
     ALTER TABLE runs ADD COLUMN compile_detail TEXT;        -- JSON: mode, caches, counters
     """,
+    # infeed (issue 18): where each step's batch came from and what feeding it cost
+    # (docs/infeed.md). Every earlier row trained on device data (synthetic, made once).
+    """
+    ALTER TABLE runs ADD COLUMN data_source TEXT NOT NULL DEFAULT 'device';
+    ALTER TABLE runs ADD COLUMN loader_workers INTEGER;     -- DataLoader num_workers
+    ALTER TABLE runs ADD COLUMN pin_memory INTEGER;
+    ALTER TABLE runs ADD COLUMN prefetch_factor INTEGER;
+    ALTER TABLE runs ADD COLUMN persistent_workers INTEGER;
+    ALTER TABLE runs ADD COLUMN data_wait_s REAL;           -- s per step blocked in next()
+    ALTER TABLE runs ADD COLUMN data_copy_s REAL;           -- s per step copying to the device
+    ALTER TABLE runs ADD COLUMN infeed_share REAL;          -- (wait + copy) / window, in [0, 1]
+    ALTER TABLE runs ADD COLUMN loader_examples_per_s REAL; -- the infeed alone, no model
+    ALTER TABLE runs ADD COLUMN model_only_examples_per_s REAL; -- the model on device data
+    ALTER TABLE runs ADD COLUMN input_bound INTEGER;
+    ALTER TABLE runs ADD COLUMN host_cpu_cores REAL;        -- CPU s of run + workers / window s
+    ALTER TABLE runs ADD COLUMN host_cpu_share REAL;        -- cores busy / cores allowed
+    ALTER TABLE runs ADD COLUMN infeed TEXT;                -- JSON: dataset, cache, methods
+    CREATE INDEX runs_data_source ON runs(data_source);
+    """,
     # backends (issue 21, docs/jax.md): the framework of the run and, for JAX rows, what XLA
     # made of the step. Every earlier row ran on PyTorch; their XLA columns stay NULL.
     """

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import families
-from paradnn.config import AXES, ExecutorSettings, RunOptions, TimingPolicy
+from paradnn.config import AXES, ExecutorSettings, RunOptions, TimingPolicy, relevant_axes
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
@@ -160,6 +160,9 @@ class Sweep:
             if values:
                 study[name] = tuple(dict.fromkeys(values))
         combos = [dict(zip(study, v, strict=True)) for v in itertools.product(*study.values())]
+        combos = list({repr(c): c for c in map(relevant_axes, combos)}.values())  # docs/infeed.md
+        for combo in combos:  # values valid alone may clash together (host data on 2 ranks)
+            RunOptions(**combo)
         _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts) * len(combos))
         return [
             RunSpec(fam, cfg, p, o, combo)

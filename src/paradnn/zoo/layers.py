@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from paradnn.errors import ConfigError
 from paradnn.families.base import ActivationMemory, Family
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent, Shape
+from paradnn.precisions import itemsize as activation_itemsize
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class Plan:
     shapes: list[Shape] = field(default_factory=list)
     params: int = 0
     buffers: int = 0
+    # Elements of the tensors autograd certainly saves, one distinct tensor per conv whose
+    # output a trainable BatchNorm (saves its input) or a ReLU (saves its output) keeps; the
+    # memory model's floor (`RealModel.activation_memory`), so a dry run's fit verdict counts
+    # activations, not weights only.
+    floor_elements: int = 0
 
     def conv(
         self,
@@ -72,8 +78,11 @@ class Plan:
         bias: bool = False,
         bn: bool = True,
         input_grad: bool = True,
+        kept: bool | None = None,
     ) -> tuple[int, int]:
-        """A conv (with a BatchNorm after it when `bn`); returns the output's (h, w)."""
+        """A conv (with a BatchNorm after it when `bn`); returns the output's (h, w). `kept`:
+        autograd saves its output (or a same-sized tensor made from it: a BatchNorm's input, a
+        ReLU's output); default `bn`."""
         kh, kw = kernel if isinstance(kernel, tuple) else (kernel, kernel)
         ph, pw = padding if isinstance(padding, tuple) else (padding, padding)
         sh, sw = stride if isinstance(stride, tuple) else (stride, stride)
@@ -82,6 +91,8 @@ class Plan:
         shape = Conv2d(*args) if square else RectConv2d(*args, "conv2d", kw, pw, sw)
         self.shapes.append(shape)
         self.params += shape.weights + (cout if bias else 0)
+        if bn if kept is None else kept:
+            self.floor_elements += self.batch * cout * shape.out_h * shape.out_w
         if bn:
             self.batchnorm(cout)
         return shape.out_h, shape.out_w
@@ -130,9 +141,13 @@ class RealModel(Family):
     def activation_memory(
         self, cfg: Any, precision: str, *, device_type: str = "cuda"
     ) -> ActivationMemory:
-        """The fallback estimate from the shapes, with the plan's BatchNorm buffers."""
+        """The fallback estimate from the shapes, with the plan's BatchNorm buffers and a floor:
+        the conv outputs a BatchNorm or ReLU saves (`Plan.floor_elements`), each at least the
+        activation dtype's size (an fp32 cast of one is larger)."""
         generic = super().activation_memory(cfg, precision, device_type=device_type)
-        return dataclasses.replace(generic, buffers=self._cached(cfg).buffers)
+        plan = self._cached(cfg)
+        floor = min(plan.floor_elements * activation_itemsize(precision), generic.saved)
+        return dataclasses.replace(generic, buffers=plan.buffers, floor=floor)
 
 
 def check_final_map(prefix: str, batch: int, image: int, final: int) -> None:

@@ -79,6 +79,7 @@ class RetinaNet(RealModel):
             channels = sum(s.out_ch for s in plan.shapes)  # a BN follows every backbone conv
             plan.params -= 2 * channels
             plan.buffers += 2 * 4 * channels - 8 * len(plan.shapes)
+            plan.floor_elements = 0  # a frozen BN saves no input: claim no backbone floor
         sides = level_sides(cfg.image)
         for level, (cin, side) in enumerate(stages[1:], 3):
             plan.conv(f"fpn.inner{level}", cin, FPN, (side, side), 1, bias=True, bn=False)

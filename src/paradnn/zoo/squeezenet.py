@@ -41,7 +41,7 @@ class SqueezeNet11(RealModel):
     def plan(self, cfg: SqueezeNet11Config) -> Plan:
         plan = Plan(cfg.batch)
         size = plan.conv(
-            "conv1", 3, 64, (cfg.image,) * 2, 3, 2, bias=True, bn=False, input_grad=False
+            "conv1", 3, 64, (cfg.image,) * 2, 3, 2, bias=True, bn=False, input_grad=False, kept=True
         )[0]
         for i, f in enumerate(FIRES):
             if f == "M":
@@ -49,10 +49,10 @@ class SqueezeNet11(RealModel):
                 continue
             cin, s, e1, e3 = f  # type: ignore[misc]
             p, hw = f"fire{i}", (size, size)
-            plan.conv(f"{p}.squeeze", cin, s, hw, 1, bias=True, bn=False)
-            plan.conv(f"{p}.expand1x1", s, e1, hw, 1, bias=True, bn=False)
-            plan.conv(f"{p}.expand3x3", s, e3, hw, 3, 1, 1, bias=True, bn=False)
-        plan.conv("classifier", 512, CLASSES, (size, size), 1, bias=True, bn=False)
+            plan.conv(f"{p}.squeeze", cin, s, hw, 1, bias=True, bn=False, kept=True)
+            plan.conv(f"{p}.expand1x1", s, e1, hw, 1, bias=True, bn=False, kept=True)
+            plan.conv(f"{p}.expand3x3", s, e3, hw, 3, 1, 1, bias=True, bn=False, kept=True)
+        plan.conv("classifier", 512, CLASSES, (size, size), 1, bias=True, bn=False, kept=True)
         return plan
 
     def build(self, cfg: SqueezeNet11Config, device: Any, precision: str = "fp32") -> Built:

@@ -53,6 +53,7 @@ class VGG16(RealModel):
                 bias=True,
                 bn=False,
                 input_grad=i > 1,
+                kept=True,  # ReLU(inplace) saves it
             )
             cin = int(v)
         plan.linear("fc1", b, 512 * 7 * 7, 4096)

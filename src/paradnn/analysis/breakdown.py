@@ -1,0 +1,184 @@
+"""Where a training step's time goes, by op type, and per-op speedups between two groups of runs:
+seed 000's operation breakdowns (Fig. 3(b)/(d): the share of execution time per operation) and
+its per-operation speedups against arithmetic intensity (Fig. 6(b)-(c)), from the per-op
+profiles `paradnn run --profile` / `bench --profile` store (`op_profile`). Torch-free.
+
+An op type is a class of aten ops (matmul, convolution, recurrent, normalization, pooling,
+elementwise, softmax and loss, reduction, embedding, layout and copy, other), decided from the op
+name alone (`op_type`). A share is an op type's profiled device time over the run's profiled
+time of counted ops (the composite wrappers' own overhead is not in the table), so the shares of
+one run add to 1; the run's measured step time is beside it, for scale.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.speedup import pair_key
+
+# (type, patterns on the aten name without its namespace and trailing underscore); first wins.
+OP_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("matmul", (r"^(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|addbmm|addmv|mv|dot)",)),
+    ("convolution", (r"conv",)),
+    ("recurrent", (r"lstm", r"gru", r"rnn")),
+    ("normalization", (r"norm",)),
+    ("pooling", (r"pool",)),
+    ("embedding", (r"embedding",)),
+    ("softmax & loss", (r"softmax", r"nll_loss", r"cross_entropy", r"mse_loss", r"ctc_loss")),
+    (
+        "layout & copy",
+        (
+            r"^(t|transpose|view|reshape|permute|copy|contiguous|clone|detach|ones_like|"
+            r"zeros_like|empty.*|fill|cat|stack|expand.*|as_strided|to|_to_copy|unsqueeze|"
+            r"squeeze|flatten|select|slice|split.*|index.*|narrow|zero|_unsafe_view|resize)$",
+        ),
+    ),
+    ("reduction", (r"^(sum|mean|max|min|amax|amin|prod|norm|var|std|argmax|argmin)$",)),
+    (
+        "elementwise",
+        (
+            r"^(add|sub|mul|div|sqrt|rsqrt|addcdiv|addcmul|lerp|neg|exp|log|pow|relu|threshold|"
+            r"sigmoid|tanh|gelu|silu|hardtanh|clamp|where|maximum|minimum|abs|sign|reciprocal|"
+            r"dropout|native_dropout|bernoulli|masked_fill|_foreach_.*)",
+        ),
+    ),
+)
+TYPE_ORDER = [t for t, _ in OP_TYPES] + ["other"]
+BREAKDOWN_COLUMNS = [
+    "family", "platform", "precision", "config_key", "run_uid", "op_type", "device_time_s",
+    "share", "calls", "step_time_s",
+]  # fmt: skip
+SPEEDUP_COLUMNS = [
+    "family", "config_key", "op", "op_type", "shapes", "intensity", "time_a_s", "time_b_s",
+    "speedup",
+]  # fmt: skip
+
+
+def op_type(name: str) -> str:
+    """The class of an aten op: 'aten::addmm' -> matmul, 'aten::convolution_backward' ->
+    convolution, 'aten::add_' -> elementwise, anything unknown -> other."""
+    base = str(name).split("::")[-1].rstrip("_").lower()
+    for kind, patterns in OP_TYPES:
+        if any(re.search(p, base) for p in patterns):
+            return kind
+    return "other"
+
+
+def _profiled(data: Data) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(profile rows with op_type, the latest ok runs that have a profile)."""
+    prof = data.op_profile
+    if not len(prof) or "run_uid" not in prof or "device_time_s" not in prof:
+        return pd.DataFrame(), pd.DataFrame()
+    prof = prof[pd.to_numeric(prof["device_time_s"], errors="coerce").notna()].copy()
+    prof["device_time_s"] = prof["device_time_s"].astype(float)
+    prof["op_type"] = prof["op"].map(op_type)
+    runs = latest(data.ok)
+    runs = runs[runs["uid"].isin(set(prof["run_uid"]))] if len(runs) else runs
+    return prof, runs
+
+
+def breakdown(data: Data) -> pd.DataFrame:
+    """One row per (profiled run, op type): its device time per step and its share of the
+    run's profiled time (seed 000 Fig. 3(b)/(d))."""
+    prof, runs = _profiled(data)
+    if not len(runs):
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    prof = prof[prof["run_uid"].isin(set(runs["uid"]))]
+    g = prof.groupby(["run_uid", "op_type"], as_index=False).agg(
+        device_time_s=("device_time_s", "sum"), calls=("calls", "sum")
+    )
+    total = g.groupby("run_uid")["device_time_s"].transform("sum")
+    g["share"] = g["device_time_s"] / total.where(total > 0)
+    info = runs.set_index("uid")[["family", "platform", "precision", "config_key", "step_time_s"]]
+    out = g.join(info, on="run_uid")
+    out["_o"] = out["op_type"].map(TYPE_ORDER.index)
+    out["_b"] = out["config_key"].map(lambda k: _batch(k))
+    out = out.sort_values(["family", "platform", "precision", "_b", "config_key", "_o"])
+    return out[BREAKDOWN_COLUMNS].reset_index(drop=True)
+
+
+def _batch(key: str) -> float:
+    try:
+        return float(json.loads(key).get("batch", 0))
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+
+
+def shares(bd: pd.DataFrame) -> pd.DataFrame:
+    """Runs as rows, op types as columns (shares adding to 1 per run), labelled for a figure."""
+    if not len(bd):
+        return pd.DataFrame()
+    label = bd.apply(_label, axis=1)
+    wide = bd.assign(run=label).pivot_table(
+        index="run", columns="op_type", values="share", aggfunc="sum", sort=False
+    )
+    return wide[[t for t in TYPE_ORDER if t in wide.columns]].fillna(0.0)
+
+
+def _label(r) -> str:
+    try:
+        cfg = json.loads(r["config_key"])
+    except (TypeError, ValueError):
+        cfg = {}
+    keys = (["batch"] if "batch" in cfg else []) + [k for k in cfg if k != "batch"][:3]
+    hp = " ".join(f"{k}={cfg[k]}" for k in keys)
+    return f"{r['family']} {hp} ({r['platform']}, {r['precision']})"[:90]
+
+
+def op_speedups(data: Data, by: str, a: str, b: str) -> pd.DataFrame:
+    """Per-op speedup of group `b` over group `a` (time in a over time in b) for every op with
+    the same name and input shapes in two profiled runs of one configuration (paired as
+    `analysis.speedup` pairs runs), with the op's arithmetic intensity (seed 000 Fig. 6(b)-(c))."""
+    prof, runs = _profiled(data)
+    if not len(runs) or by not in runs:
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    label = runs[by].astype(str)
+    ga, gb = runs[label == str(a)], runs[label == str(b)]
+    if not len(ga) or not len(gb):
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    key = pair_key(by, ga, gb)
+    m = ga[[*key, "uid"]].merge(gb[[*key, "uid"]], on=key, suffixes=("_a", "_b"))
+    if not len(m):
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    prof = prof.assign(shapes=prof["shapes"].map(_shape_text) if "shapes" in prof else "")
+    per_op = prof.groupby(["run_uid", "op", "shapes"], as_index=False).agg(
+        time=("device_time_s", "sum"),
+        op_type=("op_type", "first"),
+        flops=("flops", "sum"),
+        nbytes=("bytes", "sum"),
+    )
+    rows = []
+    for r in m.itertuples(index=False):
+        pa = per_op[per_op["run_uid"] == r.uid_a]
+        pb = per_op[per_op["run_uid"] == r.uid_b]
+        j = pa.merge(pb, on=["op", "shapes"], suffixes=("_a", "_b"))
+        j = j[(j["time_a"] > 0) & (j["time_b"] > 0)]
+        for o in j.itertuples(index=False):
+            inten = o.flops_a / o.nbytes_a if o.nbytes_a and o.flops_a else None
+            rows.append(
+                {
+                    "family": r.family,
+                    "config_key": r.config_key,
+                    "op": o.op,
+                    "op_type": o.op_type_a,
+                    "shapes": o.shapes,
+                    "intensity": inten,
+                    "time_a_s": o.time_a,
+                    "time_b_s": o.time_b,
+                    "speedup": o.time_a / o.time_b,
+                }
+            )
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
+
+
+def _shape_text(v) -> str:
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":")) if v is not None else ""
+
+
+__all__ = ["BREAKDOWN_COLUMNS", "breakdown", "op_speedups", "op_type", "shares"]

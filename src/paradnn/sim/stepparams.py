@@ -1,0 +1,173 @@
+"""A device's step-time parameters (`steptime`): defaults by device kind, a chip file's
+``[id.step]`` table, or what `fit` fitted from a measured sweep. Torch-free."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from paradnn.errors import ConfigError
+from paradnn.platforms.specs import Platform
+
+# Streaming multiprocessors / compute units, for wave quantization (vendor datasheets).
+UNITS = {
+    "titan-x-pascal": 28,
+    "p100-sxm2": 56,
+    "p100-pcie": 56,
+    "v100-sxm2": 80,
+    "v100-pcie": 80,
+    "radeon-vii": 60,
+    "a100-40gb-sxm": 108,
+    "a100-80gb-sxm": 108,
+    "h100-sxm": 132,
+    "h200-sxm": 132,
+    "b200-hgx": 148,
+    "mi300x": 304,
+}
+PARAM_KEYS = (
+    "kernel_overhead_s",
+    "efficiency",
+    "k_half",
+    "bw_efficiency",
+    "tile",
+    "units",
+    "fast_conv",
+    "host_s_per_step",
+    "host_s_per_example",
+    "sync_latency_s",
+    "tc_align",
+    "tc_fallback",
+    "source",
+)
+FITTED = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency")
+
+
+@dataclass(frozen=True)
+class StepParams:
+    """A device's step-time parameters; ``source`` says whether they are defaults (assumptions,
+    by device kind) or fitted (`sim.fit`, with the sweep and split they were fitted on)."""
+
+    kernel_overhead_s: float
+    efficiency: Mapping[str, float]  # precision → best fraction of peak; "default" for the rest
+    k_half: float
+    bw_efficiency: float
+    tile: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # precision → (m, n)
+    units: int | None = None
+    fast_conv: float = 1.0
+    host_s_per_step: float = 0.0
+    host_s_per_example: float = 0.0
+    sync_latency_s: float = 0.0
+    # Tensor cores take a 16-bit GEMM only when m, n and k are multiples of `tc_align` (cuBLAS
+    # and cuDNN before CUDA 11); otherwise it runs on the vector units at `tc_fallback` × the
+    # fp32 peak (2 on Pascal P100/Volta: paired fp16). 0 or 1: no such rule.
+    tc_align: int = 0
+    tc_fallback: float = 2.0
+    source: str = "defaults"
+
+    def eff(self, precision: str) -> float:
+        e = self.efficiency
+        return float(e.get(precision, e.get("default", next(iter(e.values()), 1.0))))
+
+    def tile_of(self, precision: str) -> tuple[int, int]:
+        t = self.tile
+        got = t.get(precision, t.get("default"))
+        return (1, 1) if got is None else (int(got[0]), int(got[1]))
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["efficiency"] = dict(self.efficiency)
+        d["tile"] = {k: list(v) for k, v in self.tile.items()}
+        return d
+
+
+def defaults(plat: Platform) -> StepParams:
+    """Default parameters by device kind: assumptions of the order published microbenchmarks
+    report, not fitted to any table (docs/simulate.md lists them). A chip file's ``[id.step]``
+    table, or `sim.fit`, replaces them."""
+    kind = plat.kind
+    if kind == "gpu":
+        return StepParams(
+            kernel_overhead_s=5e-6,  # launch + framework dispatch per kernel (eager)
+            efficiency={"fp32": 0.85, "tf32": 0.7, "default": 0.7},  # SGEMM / tensor-core GEMM
+            k_half=32.0,
+            bw_efficiency=0.8,  # STREAM-like copy ÷ datasheet bandwidth
+            tile={"fp32": (128, 128), "default": (128, 256)},
+            units=UNITS.get(plat.id),
+            fast_conv=2.25,  # Winograd F(2×2,3×3): 36 → 16 multiplies per 2×2 outputs
+            sync_latency_s=10e-6,
+            tc_align=8,
+            source=f"defaults for a {kind} (assumptions, not fitted)",
+        )
+    if kind == "tpu":
+        return StepParams(
+            kernel_overhead_s=1e-6,  # XLA: fused ops, per-op dispatch on the core's sequencer
+            efficiency={"default": 0.9},  # on top of the systolic cycle count
+            k_half=0.0,  # the systolic fill is in the cycle count
+            bw_efficiency=0.8,
+            sync_latency_s=10e-6,
+            source=f"defaults for a {kind} (assumptions, not fitted)",
+        )
+    return StepParams(
+        kernel_overhead_s=10e-6,  # eager op dispatch on a CPU
+        efficiency={"default": 0.8},
+        k_half=16.0,
+        bw_efficiency=0.7,
+        tile={"default": (6, 16)},  # an AVX2 SGEMM micro-kernel's register tile
+        units=None,
+        sync_latency_s=10e-6,
+        source=f"defaults for a {kind} (assumptions, not fitted)",
+    )
+
+
+def parse_params(pid: str, data: Mapping[str, Any], base: StepParams) -> StepParams:
+    """A chip file's ``[id.step]`` table over ``base``; one line naming a bad key or value."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{pid}.step", data, "must be a table of step-time parameters")
+    out: dict[str, Any] = {}
+    for key, v in data.items():
+        where = f"{pid}.step.{key}"
+        if key not in PARAM_KEYS:
+            raise ConfigError(where, v, "unknown key; allowed: " + ", ".join(PARAM_KEYS))
+        if key == "efficiency":
+            if not isinstance(v, Mapping) or not v:
+                raise ConfigError(where, v, "must be a table precision = fraction in (0, 1]")
+            out[key] = {str(p): _number(f"{where}.{p}", x, 0.0, 1.0) for p, x in v.items()}
+        elif key == "tile":
+            if not isinstance(v, Mapping):
+                raise ConfigError(where, v, "must be a table precision = [m, n]")
+            tiles = {}
+            for p, t in v.items():
+                ok = isinstance(t, list) and len(t) == 2
+                ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in t)
+                if not ok or not all(1 <= x <= 65536 for x in t):
+                    raise ConfigError(f"{where}.{p}", t, "must be [m, n], integers in [1, 65536]")
+                tiles[str(p)] = (t[0], t[1])
+            out[key] = tiles
+        elif key in ("units", "tc_align"):
+            low = 0 if key == "tc_align" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1 << 20:
+                raise ConfigError(where, v, f"must be an integer in [{low}, 1048576]")
+            out[key] = v
+        elif key == "tc_fallback":
+            out[key] = _number(where, v, 0.0, 64.0)
+        elif key == "source":
+            if not isinstance(v, str) or len(v) > 2000:
+                raise ConfigError(where, v, "must be a string of at most 2000 characters")
+            out[key] = v
+        elif key == "bw_efficiency":
+            out[key] = _number(where, v, 0.0, 1.0)
+        elif key == "fast_conv":
+            out[key] = _number(where, v, 1.0, 16.0, low_ok=True)
+        else:
+            out[key] = _number(where, v, 0.0, 1e6 if key == "k_half" else 10.0, low_ok=True)
+    return replace(base, **out)
+
+
+def _number(where: str, v: Any, low: float, high: float, *, low_ok: bool = False) -> float:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or v > high or v < low or (v == low and not low_ok):
+        lo = "[" if low_ok else "("
+        raise ConfigError(where, v, f"must be a number in {lo}{low:g}, {high:g}]")
+    return float(v)

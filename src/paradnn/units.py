@@ -1,0 +1,103 @@
+"""Numbers as people read them: SI prefixes with units, percentages, bytes, durations, speedups.
+
+One home for the formatting the CLI's tables (`paradnn.tables`) and the HTML report
+(`paradnn.report`) share, so `3.485e+10` reads `34.9 GFLOP/s` in both. Pure Python, imported by
+every layer: no pandas, no torch. A missing value (None or NaN) is `—` everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MISSING = "—"
+
+
+def missing(x: Any) -> bool:
+    """None, NaN or pandas' NA/NaT (anything that is not equal to itself, or has no value)."""
+    if x is None:
+        return True
+    try:
+        return bool(x != x)
+    except (TypeError, ValueError):  # pandas.NA refuses bool()
+        return True
+
+
+def si(x: float | None, unit: str = "", digits: int = 3) -> str:
+    """34.9 GFLOP/s, 322 k, 0.5 — three significant digits and a prefix from k to T."""
+    if missing(x):
+        return MISSING
+    x = float(x)
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
+    return f"{x:.{digits}g} {unit}".strip()
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.0812 -> 8.1%."""
+    return MISSING if missing(x) else f"{float(x) * 100:.{digits}f}%"
+
+
+def nbytes(n: float | None) -> str:
+    """Binary prefixes: 1.5 GiB, 390 MiB, 12 B."""
+    if missing(n):
+        return MISSING
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def duration(seconds: float) -> str:
+    """4.2s, 37s, 2m05s, 1h02m."""
+    if seconds < 10:
+        return f"{max(0.0, seconds):.1f}s"
+    seconds = round(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+def ms(seconds: float | None) -> str:
+    """A time in seconds shown in milliseconds: 0.00181 -> 1.81 ms."""
+    return MISSING if missing(seconds) else f"{float(seconds) * 1e3:.3g} ms"
+
+
+def times(x: float | None) -> str:
+    """A speedup or ratio: 1.23×."""
+    return MISSING if missing(x) else f"{float(x):.3g}×"
+
+
+def times_range(lo: float | None, hi: float | None) -> str:
+    """A speedup interval: 1.1–1.4×."""
+    if missing(lo) or missing(hi):
+        return MISSING
+    return f"{float(lo):.3g}–{float(hi):.3g}×"
+
+
+def count(n: float | None) -> str:
+    """A whole number with thousands separators: 322,644."""
+    return MISSING if missing(n) else f"{round(float(n)):,}"
+
+
+def number(x: float | None, digits: int = 3) -> str:
+    """A plain quantity: integers as integers, others to `digits` significant digits, big ones
+    with an SI prefix (never scientific notation)."""
+    if missing(x):
+        return MISSING
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    v = float(x)
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if abs(v) >= 1e3:
+        return si(v, digits=digits)
+    if v.is_integer():
+        return f"{int(v)}"
+    return f"{v:.{digits}g}"
+
+
+def signed(x: float | None, digits: int = 2) -> str:
+    """A weight or correlation with its sign: +0.42, -1.3."""
+    return MISSING if missing(x) else f"{float(x):+.{digits}f}"

@@ -1,0 +1,151 @@
+"""`simulate fit` (sim.fit): the split is by config hash and stable; parameters used to make
+synthetic step times are recovered; the held-out error is reported apart; a chip file is written
+that loads back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from paradnn.errors import ConfigError
+from paradnn.records import RunRecord
+from paradnn.sim import chip as sim_chip
+from paradnn.sim import fit as sim_fit
+from paradnn.sim.steptime import build_plan, evaluate, params_of
+from paradnn.store import open_store
+from test_sim_model import CEILINGS, CPU
+
+from conftest import run_cli
+
+
+def _configs():
+    out = []
+    for layers in (1, 2):
+        for nodes in (32, 128, 512):
+            for batch in (16, 64, 256):
+                out.append(("fc", {"layers": layers, "nodes": nodes, "batch": batch}))
+    for filters in (4, 8):
+        for batch in (2, 8):
+            out.append(("cnn", {"filters": filters, "batch": batch, "image": 16, "blocks": 1}))
+    return out
+
+
+def _truth(chip):
+    base = params_of(chip)
+    return replace(
+        base, kernel_overhead_s=3e-5, efficiency={"fp32": 0.5}, k_half=40.0, bw_efficiency=0.6
+    )
+
+
+def _frame(chip, truth, noise=0.0):
+    from paradnn import families
+
+    rows = []
+    for i, (fam, cfg) in enumerate(_configs()):
+        full = dict(families.get(fam).config(cfg).__dict__)
+        plan = build_plan(fam, families.get(fam).config(cfg), chip, "fp32", "sgd", truth)
+        t = evaluate(plan, truth, chip.mem_bandwidth).total_s * (1 + noise * ((-1) ** i))
+        rows.append(
+            {
+                "family": fam,
+                "config": full,
+                "precision": "fp32",
+                "optimizer": "sgd",
+                "status": "ok",
+                "step_time_s": t,
+                "step_time_min_s": t * 0.9,
+                "device_name": CPU,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_split_is_by_config_hash_and_stable():
+    a = sim_fit.split_of("fc", "fp32", {"batch": 1, "nodes": 2}, 30)
+    assert a == sim_fit.split_of("fc", "fp32", {"nodes": 2, "batch": 1}, 30)
+    splits = [sim_fit.split_of("fc", "fp32", {"batch": b}, 30) for b in range(400)]
+    assert 0.2 < splits.count("holdout") / 400 < 0.4
+    assert sim_fit.split_of("fc", "fp32", {"batch": 1}, 0) == "fit"
+
+
+def test_fit_recovers_known_parameters():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    data = sim_fit.samples(_frame(chip, truth), chip)
+    res = sim_fit.fit(chip, data)
+    p = res.params
+    assert p.kernel_overhead_s == pytest.approx(3e-5, rel=0.05)
+    assert p.eff("fp32") == pytest.approx(0.5, rel=0.05)
+    assert p.bw_efficiency == pytest.approx(0.6, rel=0.1)
+    held = res.rows[res.rows["split"] == "holdout"]
+    assert len(held) == res.holdout_runs > 0 and held["ape"].max() < 0.02
+    assert set(sim_fit.summary(res.rows)["split"]) == {"fit", "holdout"}
+
+
+def test_statistic_min_and_bad_values():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    frame = _frame(chip, _truth(chip))
+    lo = sim_fit.samples(frame, chip, statistic="min")
+    assert lo[0].measured_s == pytest.approx(0.9 * frame["step_time_s"][0])
+    with pytest.raises(ConfigError, match="--statistic"):
+        sim_fit.samples(frame, chip, statistic="mean")
+    with pytest.raises(ConfigError, match="at least 5"):
+        sim_fit.fit(chip, lo[:3])
+
+
+def test_cli_fit_writes_a_chip_file_that_loads(capsys, tmp_path):
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    db = tmp_path / "r.db"
+    with open_store(db) as store:
+        for i, r in enumerate(_frame(chip, _truth(chip), noise=0.05).to_dict("records")):
+            store.insert(RunRecord.flat(run_key=f"k{i}", device="cpu", **r))
+        store.insert_rows(
+            "ceilings",
+            [
+                {**c, "fingerprint": "f", "unit": "x", "measured_at": "2026-01-01T00:00:00"}
+                for c in CEILINGS
+            ],
+        )
+    out = tmp_path / "fitted.toml"
+    code, text, err = run_cli(capsys, "simulate", "fit", "--db", str(db), "--out", str(out))
+    assert code == 0, err
+    assert "holdout" in text and "kernel_overhead_s" in text
+    loaded = sim_chip.load(str(out))
+    assert loaded.step is not None and loaded.step.source.startswith("fitted by")
+    assert loaded.step.kernel_overhead_s == pytest.approx(3e-5, rel=0.3)
+    code, text, _ = run_cli(capsys, "simulate", "fit", "--db", str(db), "-f", "json")
+    assert code == 0 and json.loads(text)["holdout_runs"] > 0
+    code, _, err = run_cli(capsys, "simulate", "fit", "--db", str(db), "--out", "x.txt")
+    assert code == 2 and "--out = 'x.txt'" in err
+    code, _, err = run_cli(capsys, "simulate", "fit", "--db", str(db), "--holdout", "95")
+    assert code == 2 and "--holdout" in err
+
+
+def test_heldout_data_for_the_report():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = SimpleNamespace(runs=_frame(chip, _truth(chip)), ceilings=pd.DataFrame(CEILINGS))
+    df = sim_fit.heldout_data(data)
+    assert set(df["split"]) == {"fit", "holdout"} and (df["device_name"] == CPU).all()
+    assert (df["kind"] == "prediction").all() and df["mdape"].max() < 0.02
+    empty = sim_fit.heldout_data(SimpleNamespace(runs=pd.DataFrame(), ceilings=None))
+    assert empty.empty
+
+
+def test_validation_benchmark_runs_on_the_committed_sweep(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_validation.py"
+    spec = importlib.util.spec_from_file_location("sim_validation", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--out-dir", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "sim_validation.json").read_text())
+    assert res["table8"]["nvidia_fp32_n"] == 44 and res["transfer"]["nvidia_fp32"]["n"] == 86
+    assert set(res["cpu"]["holdout_mdape"]) == {"fc", "cnn", "rnn"}
+    assert "| check | n |" in (tmp_path / "sim_validation.md").read_text()
