@@ -2,11 +2,13 @@
 
 A few small configs per family (FC; CNN residual and bottleneck; RNN, LSTM, GRU; Transformer)
 run once per backend through `paradnn run` (worker processes, the production timer and quality
-rules; one thread each: torch's `--threads 1`, XLA's single-threaded Eigen), into a fresh
-database. Reported: examples/s of JAX over torch per config and per family (geometric mean)
-with 95% bootstrap intervals (`compare --by backend`), XLA's FLOPs over the analytic FLOPs per
-family, and XLA's lowering and compile seconds. Noisy runs are kept and counted (the machine's
-load is recorded beside the figures). Writes benchmarks/results/jax_vs_torch_cpu.json.
+rules; one thread each: torch's `--threads 1`, XLA's single-threaded Eigen) into a fresh
+database; config by config, the two backends back to back in alternating order, so slow drifts
+of the machine's load fall on both sides. Reported: examples/s of JAX over torch per config and
+per family (geometric mean) with 95% bootstrap intervals (`compare --by backend`), XLA's FLOPs
+over the analytic FLOPs per family, and XLA's lowering and compile seconds. Noisy runs are kept
+and counted; the machine's load is recorded beside the figures. Writes
+benchmarks/results/jax_vs_torch_cpu.json.
 
     python benchmarks/jax_vs_torch.py [--max-time 4]
 """
@@ -60,13 +62,11 @@ def _version(module: str) -> str | None:
         return None
 
 
-def _sweep(path: Path, max_time: float) -> None:
-    runs = "".join(
-        f'[[runs]]\nfamily = "{f}"\nconfig = {json.dumps(c).replace(":", " =")}\n'
-        for f, c in CONFIGS
-    )
+def _sweep(path: Path, family: str, config: dict, order: list[str], max_time: float) -> None:
+    """One config on both backends, in `order` (alternated config by config: ABBA)."""
     path.write_text(
-        f'name = "jax-vs-torch"\nbackends = ["torch", "jax"]\n{runs}'
+        f'name = "jax-vs-torch"\nbackends = {json.dumps(order)}\n'
+        f'[[runs]]\nfamily = "{family}"\nconfig = {json.dumps(config).replace(":", " =")}\n'
         f"[timing]\nmin_time_s = 1.0\nmax_time_s = {max_time}\n"
     )
 
@@ -83,10 +83,14 @@ def main() -> None:
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="paradnn-jax-"))
     sweep, db = tmp / "jax_vs_torch.toml", tmp / "runs.db"
-    _sweep(sweep, args.max_time)
     load_before = os.getloadavg()
     t0 = time.monotonic()
-    records = api.run(str(sweep), device="cpu", threads=1, db=str(db))
+    records = []
+    for i, (family, config) in enumerate(CONFIGS):  # each pair close in time, order alternated
+        order = ["torch", "jax"] if i % 2 == 0 else ["jax", "torch"]
+        _sweep(sweep, family, config, order, args.max_time)
+        records += api.run(str(sweep), device="cpu", threads=1, db=str(db))
+        print(f"{i + 1}/{len(CONFIGS)} {family} done", flush=True)
     took = time.monotonic() - t0
     load_after = os.getloadavg()
     data = analysis.load([str(db)])

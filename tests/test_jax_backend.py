@@ -145,7 +145,7 @@ def test_what_the_jax_backend_cannot_run_is_unsupported_with_the_reason(family, 
     assert rec.status == "unsupported" and match in rec.error
 
 
-def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store):
+def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store, tmp_path):
     opts = RunOptions(device="cpu", threads=1, timing=TINY_POLICY)
     for fam in ("fc", "rnn"):
         store.insert(execute(fam, TINY[fam], opts))
@@ -158,6 +158,8 @@ def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store):
     assert sorted(c.pairs["family"]) == ["fc", "rnn"]
     assert (c.pairs["ci_low"] <= c.pairs["speedup"]).all()
     assert (c.pairs["speedup"] <= c.pairs["ci_high"]).all()
+    e = analysis.compare(data, "engine", "torch-eager", "jax", include_noisy=True)
+    assert e.pairs["speedup"].tolist() == c.pairs["speedup"].tolist()
     from paradnn.analysis import backends
 
     st = backends.study(data, "torch-eager", include_noisy=True)
@@ -166,6 +168,15 @@ def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store):
     assert list(agree["family"]) == ["fc", "rnn", "all"] and agree["runs"].tolist() == [1, 1, 2]
     # precision comparisons never pair a torch run with a jax run
     assert "backend" in analysis.speedup._key("precision", data.runs, data.runs)
+    from paradnn.report.backends import section
+    from paradnn.report.build import Section, _Writer
+
+    sec = Section(**section(data, _Writer(tmp_path / "out")))
+    assert sec.empty is None and sec.figures
+    agreement = tmp_path / "out" / "tables" / "backends-xla-flops.csv"
+    assert agreement.exists() and "median_ratio" in agreement.read_text()
+    none = Section(**section(analysis.from_frames(store.frame().iloc[0:1]), _Writer(tmp_path)))
+    assert "--backend torch --backend jax" in none.empty
 
 
 def test_a_bad_backend_is_one_line_and_exit_2_before_any_work(capsys):

@@ -116,8 +116,10 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
     t = Table(title=title, header_style="bold", show_lines=False)
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
+    with_backend = any((r.get("backend") or "torch") != "torch" for r in rows)  # docs/jax.md
     with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
     for col, just in ((("id", "right"),) if with_id else ()) + (
+        *((("backend", "left"),) if with_backend else ()),
         ("family", "left"),
         ("config", "left"),
         ("prec", "left"),
@@ -137,6 +139,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         status = r["status"]
         t.add_row(
             *((str(r.get("id")),) if with_id else ()),
+            *((r.get("backend") or "torch",) if with_backend else ()),
             r["family"],
             compact_config(r["config"]),
             _precision_cell(r),

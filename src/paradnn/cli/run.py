@@ -399,6 +399,14 @@ def _show_bench(rec: Any, db: str, energy: bool) -> None:
             + (f" (other processes {load:.0%} of the CPUs)" if load is not None else "")
             + (" [yellow]emulated[/]" if rec.emulated else "")
         )
+    if rec.backend == "jax" and rec.xla_compile_s is not None:  # docs/jax.md
+        ratio = rec.xla_flops_ratio
+        out.print(
+            f"XLA: lowered in {rec.xla_lower_s:.3g} s, compiled in {rec.xla_compile_s:.3g} s "
+            "(apart from the first step); XLA FLOPs / analytic = "
+            + (f"{ratio:.3g}" if ratio is not None else "unknown")
+            + (" [yellow](differs by > 10 %)[/]" if rec.xla_flops_mismatch else "")
+        )
     warn_noisy([row])
     if energy:
         for line in tables.energy_notes([row]):

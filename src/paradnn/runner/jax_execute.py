@@ -18,6 +18,7 @@ from typing import Any
 
 from paradnn import families
 from paradnn.config import RunOptions
+from paradnn.errors import ConfigError
 from paradnn.measure.environment import prepare
 from paradnn.measure.faults import classify, one_line
 from paradnn.measure.quality import LoadProbe
@@ -96,7 +97,10 @@ def measure_jax(
     }
     try:
         jax = xla.import_jax(env.get("threads") if options.threads is not None else None)
-        device = xla.pick_device(options.device)
+        try:
+            device = xla.pick_device(options.device)
+        except ConfigError as e:  # e.g. --device cuda with a CPU-only jaxlib
+            return rec.replace(status=Status.UNSUPPORTED, error=str(e), xla_detail=detail)
         detail.update(
             platform=device.platform,
             device_kind=device.device_kind,
