@@ -334,3 +334,38 @@ def test_calibrate_rejects_bad_arguments():
         cal.calibrate("cpu", ("fp64",))
     with pytest.raises(ConfigError):
         cal.calibrate("cpu", kinds=("scale",))
+
+
+def test_a_budget_that_stops_below_a_large_matmul_gives_no_ceiling(monkeypatch):
+    """The best of small sizes is no ceiling: a run would be measured against a fraction of what
+    the device can do (utilization in the thousands of percent)."""
+    fake = _fake_measure({8: 1.0})  # n=2048 would take ~8.6e6 s: the budget stops there
+    (r,) = cal.calibrate(
+        "cpu", ("fp32",), sizes=(8, 2048), threads=1, kinds=("matmul",), measure_fn=fake,
+        budget_s=60,
+    )  # fmt: skip
+    d = r["detail"]
+    assert d["size_reached"] == 8 and "n=2048 would take" in d["stopped"]
+    assert d["too_small"].startswith("the budget stopped at n=8, below the n=1024 a ceiling needs")
+    assert d["too_small"].endswith("raise --budget")
+    # what the worker stores: the measurement kept, no value, a status that is not ok
+    monkeypatch.setattr(cal, "calibrate", lambda *a, **k: [r])
+    from paradnn.runner import tasks
+
+    row = tasks.run_task("ceiling", {"precision": "fp32", "kind": "matmul"}, "x", "cpu", 1)
+    assert row["status"] == "too_small" and row["value"] is None
+    assert row["error"] == d["too_small"] and row["detail"]["sizes"]["8"]
+
+
+@pytest.mark.parametrize(
+    ("reached", "stopped", "sizes", "short"),
+    [
+        (1024, "n=2048 would take ~90 s", (512, 1024, 2048), False),  # a large size was measured
+        (512, None, (256, 512), False),  # nothing larger asked for: the caller's choice
+        (512, "n=1024 would take ~90 s", (256, 512, 1024), True),
+        (16, "n=32 would take ~9 s", (8, 16, 32), False),  # no size ≥ 1024 asked for
+    ],
+)
+def test_what_counts_as_too_small_for_a_ceiling(reached, stopped, sizes, short):
+    detail = {"size_reached": reached, **({"stopped": stopped} if stopped else {})}
+    assert (cal.too_small(detail, sizes, 1024) is not None) is short

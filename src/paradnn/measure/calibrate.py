@@ -47,11 +47,13 @@ __all__ = [
     "DEFAULT_SIZES",
     "DEFAULT_STREAM_BYTES",
     "DTYPES",
+    "MIN_CEILING_SIZE",
     "best_size",
     "calibrate",
     "copy_bytes",
     "device_name",
     "matmul_flops",
+    "too_small",
     "triad_bytes",
 ]
 
@@ -66,6 +68,10 @@ DTYPES = {
 # size (small GEMMs run far below the ceiling, on a CPU as on a GPU).
 DEFAULT_SIZES = {"cpu": (128, 256, 512, 1024, 2048, 4096), "cuda": (1024, 2048, 4096, 8192, 16384)}
 DEFAULT_STREAM_BYTES = {"cpu": 64 * MiB, "cuda": 256 * MiB}  # per array
+# A ceiling is the rate of a large matmul: when the budget stops the size ladder before one of
+# these was measured, the best small size is no ceiling (a 128² matmul on a loaded CPU ran at
+# 0.13 GFLOP/s and made runs "use" 44,000% of it). The row keeps what was measured, with no value.
+MIN_CEILING_SIZE = {"cpu": 1024, "cuda": 4096}
 DEFAULT_BUDGET_S = {"cpu": 60.0, "cuda": 60.0}  # matmul seconds per precision
 # Per size: a short adaptive timing (a size is a point on a curve, not a headline result).
 CALIBRATE_POLICY = TimingPolicy(
@@ -131,6 +137,18 @@ def size_estimate_s(n: int, last_n: int, last_step_s: float, policy: TimingPolic
     warm = max(10 * step, policy.warmup_min_time_s)
     timed = max(policy.min_samples * step, policy.min_time_s)
     return step + warm + timed
+
+
+def too_small(detail: dict[str, Any], sizes: Sequence[int], min_n: int) -> str | None:
+    """Why a matmul row is no ceiling: the budget stopped the ladder before any size of at least
+    `min_n` that was asked for; None when a large size was measured or none was asked for."""
+    reached = detail.get("size_reached") or 0
+    if reached >= min_n or not detail.get("stopped") or not any(n >= min_n for n in sizes):
+        return None
+    return (
+        f"the budget stopped at n={reached}, below the n={min_n} a ceiling needs "
+        f"({detail['stopped']}); raise --budget"
+    )
 
 
 def _matmul_row(
@@ -327,6 +345,10 @@ def calibrate(
                 value, detail = _matmul_row(dev, p, sizes, policy, measure_fn, budget, say)
                 if emulate:
                     detail["emulated"] = reason
+                short = too_small(detail, sizes, MIN_CEILING_SIZE.get(dev.type, 0))
+                if value is not None and short:
+                    detail["too_small"] = short
+                    say(f"{p} matmul: no ceiling ({short})")
                 if value is None:
                     skipped[p] = "no matmul size could be measured: " + "; ".join(
                         f"n={n}: {e}" for n, e in detail.get("errors", {}).items()

@@ -225,6 +225,9 @@ def run_task(
         if not rows:
             return None
         (row,) = rows
+        short = (row.get("detail") or {}).get("too_small")
+        if short:  # measured, but no ceiling: stored with the reason, re-measured next time
+            return {**row, "value": None, "status": "too_small", "error": short}
         return {**row, "status": "ok", "error": None}
     if kind == "op":
         from paradnn.ops.bench import run_ops
