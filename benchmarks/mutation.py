@@ -107,6 +107,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, line in ((3, 'info.get("phase", None)'), (5, 'info.get("phase", )'))
     },
+    "paradnn.analysis.summaries.x_thread_scaling__mutmut_74": (
+        "the key comes from a groupby over the same four columns, so it always has four parts: "
+        "zip with or without strict=True pairs the same names and values",
+        'key, ))',
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -7,9 +7,17 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
+from paradnn import analysis as A
+from paradnn.analysis import backends, findings, modes
 from paradnn.analysis.frames import noisy_ok, reason_counts, select
 from paradnn.analysis.heatmap import _second_axis
+from paradnn.analysis.regression import sensitivity
+from paradnn.analysis.scaling import amdahl_fit
+from paradnn.analysis.speedup import compare
+
+import synth
 
 
 def test_a_filter_on_none_or_nan_keeps_the_rows_without_a_value():
@@ -49,3 +57,85 @@ def test_the_heat_maps_second_axis_is_never_the_first_nor_a_paper_fixed_one():
     assert _second_axis("fc", ["layers", "batch", "width"], "batch") == "width"
     # nothing else left: the last one that is not the x axis
     assert _second_axis("fc", ["batch", "layers"], "batch") == "layers"
+
+
+# --- conclusions across two groups (a second sampled run of `make mutation`) -----------------
+
+FC8 = {"layers": [2, 4], "nodes": [64, 128], "batch": [32, 64], "input": [1000], "output": [200]}
+
+
+def _two_platforms(util_a: float, util_b: float):
+    return A.from_frames(
+        synth.rows("fc", FC8, lambda c: util_a, platform="PlatA", n_samples=5)
+        + synth.rows("fc", FC8, lambda c: util_b, platform="PlatB", n_samples=5)
+    )
+
+
+@pytest.mark.parametrize(("ua", "ub", "faster"), [(0.4, 0.1, "PlatA"), (0.1, 0.4, "PlatB")])
+def test_platform_pairs_are_oriented_faster_over_slower_either_way(ua, ub, faster):
+    p, fast, slow = findings._platform_pairs(_two_platforms(ua, ub), "fc", "x", "c", "s", "r")
+    assert (fast, slow) == (faster, ({"PlatA", "PlatB"} - {faster}).pop())
+    assert len(p) == 8 and p["speedup"].tolist() == pytest.approx([4.0] * 8)
+
+
+def test_a_config_that_failed_on_one_platform_names_both_sides():
+    rows = synth.rows("fc", FC8, lambda c: 0.2, platform="PlatA", n_samples=5)
+    rows += synth.rows(
+        "fc", FC8, lambda c: None if c["nodes"] == 128 and c["batch"] == 64 else 0.2,
+        platform="PlatB", n_samples=5,
+    )  # fmt: skip
+    c = compare(A.from_frames(rows), "platform", "PlatA", "PlatB")
+    assert len(c.failed) == 2  # layers 2 and 4
+    assert set(c.failed["ok_in"]) == {"PlatA"} and set(c.failed["failed_in"]) == {"PlatB"}
+    assert set(c.failed["status"]) == {"oom"}
+    back = compare(A.from_frames(rows), "platform", "PlatB", "PlatA")
+    assert set(back.failed["ok_in"]) == {"PlatA"} and set(back.failed["failed_in"]) == {"PlatB"}
+
+
+def test_a_slowdown_still_enters_the_amdahl_fit():
+    # N = 2 at 0.8×: Karp–Flatt e = (1/0.8 − 1/2)/(1 − 1/2) = 1.5, clamped to a serial fraction 1
+    fit = amdahl_fit([1, 2], [1.0, 0.8])
+    assert fit.points == 1 and fit.serial_fraction == 1.0
+    assert amdahl_fit([1, 2], [1.0, 0.0]).points == 0  # a zero speedup is no measurement
+
+
+def test_a_mode_study_lists_the_compiled_runs_that_failed():
+    rows = synth.rows("fc", FC8, lambda c: 0.2, mode="eager", n_samples=5)
+    rows += synth.rows(
+        "fc", FC8, lambda c: None if c["nodes"] == 128 else 0.25, mode="compile", n_samples=5
+    )
+    s = modes.study(A.from_frames(rows), "compile")
+    assert len(s.failures) == 4 and set(s.failures["status"]) == {"oom"}
+    assert set(s.failures["mode"]) == {"compile"}
+
+
+def test_xla_flop_agreement_per_family_and_overall():
+    rows = [
+        synth.row("fc", {"layers": 2, "nodes": n, "batch": 32}, 0.2, backend="jax",
+                  xla_flops_ratio=r)
+        for n, r in ((64, 1.05), (128, 1.2), (256, 0.85))
+    ]  # fmt: skip
+    t = backends.flop_agreement(A.from_frames(rows))
+    assert list(t.columns) == [
+        *("family", "runs", "median_ratio", "min_ratio", "max_ratio", "median_grad_ratio"),
+        "flagged",
+    ]
+    fc = t[t["family"] == "fc"].iloc[0]
+    assert (fc["runs"], fc["flagged"]) == (3, 2)  # 1.2 and 0.85 are off by more than 10 %
+    assert (fc["median_ratio"], fc["min_ratio"], fc["max_ratio"]) == pytest.approx(
+        (1.05, 0.85, 1.2)
+    )
+    assert t["family"].tolist() == ["fc", "all"]
+
+
+def test_an_empty_sensitivity_keeps_its_columns_and_what_it_was_asked():
+    s = sensitivity(A.from_frames([synth.row("fc", {"batch": 32}, 0.2)]), "fc", where={"batch": 32})
+    assert s.reason and s.where == {"batch": 32}
+    assert list(s.table.columns) == [
+        "hyperparameter", "weight", "ci_low", "ci_high", "p_value", "transform"
+    ]  # fmt: skip
+
+
+def test_data_from_frames_says_where_it_came_from():
+    data = A.from_frames([synth.row("fc", {"batch": 32}, 0.2), synth.row("fc", {"batch": 64}, 0.2)])
+    assert data.sources == [{"db": "<memory>", "runs": 2}]
