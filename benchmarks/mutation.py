@@ -110,7 +110,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "paradnn.analysis.summaries.x_thread_scaling__mutmut_74": (
         "the key comes from a groupby over the same four columns, so it always has four parts: "
         "zip with or without strict=True pairs the same names and values",
-        'key, ))',
+        "key, ))",
     ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
