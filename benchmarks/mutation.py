@@ -112,6 +112,15 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "zip with or without strict=True pairs the same names and values",
         "key, ))",
     ),
+    "paradnn.sim.traffic.x_capacity__mutmut_7": (
+        "tf32 is stored in fp32 tensors: paradnn.memory gives tf32 the same estimate as fp32 "
+        "(checked: equal Capacity for the same config), so mapping it or not changes nothing",
+        '"XXtf32XX"',
+    ),
+    "paradnn.sim.scaling_check.x_check_frame__mutmut_11": (
+        "pandas lower-cases DataFrame.to_dict's orient: 'RECORDS' is 'records'",
+        'to_dict("RECORDS")',
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",
