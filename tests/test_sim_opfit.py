@@ -165,3 +165,17 @@ def test_cli_fit_from_ops_without_op_rows_exits_2(capsys, tmp_path):
     assert code == 2
     assert "holds no ok op micro-benchmarks" in err and "paradnn ops --db" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_ops_faster_than_the_peak_are_a_warning(capsys, tmp_path):
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    fast = replace(_truth(chip), efficiency={"fp32": 1.0})
+    rows = [{**r, "time_s": r["time_s"] / 3} for r in _rows(chip, fast, scales=(1.0,))]
+    res = opfit.fit(chip, opfit.samples(rows, chip))
+    assert len(res.warnings) == 1 and "above the peak used" in res.warnings[0]
+    assert "WARNING" in res.params.source
+    code, text, err = run_cli(
+        capsys, "simulate", "fit", "--db", _db(tmp_path, rows), "--from", "ops"
+    )
+    assert code == 0, err
+    assert "Warning: fp32:" in text

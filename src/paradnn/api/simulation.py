@@ -292,6 +292,7 @@ def _fit_ops(
         f"{result.fitted_rows} op rows fitted, {result.holdout_rows} held out (ops "
         f"{', '.join(result.holdout_ops) or 'none'}); peaks and bandwidth: {chip.origin}.",
         *(f"Kept at its base value: {k} ({v})." for k, v in result.kept.items()),
+        *(f"WARNING: {w}" for w in result.warnings),
     ]
     text = sim_fit.chip_toml(chip, result, name, header)
     if out is not None:
@@ -306,6 +307,7 @@ def _fit_ops(
         "fitted_runs": result.fitted_rows,
         "holdout_runs": result.holdout_rows,
         "holdout_ops": list(result.holdout_ops),
+        "warnings": list(result.warnings),
         "status": result.status,
         "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
         "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),

@@ -326,6 +326,8 @@ def fit(
             f" fitted, {res['holdout_runs']} held out ({split})",
         )
     )
+    for w in res.get("warnings", ()):
+        out.print(f"Warning: {w}", markup=False)
     if out_path:
         out.print(f"Wrote [bold]{out_path}[/]: use it as `--platform {out_path}`.")
 

@@ -265,6 +265,7 @@ class OpFitResult:
     fitted_rows: int
     holdout_rows: int
     holdout_ops: tuple[str, ...]
+    warnings: tuple[str, ...]  # e.g. ops faster than the peak the fit is given
     cost: float
     status: str
     rows: pd.DataFrame  # every sample: name, pass, precision, split, measured, predicted, ape
@@ -334,7 +335,7 @@ def fit(
         j = free.pop(worst)
         kept[names[j]] = (
             "no op here depends on it"
-            if math.isinf(se[worst])
+            if se[worst] > math.log(1e6)
             else f"these ops pin it only within ×{math.exp(se[worst]):.3g}"
         )
         if not free:
@@ -351,6 +352,9 @@ def fit(
         f"{', '.join(held) or 'none'}; fitted: {', '.join(fitted_se) or 'nothing'}"
         + (f"; {kept_note} at {sp.source.split(';')[0]}" if kept else "")
     )
+    warns = tuple(above_peak(chip, data))
+    if warns:
+        text += "; WARNING: " + " ".join(warns)
     params = replace(params, source=text[:2000])
     rows = []
     for s in data:
@@ -377,10 +381,28 @@ def fit(
         fitted_rows=len(train),
         holdout_rows=len(data) - len(train),
         holdout_ops=tuple(held),
+        warnings=warns,
         cost=float(res.cost),
         status=str(res.message),
         rows=pd.DataFrame(rows),
     )
+
+
+def above_peak(chip: Chip, data: list[OpSample]) -> list[str]:
+    """One line per precision whose fastest op beats the peak the model is given: ``E`` is at
+    most 1, so no fit can match it (a measured ceiling taken too small or under load)."""
+    out = []
+    for p in sorted({s.precision for s in data}):
+        best = max((s for s in data if s.precision == p), key=lambda s: s.plan.flops / s.measured_s)
+        rate, peak = best.plan.flops / best.measured_s, chip.peak(p)
+        if rate > peak:
+            out.append(
+                f"{p}: {best.name} {best.pass_} ran at {rate / 1e9:.3g} GFLOP/s, above the "
+                f"peak used ({peak / 1e9:.3g} GFLOP/s, {chip.origin}); E cannot exceed 1: "
+                "measure the peak again (`paradnn calibrate --force`, a larger --budget) or "
+                "pass --platform."
+            )
+    return out
 
 
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
