@@ -215,21 +215,31 @@ def simulate_fit(
     platform: str | None = None,
     holdout: int = 30,
     statistic: str = "median",
+    source: str = "runs",
+    holdout_ops: str | None = None,
 ) -> dict[str, Any]:
     """Fit a device's step-time parameters on the runs of ``db`` outside the held-out part
     (config hash), write them as a chip file to ``out``, and report the error on both parts.
+    ``source="ops"``: fit the GEMM parameters from the op micro-benchmarks (`paradnn ops`)
+    instead, holding out the ops named in ``holdout_ops`` (comma-separated; default
+    `sim.opfit.HOLDOUT_OPS`; "" holds none out).
     Returns {"params": ..., "summary": [...], "rows": [...], "chip_toml": text, "out": path}."""
     from pathlib import Path
 
     from paradnn.sim import fit as sim_fit
     from paradnn.store import open_store
-    from paradnn.validate import int_at_least
+    from paradnn.validate import int_at_least, one_of
 
+    one_of("--from", source, ("runs", "ops"))
     int_at_least("--holdout", holdout, 0, 90)
     if statistic not in sim_fit.STATISTICS:
         raise ConfigError("--statistic", statistic, "must be one of median, min")
     if out is not None and (not out.endswith(".toml") or not Path(out).parent.is_dir()):
         raise ConfigError("--out", out, "must be a .toml path in an existing folder")
+    if holdout_ops is not None and source != "ops":
+        raise ConfigError("--holdout-ops", holdout_ops, "applies to --from ops only")
+    if source == "ops":
+        return _fit_ops(db, out, device, platform, statistic, holdout_ops)
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
     chip, name, mine = sim_fit.device_chip(frame, ceilings, device, platform)
@@ -249,6 +259,69 @@ def simulate_fit(
         "params": result.params.as_dict(),
         "fitted_runs": result.fitted_runs,
         "holdout_runs": result.holdout_runs,
+        "status": result.status,
+        "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
+        "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),
+        "chip_toml": text,
+        "out": out,
+    }
+
+
+def _fit_ops(
+    db: str,
+    out: str | None,
+    device: str | None,
+    platform: str | None,
+    statistic: str,
+    holdout_ops: str | None,
+) -> dict[str, Any]:
+    """`simulate_fit` from the ``ops`` table (`sim.opfit`); same result keys, plus which
+    parameters were fitted and which kept (with why)."""
+    from pathlib import Path
+
+    from paradnn.sim import fit as sim_fit
+    from paradnn.sim import opfit
+    from paradnn.store import open_store
+
+    with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
+        rows, ceilings = store.rows("ops"), store.rows("ceilings")
+    chip, name, mine = opfit.device_chip(rows, ceilings, device, platform, db)
+    if holdout_ops is None:
+        held = list(opfit.HOLDOUT_OPS)
+    else:
+        held = [h.strip() for h in holdout_ops.split(",") if h.strip()]
+        known = sorted({opfit.base_name(n) for n in mine["name"]})
+        for h in held:
+            if opfit.base_name(h) not in known:
+                raise ConfigError("--holdout-ops", h, "must name ops in --db: " + ", ".join(known))
+    data = opfit.samples(mine, chip, holdout=held, statistic=statistic)
+    result = opfit.fit(
+        chip,
+        data,
+        source=f"fitted by `paradnn simulate fit --from ops` on {db} ({statistic} op time)",
+        holdout=held,
+    )
+    header = [
+        f"Fitted by `paradnn simulate fit --from ops` from op micro-benchmarks of {name}.",
+        f"{result.fitted_rows} op rows fitted, {result.holdout_rows} held out (ops "
+        f"{', '.join(result.holdout_ops) or 'none'}); peaks and bandwidth: {chip.origin}.",
+        *(f"Kept at its base value: {k} ({v})." for k, v in result.kept.items()),
+        *(f"WARNING: {w}" for w in result.warnings),
+    ]
+    text = sim_fit.chip_toml(chip, result, name, header)
+    if out is not None:
+        Path(out).write_text(text)
+    summary = opfit.summary(result.rows)
+    return {
+        "device_name": name,
+        "source": "ops",
+        "params": result.params.as_dict(),
+        "fitted": result.fitted,
+        "kept": result.kept,
+        "fitted_runs": result.fitted_rows,
+        "holdout_runs": result.holdout_rows,
+        "holdout_ops": list(result.holdout_ops),
+        "warnings": list(result.warnings),
         "status": result.status,
         "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
         "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),

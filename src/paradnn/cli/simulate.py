@@ -286,13 +286,37 @@ def fit(
             "--statistic", help="median step time, or min (fastest sample: shared hosts)."
         ),
     ] = "median",
+    source: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            help="runs (a measured sweep) or ops (the op micro-benchmarks of `paradnn ops`).",
+        ),
+    ] = "runs",
+    holdout_ops: Annotated[
+        str | None,
+        typer.Option(
+            "--holdout-ops",
+            help="--from ops: ops held out, comma-separated (default matmul-4096,conv2d-II; "
+            "'' none).",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Fit a device's step-time parameters (per-kernel overhead, efficiency-curve constants,
     achieved bandwidth) from its measured runs in --db, on the configs outside the held-out
-    part, and write a chip file; the error is shown on both parts."""
+    part, and write a chip file; the error is shown on both parts. With --from ops, its GEMM
+    parameters from the op micro-benchmarks, held out by op name; what they do not constrain
+    keeps its base value, and the output says so."""
     res = api.simulate_fit(
-        db, out_path, device=device, platform=platform, holdout=holdout, statistic=statistic
+        db,
+        out_path,
+        device=device,
+        platform=platform,
+        holdout=holdout,
+        statistic=statistic,
+        source=source,
+        holdout_ops=holdout_ops,
     )
     if fmt is Format.json:
         import json
@@ -307,19 +331,45 @@ def fit(
 
     p = res["params"]
     rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
+    if res.get("source") == "ops":
+        rows = _ops_param_rows(res)
     out.print(sim_table(rows, title=f"fitted step-time parameters of {res['device_name']}"))
+    split = f"config hash mod 100 < {holdout}"
+    if res.get("source") == "ops":
+        split = "ops " + (", ".join(res["holdout_ops"]) or "none")
+    what = "op" if res.get("source") == "ops" else "family"
     out.print(
         sim_table(
             res["summary"],
-            title=f"error per family: {res['fitted_runs']} runs fitted, "
-            f"{res['holdout_runs']} held out (config hash mod 100 < {holdout})",
+            title=f"error per {what}: {res['fitted_runs']} {'op rows' if what == 'op' else 'runs'}"
+            f" fitted, {res['holdout_runs']} held out ({split})",
         )
     )
+    for w in res.get("warnings", ()):
+        out.print(f"Warning: {w}", markup=False)
     if out_path:
         out.print(f"Wrote [bold]{out_path}[/]: use it as `--platform {out_path}`.")
 
 
 FIT_SHOWN = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "source")
+
+
+def _ops_param_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """--from ops: each GEMM parameter, its value, and fitted (± as a factor) or kept (why)."""
+    p, rows = res["params"], []
+    for k in ("kernel_overhead_s", "k_half", "bw_efficiency"):
+        rows.append({"parameter": k, "value": p[k], "how": _how(res, k)})
+    for prec, v in p["efficiency"].items():
+        k = f"efficiency.{prec}"
+        how = _how(res, k) if k in res["fitted"] or k in res["kept"] else "base (not measured)"
+        rows.append({"parameter": k, "value": v, "how": how})
+    return rows
+
+
+def _how(res: dict[str, Any], key: str) -> str:
+    if key in res["fitted"]:
+        return f"fitted (±×{res['fitted'][key]:.3g})"
+    return f"kept at base: {res['kept'].get(key, '')}"
 
 
 def emit(

@@ -260,18 +260,25 @@ def device_chip(
     return found, device, mine
 
 
-def chip_toml(chip: Chip, result: FitResult, device: str) -> str:
-    """A chip file (docs/platforms.md keys + the fitted [id.step] table) a user can keep."""
+def chip_toml(chip: Chip, result: Any, device: str, header: list[str] | None = None) -> str:
+    """A chip file (docs/platforms.md keys + the fitted [id.step] table) a user can keep.
+    ``result``: a `FitResult` (or any result with ``params``); ``header``: its comment lines in
+    place of the sweep's (`sim.opfit` says which ops were fitted)."""
     plat = chip.platform
     pid = "fitted-" + "".join(c if c.isalnum() else "-" for c in device.lower()).strip("-")
     pid = pid[:60] or "fitted"
     p = result.params
     peaks = ", ".join(f"{k} = {v:.6g}" for k, v in plat.peak_dense.items())
     eff = ", ".join(f"{k} = {v:.4g}" for k, v in p.efficiency.items())
+    if header is None:
+        header = [
+            f"Fitted by `paradnn simulate fit` from measured runs of {device}.",
+            f"{result.fitted_runs} runs fitted, {result.holdout_runs} held out "
+            f"(config hash mod 100 < {result.holdout_percent}); peaks and bandwidth: "
+            f"{chip.origin}.",
+        ]
     lines = [
-        f"# Fitted by `paradnn simulate fit` from measured runs of {device}.",
-        f"# {result.fitted_runs} runs fitted, {result.holdout_runs} held out "
-        f"(config hash mod 100 < {result.holdout_percent}); peaks and bandwidth: {chip.origin}.",
+        *(f"# {h}" for h in header),
         f"[{pid}]",
         f"name = {json.dumps(device + ' (fitted step-time model)')}",
         f"vendor = {json.dumps(plat.vendor)}",

@@ -15,6 +15,7 @@ from rich.table import Table
 PREFERRED = (
     "workload",
     "family",
+    "op",
     "config",
     "split",
     "precision",
