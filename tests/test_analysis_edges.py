@@ -139,3 +139,46 @@ def test_an_empty_sensitivity_keeps_its_columns_and_what_it_was_asked():
 def test_data_from_frames_says_where_it_came_from():
     data = A.from_frames([synth.row("fc", {"batch": 32}, 0.2), synth.row("fc", {"batch": 64}, 0.2)])
     assert data.sources == [{"db": "<memory>", "runs": 2}]
+
+
+# --- a third sample (seed 4), after the tests above ---------------------------------------
+
+
+def test_a_config_key_that_clashes_with_a_run_column_gets_its_own_name():
+    from paradnn.analysis.frames import _canonical, _flatten_configs
+
+    df = pd.DataFrame({"family": ["fc"], "config": [{"batch": 8, "threads": 2}], "threads": [1]})
+    out, keys = _flatten_configs(df)
+    assert out.loc[0, "cfg_threads"] == 2 and out.loc[0, "threads"] == 1
+    assert out.loc[0, "batch"] == 8
+    # the canonical text of a config: compact and sorted, the same in every database
+    assert _canonical({"b": 1, "a": [2, 3]}) == '{"a":[2,3],"b":1}'
+    assert _canonical('{"b": 1, "a": 2}') == '{"a":2,"b":1}'
+
+
+def test_a_noisy_rating_without_reasons_says_so_whatever_the_index():
+    from paradnn.analysis.frames import add_quality
+
+    runs = pd.DataFrame(
+        {"status": ["ok", "ok"], "quality": ["noisy", "good"], "step_time_s": [1.0, 1.0]},
+        index=[5, 7],
+    )
+    add_quality(runs)
+    assert runs.loc[5, "quality_reasons"] == ["rated noisy"] and runs.loc[5, "noisy"]
+    assert runs.loc[7, "quality_reasons"] == [] and not runs.loc[7, "noisy"]
+
+
+def test_a_heat_maps_axes_are_named_after_its_hyperparameters():
+    space = {"layers": [2], "nodes": [64, 128], "batch": [32, 64], "input": [1000], "output": [200]}
+    hm = A.heatmap(A.from_frames(synth.rows("fc", space, lambda c: 0.2)), "fc")
+    assert (hm.x, hm.y) == ("batch", "nodes")
+    assert hm.values.columns.name == "batch" and hm.values.index.name == "nodes"
+    assert hm.values.columns.tolist() == [32, 64] and hm.values.index.tolist() == [64, 128]
+
+
+def test_too_few_matched_configs_for_a_platform_finding_says_how_many():
+    space = {"layers": [2], "nodes": [64, 128, 256], "batch": [32], "input": [1000], "output": [200]}
+    rows = synth.rows("fc", space, lambda c: 0.2, platform="PlatA", n_samples=5)
+    rows += synth.rows("fc", space, lambda c: 0.3, platform="PlatB", n_samples=5)
+    got = findings._platform_pairs(A.from_frames(rows), "fc", "x", "c", "s", "r")
+    assert got.verdict == findings.NO_DATA and got.evidence == "3 matched fc configs (need 8)"
