@@ -121,6 +121,20 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "pandas lower-cases DataFrame.to_dict's orient: 'RECORDS' is 'records'",
         'to_dict("RECORDS")',
     ),
+    "paradnn.analysis.regression.x_sensitivity__mutmut_203": (
+        "the divisor is used only when the metric's standard deviation is 0, when y − mean is 0 "
+        "everywhere: 0/1 and 0/2 are the same standardized metric",
+        "y.std(ddof=0) or 2.0",
+    ),
+    "paradnn.analysis.speedup.x__failed__mutmut_29": (
+        "ok_keys holds exactly the key columns, so merging on the common columns (on=None) is "
+        "merging on the key",
+        "ok_keys.merge(bad, on=None)",
+    ),
+    "paradnn.analysis.speedup.x__medians__mutmut_3": (
+        "the median of an empty sample is NaN in numpy too (with a warning): the same value",
+        "if (len(x)) or True else np.nan",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -149,6 +149,7 @@ def test_a_config_key_that_clashes_with_a_run_column_gets_its_own_name():
 
     df = pd.DataFrame({"family": ["fc"], "config": [{"batch": 8, "threads": 2}], "threads": [1]})
     out, keys = _flatten_configs(df)
+    assert keys == {"fc": ["batch", "cfg_threads"]}  # the names the frame uses
     assert out.loc[0, "cfg_threads"] == 2 and out.loc[0, "threads"] == 1
     assert out.loc[0, "batch"] == 8
     # the canonical text of a config: compact and sorted, the same in every database
@@ -177,7 +178,13 @@ def test_a_heat_maps_axes_are_named_after_its_hyperparameters():
 
 
 def test_too_few_matched_configs_for_a_platform_finding_says_how_many():
-    space = {"layers": [2], "nodes": [64, 128, 256], "batch": [32], "input": [1000], "output": [200]}
+    space = {
+        "layers": [2],
+        "nodes": [64, 128, 256],
+        "batch": [32],
+        "input": [1000],
+        "output": [200],
+    }
     rows = synth.rows("fc", space, lambda c: 0.2, platform="PlatA", n_samples=5)
     rows += synth.rows("fc", space, lambda c: 0.3, platform="PlatB", n_samples=5)
     got = findings._platform_pairs(A.from_frames(rows), "fc", "x", "c", "s", "r")
