@@ -135,6 +135,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the median of an empty sample is NaN in numpy too (with a warning): the same value",
         "if (len(x)) or True else np.nan",
     ),
+    "paradnn.analysis.speedup.x__intervals__mutmut_116": (
+        "t_high_b comes from values(), which passes the column through pd.to_numeric and a max "
+        "aggregation: it is float64 already, so to_numpy(None) returns the same float array",
+        'pairs["t_high_b"].to_numpy(None)',
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -16,6 +16,7 @@ from paradnn.analysis.heatmap import _second_axis
 from paradnn.analysis.regression import sensitivity
 from paradnn.analysis.scaling import amdahl_fit
 from paradnn.analysis.speedup import compare
+from paradnn.errors import ConfigError
 
 import synth
 
@@ -189,3 +190,21 @@ def test_too_few_matched_configs_for_a_platform_finding_says_how_many():
     rows += synth.rows("fc", space, lambda c: 0.3, platform="PlatB", n_samples=5)
     got = findings._platform_pairs(A.from_frames(rows), "fc", "x", "c", "s", "r")
     assert got.verdict == findings.NO_DATA and got.evidence == "3 matched fc configs (need 8)"
+
+
+def test_a_one_sided_speedup_interval_gives_the_fit_no_interval():
+    # a low end without a high end (or the reverse) bounds nothing: no interval, said so
+    for low, high in (([1.4], None), (None, [1.6]), ([1.4], [None]), ([None], [1.6])):
+        fit = amdahl_fit([2], [1.5], low=low, high=high)
+        assert fit.points == 1 and fit.serial_fraction == pytest.approx(1 / 3)
+        assert (fit.ci_low, fit.ci_high) == (None, None), (low, high)
+    both = amdahl_fit([2], [1.5], low=[1.4], high=[1.6])
+    assert both.ci_low == pytest.approx(0.25) and both.ci_high == pytest.approx(3 / 7)
+
+
+def test_a_heat_maps_unknown_fixed_hyperparameter_names_the_allowed_ones():
+    data = A.from_frames(synth.rows("fc", FC8, lambda c: 0.2))
+    with pytest.raises(ConfigError) as e:
+        A.heatmap(data, "fc", "batch", "nodes", fixed={"depth": 3})
+    assert e.value.field == "fixed" and e.value.value == "depth"
+    assert e.value.allowed == "one of layers, input, output"

@@ -50,6 +50,7 @@ def test_the_gain_of_removing_the_infeed_is_device_over_the_fed_run_with_a_ci():
     assert (p["ci_low"] < 2.0).all() and (p["ci_high"] > 2.0).all()
     row = st.real.set_index("family").loc["cnn"]
     assert row["configs"] == 4 and row["input_bound"] == 4 and row["median_infeed_share"] == 0.6
+    assert row["paired"] == 4  # configs with both a device and a fed run
     assert bool(row["real"]) is False and row["gain_geomean"] == pytest.approx(2.0)
     assert any("4 of 4 pipeline runs are input-bound" in n for n in st.notes)
     grid, y, x = I.share_map(st.runs, "cnn")

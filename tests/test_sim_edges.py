@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from paradnn import families
@@ -63,3 +64,75 @@ def test_a_predicted_step_row_names_its_communication_terms():
     for k in ("allreduce_link_s", "allreduce_hbm_s", "allreduce_latency_s", "comm_s"):
         assert k in row, k
     assert row["allreduce_latency_s"] > 0
+
+
+def test_a_systolic_chip_times_each_gemm_by_its_array_cycles():
+    from paradnn.sim.systolic import array_cycles
+
+    ch = C.load("tpu-v2")
+    plan = _plan("tpu-v2", "bf16")
+    arrays = ch.arrays
+    assert arrays is not None and len(plan.shape) > 0
+    for (m, n, k), t, q, count in zip(
+        plan.shape, plan.peak_s, plan.quant, plan.kernels, strict=True
+    ):
+        cycles = array_cycles(m, n, k, arrays, ch.dataflow) * count
+        assert t == pytest.approx(cycles / ch.clock("bf16"), rel=1e-12)
+        assert q == pytest.approx(m * n * k * count / (cycles * arrays.macs), rel=1e-12)
+    assert not plan.fallback.any()  # the arrays never fall off tensor cores
+
+
+def test_a_fast_convolution_gain_of_one_is_no_alternative():
+    ch = C.load("v100-sxm2")
+    cfg = families.get("cnn").config({"filters": 64, "batch": 32, "image": 64})
+    sp = steptime.params_of(ch)
+    assert sp.fast_conv > 1.0  # the default: some 3×3 convolutions have a Winograd option
+    fast = steptime.build_plan("cnn", cfg, ch, "fp32", "rmsprop", sp)
+    assert (~np.isnan(fast.fast_peak_s)).any()
+    same = steptime.build_plan(
+        "cnn", cfg, ch, "fp32", "rmsprop", dataclasses.replace(sp, fast_conv=1.0)
+    )
+    assert np.isnan(same.fast_peak_s).all() and np.isnan(same.fast_bytes).all()
+
+
+def test_a_gpus_link_comes_from_its_aggregate_interconnect_and_says_so():
+    ch = C.load("v100-sxm2")
+    assert ch.link is not None and ch.link.bandwidth == pytest.approx(150e9)
+    assert ch.links == 1 and ch.topology_kind == "ring"
+    assert ch.link_source == "v100-sxm2 interconnect_bw 300 GB/s aggregate ÷ 2 per direction"
+
+
+def test_a_chip_files_bad_link_latency_names_the_chip(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(
+        '[xpu]\nname = "x"\nvendor = "v"\nkind = "gpu"\npeak_dense = { fp32 = 1e13 }\n'
+        "mem_bandwidth = 5e11\nlink_bw = 1e11\nlink_latency_s = -1\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        C.load(str(path))
+    assert e.value.field == "xpu.link_latency_s" and e.value.value == -1
+
+
+def test_a_scaling_check_without_an_all_reduce_error_shows_a_dash():
+    from paradnn.sim.scaling_check import Check
+
+    words = Check(rows=[{}], allreduce_error=None, efficiency_error=None).summary()
+    assert "all-reduce time error — (geometric mean)" in words
+    assert Check(rows=[{}], allreduce_error=0.055).summary().count("5.5%") == 1
+
+
+def test_the_infeed_check_row_names_the_measured_step():
+    from paradnn.sim.infeed_check import check
+
+    run = {
+        "family": "cnn", "data_source": "pipeline", "loader_workers": 2,
+        "model_only_examples_per_s": 1000.0, "loader_examples_per_s": 4000.0,
+        "step_time_s": 0.04, "examples_per_s": 800.0, "infeed_share": 0.2, "input_bound": False,
+    }  # fmt: skip
+    c = check([run])
+    assert len(c.rows) == 1
+    row = c.rows[0]
+    assert row["measured_step_s"] == 0.04 and row["measured_share"] == 0.2
+    # 32 examples: the model alone 32 ms, the prefetching loader 8 ms behind it
+    assert row["predicted_step_s"] == pytest.approx(0.032) and row["predicted_input_bound"] is False
+    assert c.agree == 1 and c.step_error == pytest.approx(0.04 / 0.032 - 1)

@@ -149,3 +149,16 @@ def test_validation_benchmark_runs_on_the_committed_sweep(tmp_path, capsys):
     assert res["table8"]["nvidia_fp32_n"] == 44 and res["transfer"]["nvidia_fp32"]["n"] == 86
     assert set(res["cpu"]["holdout_mdape"]) == {"fc", "cnn", "rnn"}
     assert "| check | n |" in (tmp_path / "sim_validation.md").read_text()
+
+
+def test_a_fitted_chip_file_keeps_the_unit_count_and_loads_back(tmp_path):
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    res = sim_fit.fit(chip, sim_fit.samples(_frame(chip, _truth(chip)), chip))
+    res = replace(res, params=replace(res.params, units=80))
+    text = sim_fit.chip_toml(chip, res, CPU)
+    assert "\nunits = 80\n" in text
+    path = tmp_path / "fitted.toml"
+    path.write_text(text)
+    assert sim_chip.load(str(path)).step.units == 80
+    no_units = sim_fit.chip_toml(chip, replace(res, params=replace(res.params, units=None)), CPU)
+    assert "units =" not in no_units
