@@ -4,12 +4,14 @@ saved_tensors_hooks during a real training step on CPU, and the real peak of the
 import random
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
 
 from paradnn import families, memory
 from paradnn.errors import ConfigError
+from paradnn.families.shapes import Conv2d, Gemm, Recurrent
 from paradnn.measure.saved_bytes import profiler_peak_bytes, saved_tensor_bytes
 from paradnn.measure.step import TrainStep
 
@@ -232,6 +234,9 @@ def test_predict_rejects_unknown_names():
         memory.predict("fc", cfg, "fp32", "adam")
     with pytest.raises(ConfigError, match="device_type"):
         memory.predict("fc", cfg, "fp32", "sgd", device_type="tpu")
+    with pytest.raises(ConfigError) as e:
+        memory.predict("fc", cfg, "fp8", "sgd")
+    assert e.value.field == "precision" and e.value.value == "fp8"
 
 
 def test_the_model_never_imports_torch():
@@ -246,3 +251,93 @@ def test_the_model_never_imports_torch():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# Hand-computed cases for the model's parts: each number below is worked out from the
+# docstrings' rules, so a changed rule (a dropped term, a swapped branch) fails here even where
+# the measured comparisons above stay within their tolerances.
+GA = Gemm("a", m=2, n=4, k=3)  # reads 2×3, weights 12
+GB = Gemm("b", m=2, n=5, k=4)  # reads 2×4, weights 20: the classifier, last
+CONV = Conv2d("c", batch=2, in_ch=3, out_ch=4, in_h=5, in_w=6, kernel=3)  # out 3×4
+LSTM = Recurrent("r", cell="lstm", batch=2, seq=3, input=5, hidden=7)  # weights 4·7·12 = 336
+GRU = Recurrent("g", cell="gru", batch=2, seq=3, input=5, hidden=7)
+
+
+def test_an_ops_reads_are_its_activation_input():
+    assert memory._reads(GB) == 2 * 4
+    assert memory._reads(CONV) == 2 * 3 * 5 * 6
+    assert memory._reads(LSTM) == 3 * 2 * (5 + 4 * 7)  # the input and the gates
+
+
+def test_gradient_buffers_hold_the_output_and_input_gradients():
+    assert memory._gradient_buffers(GB, 4, "cuda") == 2 * (5 + 4) * 4
+    assert memory._gradient_buffers(replace(GB, input_grad=False), 4, "cpu") == 2 * 5 * 4
+    assert memory._gradient_buffers(CONV, 2, "cpu") == 2 * (4 * 3 * 4 + 3 * 5 * 6) * 2
+    assert memory._gradient_buffers(replace(CONV, input_grad=False), 2, "cpu") == 2 * 48 * 2
+    gates = 3 * 2 * (4 * 7 + 5)
+    assert memory._gradient_buffers(LSTM, 4, "cpu") == gates * 4 + 2 * 4 * 336  # oneDNN's copies
+    assert memory._gradient_buffers(LSTM, 2, "cuda") == gates * 2 + 2 * 336  # cuDNN's flat 16-bit
+    assert memory._gradient_buffers(LSTM, 4, "cuda") == gates * 4  # fp32: the gradients themselves
+    assert memory._gradient_buffers(GRU, 4, "cpu") == 3 * 2 * (3 * 7 + 5) * 4  # no staging
+    assert memory._gradient_buffers(replace(GRU, input_grad=False), 4, "cpu") == 3 * 2 * 21 * 4
+
+
+def test_rmsprop_allocates_a_square_root_for_all_or_the_largest_parameter():
+    shapes = [GA, GB]
+    assert memory._optimizer_temporaries(shapes, 32, "rmsprop", "cuda") == 4 * 32  # foreach
+    assert memory._optimizer_temporaries(shapes, 32, "rmsprop", "cpu") == 4 * 20  # one at a time
+    assert memory._optimizer_temporaries(shapes, 32, "momentum", "cuda") == 0
+    assert memory._optimizer_temporaries(shapes, 32, "sgd", "cpu") == 0
+    assert memory._optimizer_temporaries([], 0, "rmsprop", "cpu") == 0
+
+
+def test_conv_scratch_is_two_unfolded_inputs_of_the_largest_spatial_conv():
+    unfolded = 3 * 3 * 3 * (3 * 4) * 2  # in_ch · k² · out_h · out_w · batch
+    pointwise = Conv2d("p", batch=64, in_ch=64, out_ch=64, in_h=32, in_w=32, kernel=1)
+    assert memory._conv_scratch([GA, CONV, pointwise], "fp32") == 2 * unfolded * 4
+    assert memory._conv_scratch([CONV], "bf16") == 2 * unfolded * 2
+    grouped = replace(CONV, in_ch=4, groups=2)  # 2 input channels per group
+    assert memory._conv_scratch([grouped], "fp32") == 2 * 2 * 9 * 12 * 2 * 4
+    assert memory._conv_scratch([GA, pointwise], "fp32") == 0
+
+
+def test_backward_peaks_where_gradients_and_activations_sum_highest():
+    # reversed: b first (20/32 of the gradients, buffers max(2·9·4, logits' 2·2·5·4) = 80),
+    # then a (all gradients, 8/14 of the activations freed, buffers 2·7·4 = 56)
+    assert memory._backward([GA, GB], 1400, 3200, "fp32", "cuda") == (600 + 3200, 56)
+    assert memory._backward([GA, GB], 14000, 320, "fp32", "cuda") == (14000 + 200, 80)
+    # no activation reads or no weights: everything at once, no buffers
+    assert memory._backward([], 100, 50, "fp32", "cpu") == (150, 0)
+
+
+def test_the_estimates_totals_and_bounds_add_the_right_parts():
+    est = memory.MemoryEstimate(
+        weights=10, grads=20, optimizer_state=30, activations=40, activations_floor=25,
+        peak_phase="backward", live_at_peak=50, workspace=7, conv_scratch=3,
+    )  # fmt: skip
+    assert est.resident == 100 and est.total == 97 and est.upper_bound == 100
+    assert est.lower_bound == 10 + 30 + 25  # the activation floor is larger than the gradients
+    assert replace(est, grads=28).lower_bound == 10 + 30 + 28
+
+
+@pytest.mark.parametrize("device_type", memory.DEVICE_TYPES)
+@pytest.mark.parametrize("optimizer", ["sgd", "rmsprop"])
+def test_predict_takes_the_largest_phase_and_adds_its_parts(device_type, optimizer):
+    fam = families.get("cnn")
+    cfg = fam.config(blocks=1, filters=8, image=16, batch=4)
+    est = memory.predict("cnn", cfg, "fp32", optimizer, device_type=device_type)
+    p, shapes = fam.params(cfg), fam.shapes(cfg)
+    act = fam.activation_memory(cfg, "fp32", device_type=device_type)
+    phases = {
+        "forward": (act.saved, act.casts),
+        "backward": memory._backward(shapes, act.saved, 4 * p, "fp32", device_type),
+        "optimizer": (4 * p, memory._optimizer_temporaries(shapes, p, optimizer, device_type)),
+    }
+    peak = max(phases, key=lambda k: sum(phases[k]))
+    library = memory.CUDA_LIBRARY_BYTES if device_type == "cuda" else 0
+    assert est.peak_phase == peak and est.live_at_peak == phases[peak][0]
+    assert est.workspace == phases[peak][1] + library
+    assert est.weights == 4 * p + act.buffers and est.grads == 4 * p
+    assert est.activations == act.saved and est.activations_floor == act.floor
+    scratch = memory._conv_scratch(shapes, "fp32") if device_type == "cpu" else 0
+    assert est.conv_scratch == scratch and (scratch > 0) == (device_type == "cpu")
