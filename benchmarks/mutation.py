@@ -140,6 +140,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "aggregation: it is float64 already, so to_numpy(None) returns the same float array",
         'pairs["t_high_b"].to_numpy(None)',
     ),
+    **{
+        f"paradnn.memory.x__backward__mutmut_{n}": (
+            "the first op's moment is at least its output gradient's bytes (> 1), so a start of "
+            "1 instead of 0 is replaced at i = 0 like 0 is",
+            line,
+        )
+        for n, line in ((16, "(1.0, 0.0)"), (17, "(0.0, 1.0)"))
+    },
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",
