@@ -19,8 +19,8 @@ time, and the tool version, date and CPU.
 by `--seed`): the score of a sample estimates the group's score, and the JSON gives its 95%
 Clopper-Pearson interval, so a group too large to check whole on a small machine (analysis and
 sim: thousands of mutants, hours each on 2 cores) still gets a measured distance to its target.
-`--only survivors` re-tests the mutants that were not killed last time (after adding tests);
-`--only unchecked` resumes a run a timeout stopped. Score = (killed + timeout + killed at
+`--only survivors` re-tests the mutants a run left alive (after adding tests; a sample's
+unchecked rest stays unchecked); `--only unchecked` resumes a run a timeout stopped. Score = (killed + timeout + killed at
 set-up) / (mutants - equivalent - unchecked); survived, suspicious and "no tests" count against.
 """
 
@@ -288,7 +288,8 @@ def _names(group: str, only: str | None, subset: list[str] | None = None) -> lis
     res = _load_results()
     if not res:
         return list(globs)
-    want = ("unchecked",) if only == "unchecked" else ("unchecked", "survived", "no tests")
+    # survivors: those a test run left alive, not the never-checked rest of a sampled group
+    want = ("unchecked",) if only == "unchecked" else ("survived", "no tests")
     picked = [
         n
         for n, (_, code, _, _) in res.items()

@@ -56,3 +56,23 @@ def test_every_equivalence_names_the_line_it_was_judged_on(tool):
         assert name.startswith("paradnn.") and "__mutmut_" in name, name
         assert len(reason) > 20 and line.strip(), name
         assert any(tool._in_group(name, globs) for globs, _ in tool.GROUPS.values()), name
+
+
+def test_only_survivors_retests_the_checked_survivors_not_a_samples_unchecked_rest(
+    tool, monkeypatch, tmp_path
+):
+    (tmp_path / "mutants").mkdir()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    # mutmut's exit codes: 1 killed, 0 survived, 33 no tests, 2 unknown (suspicious), None unrun
+    codes = {1: 1, 2: 0, 3: 33, 4: 2, 5: None}
+    results = {
+        f"paradnn.memory.x_f__mutmut_{i}": (Path("m.py"), c, 1.0, 1.0) for i, c in codes.items()
+    }
+    monkeypatch.setattr(tool, "_load_results", lambda: results)
+
+    def picked(only):
+        return sorted(int(n.rsplit("_", 1)[1]) for n in tool._names("memory", only))
+
+    assert picked("survivors") == [2, 3, 4]
+    assert picked("unchecked") == [4, 5]
+    assert tool._names("memory", None) == list(tool.GROUPS["memory"][0])
