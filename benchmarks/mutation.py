@@ -149,6 +149,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, line in ((16, "(1.0, 0.0)"), (17, "(0.0, 1.0)"))
     },
+    **{
+        f"paradnn.analysis.scaling.x_amdahl_speedup__mutmut_{n}": (
+            "(1 − f) is a float, so dividing it by an int array is true division: the same "
+            "floats whether n is converted to float first or not",
+            line,
+        )
+        for n, line in ((8, "np.asarray(n, dtype=None)"), (10, "np.asarray(n, ))"))
+    },
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -343,6 +343,9 @@ def test_memory_bound_share_at_a_quarter():
 def test_what_paradnn_cannot_measure_is_untestable_whatever_the_data(fid):
     f = verdict(_fc3(0.03, 0.02, 0.0), fid)
     assert f.verdict == F.UNTESTABLE and f.rule == "needs data paradnn lacks"
+    assert f.id == fid and fid in F.NEVER_TESTABLE
+    assert f.claim and f.source.startswith("seed ") and f.evidence  # the claim, where, and why
+    assert len({f.claim, f.source, f.evidence, f.rule}) == 4
 
 
 def test_noisy_runs_are_left_out_of_the_verdicts_unless_asked():

@@ -82,7 +82,8 @@ def sensitivity(
     known = data.hyperparameters.get(family, []) if frame is None else list(runs.columns)
     for h in candidates:
         if h not in known:
-            raise ConfigError("hyperparameter", h, f"one of {', '.join(known)}")
+            allowed = f"one of {', '.join(known)}" if known else f"none: no {family} runs"
+            raise ConfigError("hyperparameter", h, allowed)
     y = pd.to_numeric(runs[metric], errors="coerce") if len(runs) else pd.Series(dtype=float)
     keep = y.notna()
     runs, y = runs[keep], y[keep].astype(float)

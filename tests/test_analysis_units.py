@@ -1,0 +1,233 @@
+"""Hand-checked cases for analysis helpers that the report tests reach only through a shared
+fixture (mutmut credits a module fixture's calls to its first test, so a wrong per-op speedup
+or JAX ratio stayed green): per-op speedups and shares, the JAX-vs-torch study with its XLA
+columns and notes, Amdahl's law itself, the N = 1 baselines and an empty Data."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from paradnn import analysis as A
+from paradnn.analysis import backends
+from paradnn.analysis import breakdown as B
+from paradnn.analysis.regression import sensitivity
+from paradnn.analysis.scaling import AmdahlFit, amdahl_speedup, baselines
+from paradnn.errors import ConfigError
+
+import synth
+
+CFG = {"layers": 2, "nodes": 64, "batch": 32}
+LABEL_A = "fc batch=32 input=2000 layers=2 nodes=64 (PlatA, fp32)"
+
+
+def _ops(uid: str, times: dict[str, float]) -> list[dict]:
+    """One step's profile: (op, shapes) -> device seconds; FLOPs and bytes fixed per op."""
+    counts = {
+        ("aten::addmm", "[[32,100]]"): (2e7, 2e5),
+        ("aten::addmm", "[[32,64]]"): (1e7, 1e5),
+        ("aten::add_", "[[64]]"): (6e4, 3e5),
+        ("aten::t", "[[64,100]]"): (0, 0),
+        ("aten::relu", "[[64]]"): (6e4, 0),
+    }
+    out = []
+    for (op, shapes), t in times.items():
+        f, b = counts[(op, shapes)]
+        out.append(dict(run_uid=uid, op=op, shapes=shapes, calls=2, device_time_s=t, flops=f,
+                        bytes=b))  # fmt: skip
+    return out
+
+
+def _profiled() -> A.Data:
+    rows = [
+        synth.row("fc", CFG, 0.1, platform="PlatA"),
+        synth.row("fc", CFG, 0.1, platform="PlatB"),
+        synth.row("fc", {**CFG, "batch": 8}, 0.1, platform="PlatA"),
+    ]
+    a = {("aten::addmm", "[[32,100]]"): 6e-3, ("aten::addmm", "[[32,64]]"): 2e-3,
+         ("aten::add_", "[[64]]"): 1e-3, ("aten::t", "[[64,100]]"): 1e-4,
+         ("aten::relu", "[[64]]"): 5e-4}  # fmt: skip
+    b = {("aten::addmm", "[[32,100]]"): 2e-3, ("aten::addmm", "[[32,64]]"): 4e-3,
+         ("aten::add_", "[[64]]"): 4e-3, ("aten::t", "[[64,100]]"): 1e-4,
+         ("aten::relu", "[[64]]"): 0.0}  # fmt: skip
+    small = {("aten::addmm", "[[32,100]]"): 3e-3, ("aten::add_", "[[64]]"): 1e-3}
+    prof = pd.DataFrame(_ops("0:1", a) + _ops("0:2", b) + _ops("0:3", small))
+    return A.from_frames(rows, op_profile=prof)
+
+
+def test_per_op_speedups_pair_ops_by_name_and_shapes_with_their_intensity():
+    sp = B.op_speedups(_profiled(), "platform", "PlatA", "PlatB")
+    assert list(sp.columns) == B.SPEEDUP_COLUMNS
+    got = {
+        (r.op, r.shapes): (r.speedup, None if pd.isna(r.intensity) else r.intensity, r.op_type)
+        for r in sp.itertuples()
+    }
+    # relu took no time on PlatB: no ratio; the batch-8 run has no PlatB twin
+    assert got == {
+        ("aten::addmm", "[[32,100]]"): (pytest.approx(3.0), 100.0, "matmul"),
+        ("aten::addmm", "[[32,64]]"): (pytest.approx(0.5), 100.0, "matmul"),
+        ("aten::add_", "[[64]]"): (pytest.approx(0.25), 0.2, "elementwise"),
+        ("aten::t", "[[64,100]]"): (pytest.approx(1.0), None, "layout & copy"),
+    }
+    row = sp[sp["op"] == "aten::add_"].iloc[0]
+    assert (row["time_a_s"], row["time_b_s"]) == (1e-3, 4e-3) and row["family"] == "fc"
+    # the other way round: the inverse ratios
+    back = B.op_speedups(_profiled(), "platform", "PlatB", "PlatA")
+    assert sorted(back["speedup"].round(6)) == [0.333333, 1.0, 2.0, 4.0]
+
+
+def test_per_op_speedups_without_a_group_or_a_profile_are_empty_with_columns():
+    data = _profiled()
+    for by, a, b in (("platform", "PlatA", "PlatC"), ("platform", "PlatC", "PlatB"),
+                     ("no_such_column", "PlatA", "PlatB")):  # fmt: skip
+        out = B.op_speedups(data, by, a, b)
+        assert out.empty and list(out.columns) == B.SPEEDUP_COLUMNS, (by, a, b)
+    bare = A.from_frames([synth.row("fc", CFG, 0.1, platform="PlatA")])
+    assert list(B.op_speedups(bare, "platform", "PlatA", "PlatB").columns) == B.SPEEDUP_COLUMNS
+
+
+def test_a_profile_without_shapes_pairs_by_op_name():
+    data = _profiled()
+    data.op_profile = data.op_profile.drop(columns=["shapes"])
+    data.op_profile = data.op_profile[data.op_profile["op"] != "aten::addmm"]
+    sp = B.op_speedups(data, "platform", "PlatA", "PlatB")
+    assert set(sp["shapes"]) == {""} and set(sp["op"]) == {"aten::add_", "aten::t"}
+
+
+def test_shares_are_one_row_per_run_in_breakdown_order_with_zeros_for_missing_types():
+    bd = B.breakdown(_profiled())
+    wide = B.shares(bd)
+    small = "fc batch=8 input=2000 layers=2 nodes=64 (PlatA, fp32)"
+    assert list(wide.index) == [small, LABEL_A, LABEL_A.replace("PlatA", "PlatB")]
+    assert list(wide.columns) == ["matmul", "layout & copy", "elementwise"]
+    assert wide.loc[small, "layout & copy"] == 0.0  # no copy in that run: 0, not missing
+    assert wide.loc[small, "matmul"] == pytest.approx(0.75)
+    assert wide.sum(axis=1).round(9).eq(1).all()
+    assert B.shares(bd.iloc[0:0]).empty
+
+
+def test_a_runs_label_and_batch_come_from_its_config_key():
+    r = {"family": "fc", "platform": "PlatA", "precision": "fp32"}
+    key = '{"batch":32,"input":2000,"layers":2,"nodes":64,"output":1000}'
+    assert B._label({**r, "config_key": key}) == LABEL_A  # batch first, then three more
+    assert B._label({**r, "config_key": "not json"}) == "fc  (PlatA, fp32)"
+    assert B._label({**r, "config_key": None}) == "fc  (PlatA, fp32)"
+    assert B._label({**r, "config_key": '{"x":1}', "family": "f" * 100}) == "f" * 90
+    assert B._batch(key) == 32.0
+    assert B._batch('{"x":1}') == B._batch("not json") == B._batch("[1]") == 0.0
+    assert B._batch(None) == 0.0
+
+
+def _backend_rows() -> list[dict]:
+    fc = [{**CFG, "nodes": n} for n in (64, 128, 256)]
+    cnn = {"blocks": 1, "filters": 4, "image": 16, "batch": 4}
+    rows = [synth.row("fc", c, 0.1, n_samples=9, seed=i) for i, c in enumerate(fc)]
+    rows.append(synth.row("cnn", cnn, 0.1, n_samples=9, seed=5))
+    rows.append(synth.row("fc", {**CFG, "nodes": 512}, 0.1, n_samples=9))  # torch only
+    rows.append(synth.row("fc", fc[0], 0.1, n_samples=9, mode="compile"))
+    xla = lambda lower, comp, ratio: dict(  # noqa: E731
+        backend="jax", xla_lower_s=lower, xla_compile_s=comp, xla_flops_ratio=ratio,
+        xla_flops_mismatch=abs(ratio - 1) > 0.1,
+    )  # fmt: skip
+    for i, c in enumerate(fc):
+        jax = xla(0.1 * (i + 1), i + 1.0, 1 + 0.05 * i)
+        rows.append(synth.row("fc", c, 0.2, n_samples=9, seed=10 + i, **jax))
+    rows.append(synth.row("cnn", cnn, 0.4, n_samples=9, seed=20, **xla(1.0, 10.0, 0.5)))
+    rows.append(synth.row("fc", {**CFG, "nodes": 1024}, 0.2, backend="jax", quality="noisy"))
+    rows.append(synth.row("fc", {**CFG, "nodes": 2048}, None, status="failed", **xla(9, 99, 9)))
+    for i, r in enumerate(rows):
+        r["run_key"] = f"k{i}"
+    return rows
+
+
+def test_the_jax_study_pairs_configs_and_adds_xlas_compile_and_flop_columns():
+    data = A.from_frames(_backend_rows())
+    assert backends.torch_engines(data) == ["torch-eager", "torch-compile"]
+    s = backends.study(data)
+    assert s.base == "torch-eager"
+    assert len(s.pairs) == 4 and sorted(s.pairs["speedup"].round(9)) == [2.0, 2.0, 2.0, 4.0]
+    by_nodes = {
+        int(k.split('"nodes":')[1].split(",")[0]): r
+        for k, r in s.pairs.set_index("config_key").iterrows()
+        if '"nodes"' in k
+    }
+    assert by_nodes[128]["xla_lower_s"] == pytest.approx(0.2)
+    assert by_nodes[256]["xla_compile_s"] == 3.0 and by_nodes[256]["xla_flops_ratio"] == 1.1
+    assert pd.api.types.is_float_dtype(s.pairs["xla_flops_ratio"])
+    fam = s.families.set_index("family")
+    assert list(fam.index) == ["cnn", "fc", "all"]
+    assert fam.loc["fc", "median_xla_lower_s"] == pytest.approx(0.2)
+    assert fam.loc["cnn", "median_xla_compile_s"] == 10.0
+    assert fam.loc["all", "median_xla_lower_s"] == pytest.approx(0.25)  # of 0.1, 0.2, 0.3, 1.0
+    assert fam.loc["all", "median_xla_flops_ratio"] == pytest.approx(1.025)
+    assert "median_xla_flops_mismatch" not in fam
+    assert s.notes == [
+        "Noisy runs left out (torch-eager: 0, jax: 1); --include-noisy keeps them.",
+        "Ran ok on one side only: torch-eager: 1",
+    ]
+    assert backends.failures(data)["status"].tolist() == ["failed"]
+    assert backends.study(data, "torch-compile").pairs["speedup"].round(9).tolist() == [2.0]
+    assert backends.study(data, "torch-reduce-overhead") is None
+
+
+def test_a_jax_study_without_xla_columns_or_notes_keeps_them_empty():
+    rows = [r for r in _backend_rows() if r.get("quality") != "noisy" and r["status"] == "ok"]
+    rows = [r for r in rows if r["config"].get("nodes") != 512 and r.get("mode") != "compile"]
+    for r in rows:
+        for k in backends.XLA_COLUMNS:
+            r.pop(k, None)
+    s = backends.study(A.from_frames(rows))
+    assert s.notes == [] and len(s.pairs) == 4
+    assert s.pairs[list(backends.XLA_COLUMNS)].isna().all().all()
+    assert s.families["median_xla_lower_s"].isna().all()
+
+
+def test_a_grad_ratio_is_read_only_from_a_numeric_detail():
+    assert backends._grad_ratio({"grad_flops_ratio": 0.61}) == 0.61
+    assert backends._grad_ratio({"grad_flops_ratio": 2}) == 2.0
+    assert math.isnan(backends._grad_ratio({"grad_flops_ratio": "0.6"}))
+    assert math.isnan(backends._grad_ratio({"other": 1.0}))
+    assert math.isnan(backends._grad_ratio(None))
+
+
+def test_amdahls_law_and_a_fits_prediction():
+    assert amdahl_speedup(4, 0.2) == pytest.approx(2.5)  # 1 / (0.2 + 0.8/4)
+    assert amdahl_speedup(2, 0.0) == pytest.approx(2.0) and amdahl_speedup(8, 1.0) == 1.0
+    assert list(amdahl_speedup([1, 2, 4], 0.5)) == pytest.approx([1.0, 4 / 3, 1.6])
+    fit = AmdahlFit(0.1, 0.05, 0.2, 3, "curve_fit")
+    assert fit.predict(10) == pytest.approx(1 / (0.1 + 0.09))
+    assert AmdahlFit(None, None, None, 0, "none").predict(10) is None
+
+
+def test_the_baselines_are_the_ok_single_process_runs():
+    rows = [synth.row("fc", CFG, 0.1, procs=p) for p in (1, 2, 4)]
+    rows.append(synth.row("fc", {**CFG, "nodes": 128}, None, status="oom", procs=1))
+    rows.append(synth.row("fc", {**CFG, "nodes": 256}, 0.1))  # no procs: a single process
+    for i, r in enumerate(rows):
+        r["run_key"] = f"k{i}"
+    base = baselines(A.from_frames(rows))
+    assert sorted(base["procs"].tolist()) == [1, 1]
+    assert sorted(base["run_key"]) == ["k0", "k4"]
+    assert baselines(pd.DataFrame()).empty
+
+
+def test_data_is_empty_only_without_runs_ops_and_ceilings():
+    assert A.from_frames([]).empty()
+    assert not A.from_frames([synth.row("fc", CFG, 0.1)]).empty()
+    ops = pd.DataFrame([synth.op_row("mm-64", 10, 1.0)])
+    assert not A.from_frames([], ops=ops).empty()
+    assert not A.from_frames([], ceilings=pd.DataFrame([{"kind": "matmul"}])).empty()
+
+
+def test_a_sensitivity_of_a_family_without_runs_says_there_are_none():
+    data = A.from_frames([synth.row("fc", CFG, 0.1)])
+    with pytest.raises(ConfigError) as e:
+        sensitivity(data, "cnn", hyperparameters=["batch"])
+    assert (e.value.field, e.value.value, e.value.allowed) == (
+        "hyperparameter", "batch", "none: no cnn runs"
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as e:
+        sensitivity(data, "fc", hyperparameters=["depth"])
+    assert e.value.allowed.startswith("one of ") and "nodes" in e.value.allowed
