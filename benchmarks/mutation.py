@@ -157,6 +157,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, line in ((8, "np.asarray(n, dtype=None)"), (10, "np.asarray(n, ))"))
     },
+    "paradnn.analysis.speedup.x__intervals__mutmut_17": (
+        "the speedup column is a ratio of two float medians (float64), so to_numpy(None) "
+        "returns the same float array as to_numpy(float)",
+        'pairs["speedup"].to_numpy(None)',
+    ),
+    "paradnn.analysis.findings.x__rising__mutmut_4": (
+        "an empty runs frame still has its family column (_runs_frame builds the empty frame "
+        "with it), so filtering it by family gives the same empty frame",
+        "if (len(data.runs)) or True else data.runs",
+    ),
+    "paradnn.analysis.infeed.x_infeed_finding__mutmut_25": (
+        "variants() yields ('pipeline', w) with int worker counts or ('host', None), one of "
+        "each: 'pipeline' > 'host' as text and the most workers wins, as the key orders them",
+        "max(kinds, key=None)",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

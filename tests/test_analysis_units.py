@@ -231,3 +231,86 @@ def test_a_sensitivity_of_a_family_without_runs_says_there_are_none():
     with pytest.raises(ConfigError) as e:
         sensitivity(data, "fc", hyperparameters=["depth"])
     assert e.value.allowed.startswith("one of ") and "nodes" in e.value.allowed
+
+
+def test_from_frames_fills_what_old_or_hand_made_rows_lack():
+    runs = A.from_frames([synth.row("fc", CFG, 0.1), synth.row("fc", CFG, 0.1, backend="jax")])
+    assert runs.runs["backend"].tolist() == ["torch", "jax"]  # a row before JAX: torch
+    assert runs.runs["engine"].tolist() == ["torch-eager", "jax"]
+    keyless = [synth.row("fc", CFG, 0.1), synth.row("fc", {**CFG, "batch": 8}, 0.1)]
+    for r in keyless:
+        r.pop("run_key")
+    assert A.from_frames(keyless).runs["run_key"].tolist() == ["1", "2"]  # the rows' ids
+    only_torch = A.from_frames([synth.row("fc", CFG, 0.1)]).runs  # no backend column at all
+    assert only_torch["backend"].tolist() == ["torch"]
+    assert only_torch["engine"].tolist() == ["torch-eager"]
+
+
+def test_jax_failures_keep_their_error():
+    rows = _backend_rows()
+    rows[-1]["error"] = "XlaRuntimeError: RESOURCE_EXHAUSTED"
+    bad = backends.failures(A.from_frames(rows))
+    assert list(bad.columns) == ["family", "config_key", "precision", "status", "error"]
+    assert bad["error"].tolist() == ["XlaRuntimeError: RESOURCE_EXHAUSTED"]
+
+
+def test_a_heat_map_cell_shows_its_most_severe_status():
+    from paradnn.analysis.heatmap import _worst
+
+    assert _worst(["timeout", "oom"]) == "oom"
+    assert _worst(["failed", "oom", "predicted_oom"]) == "predicted_oom"
+    assert _worst(["failed", "crashed"]) == "crashed"  # an unknown status ranks last
+    assert _worst(["failed"]) == "failed"
+
+
+def test_a_slowdown_threshold_is_a_percentage_from_0_to_100():
+    from paradnn.analysis.speedup import check_pct
+
+    assert check_pct(0) == 0.0 and check_pct("100") == 100.0 and check_pct(2.5) == 2.5
+    for bad in (-0.1, 100.5, "x", None, float("nan")):
+        with pytest.raises(ConfigError):
+            check_pct(bad)
+
+
+def test_model_points_carry_the_bytes_their_intensity_divides_by():
+    from paradnn import families
+    from paradnn.analysis.roofline import model_points
+    from paradnn.families.lowering import lower_all
+
+    pts = model_points(A.from_frames([synth.row("fc", CFG, 0.1)]))
+    fam = families.get("fc")
+    cfg = fam.config(CFG)
+    nbytes = sum(op.elements() * 4 for op in lower_all(fam.shapes(cfg)))
+    assert pts["bytes_per_step"].tolist() == [nbytes]
+    assert pts["intensity"].iloc[0] == pytest.approx(fam.train_flops(cfg) / nbytes)
+
+
+def test_the_batch_effect_gives_the_median_per_batch_and_its_ratio():
+    from paradnn.analysis.summaries import batch_effect
+
+    rows = [
+        synth.row("fc", {**CFG, "nodes": n, "batch": b}, 0.1 * b / 32)
+        for n in (64, 128) for b in (32, 64)
+    ]  # fmt: skip
+    t = batch_effect(A.from_frames(rows), "achieved_flops")
+    assert t["batch"].tolist() == [32, 64] and t["configs"].tolist() == [2, 2]
+    assert t["median"].tolist() == pytest.approx([0.1 * synth.PEAK, 0.2 * synth.PEAK])
+    assert t["ratio"].tolist() == pytest.approx([1.0, 2.0])
+
+
+def test_pooled_samples_keep_the_runs_order():
+    # Several runs of one config pool their samples in stored order, so the seeded bootstrap
+    # over them draws the same replicates on every call (an unstable sort would shuffle them).
+    from paradnn.analysis.speedup import _per_config
+
+    n = 60
+    runs = pd.DataFrame(
+        {
+            "family": "fc", "cfg": [i % 3 for i in range(n)], "m": range(1, n + 1),
+            "params": 1, "attempt": 1, "status": "ok", "samples": [[i + 1.0] for i in range(n)],
+        }
+    )  # fmt: skip
+    out = _per_config(runs, ["family", "cfg"], "m")
+    assert out["cfg"].tolist() == [0, 1, 2] and out["runs"].tolist() == [20, 20, 20]
+    for cfg, pooled in zip(out["cfg"], out["samples"], strict=True):
+        assert list(pooled) == [i + 1.0 for i in range(cfg, n, 3)]

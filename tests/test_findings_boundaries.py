@@ -24,7 +24,12 @@ BY_ID = {check(EMPTY).id: check for check in F.CHECKS}
 
 
 def verdict(data: A.Data, fid: str) -> F.Finding:
-    return BY_ID[fid](data)
+    f = BY_ID[fid](data)
+    # whatever the verdict, a finding names itself, its claim, its source, its number and rule
+    for part in ("claim", "source", "evidence", "rule"):
+        assert isinstance(getattr(f, part), str) and getattr(f, part), (fid, part, f)
+    assert f.id == fid and f.verdict in (F.HOLDS, F.FAILS, F.NO_DATA, F.UNTESTABLE), f
+    return f
 
 
 def _noise(cfg: dict) -> float:
@@ -267,6 +272,13 @@ def test_speedup_with_batch_needs_eight_configs_and_a_significant_rise():
     f = verdict(_platforms(8, lambda i: wobble[i]), "speedup-batch")
     assert f.verdict == F.FAILS and "ρ = +0.08 (p = 0.84)" in f.evidence
     assert verdict(EMPTY, "speedup-batch").verdict == F.UNTESTABLE
+
+
+@pytest.mark.parametrize(("p", "holds"), [(0.0499, True), (0.05, False)])
+def test_a_rise_with_speedup_is_significant_only_below_p_005(monkeypatch, p, holds):
+    monkeypatch.setattr(F, "_spearman", lambda x, y: (0.6, p))
+    f = verdict(_platforms(8, lambda i: 1 + i / 4), "speedup-batch")
+    assert f.verdict == (F.HOLDS if holds else F.FAILS), f.evidence
 
 
 def test_largest_fc_on_cpu_at_its_three_verdicts():

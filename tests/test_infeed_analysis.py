@@ -3,6 +3,8 @@ on synthetic rows (fast; tests/test_infeed.py measures for real)."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -64,6 +66,7 @@ def test_observation_4_holds_on_a_real_model_past_34_percent_and_fails_below():
     fast = _fed("pipeline", 1.8, 0.45, family="squeezenet1_1", space=None, seed0=90)
     f = I.infeed_finding(A.from_frames(cnn + real + fast))
     assert f.verdict == HOLDS and "(real models)" in f.evidence and "1.80×" in f.evidence
+    assert re.search(r"1\.80× \[1\.\d\d, 1\.\d\d\] over 1 configs", f.evidence), f.evidence
     assert "1.34×" in f.rule and "observation 4" in f.source
     slow = _fed("pipeline", 1.2, 0.2, family="squeezenet1_1", space=None, seed0=90)
     f = I.infeed_finding(A.from_frames(cnn + real + slow))
@@ -168,6 +171,22 @@ def test_the_simulator_check_compares_predicted_and_measured_steps():
     assert c.share_error == pytest.approx(0.0)  # (20 - 10) / 20 = 0.5
     assert "over 1 host-fed runs" in c.summary()
     assert check([]).reason and "no host-fed run" in check([]).summary()
+
+
+def test_the_simulator_rows_are_plain_values_of_each_fed_run():
+    data = A.from_frames(_fed("device", 1.0, 0.0) + _fed("pipeline", 2.0, 0.6, seed0=50))
+    rows = I.simulator_rows(I.host_fed(data, "pipeline"))
+    assert len(rows) == 4
+    assert set(rows[0]) == {
+        "family", "config_key", "data_source", "loader_workers", "step_time_s",
+        "examples_per_s", "loader_examples_per_s", "model_only_examples_per_s", "infeed_share",
+        "input_bound",
+    }  # fmt: skip
+    keys = {r["config_key"] for r in rows}
+    assert keys == set(data.runs[data.runs["data_source"] == "device"]["config_key"])
+    assert {r["data_source"] for r in rows} == {"pipeline"} and rows[0]["infeed_share"] == 0.6
+    bare = I.simulator_rows(pd.DataFrame([{"family": "cnn", "step_time_s": float("nan")}]))
+    assert bare == [{"family": "cnn", "step_time_s": None}]  # a missing number is None
 
 
 def test_the_results_table_names_the_data_source_and_the_infeed_share():

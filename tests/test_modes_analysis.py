@@ -76,7 +76,11 @@ def test_the_fusion_finding_holds_untestable_and_not_enough_data():
     assert "seed 001" in f.source and "above 1" in f.rule
     assert M.fusion_finding(A.from_frames(_runs("eager"))).verdict == UNTESTABLE
     two = A.from_frames(_runs("eager")[:2] + _runs("compile", seed0=50, **COMPILED)[:2])
-    assert M.fusion_finding(two).verdict == NO_DATA
+    f = M.fusion_finding(two)
+    assert f.verdict == NO_DATA and f.evidence == "2 config(s) ran ok eager and compile"
+    fast3 = _runs("compile", lambda c: 2.0, seed0=50, **COMPILED)[:3]
+    three = M.fusion_finding(A.from_frames(_runs("eager")[:3] + fast3))
+    assert three.verdict == HOLDS and "over 3 configs" in three.evidence  # 3 is enough
     assert M.fusion_finding in A.findings.CHECKS
 
 
