@@ -172,6 +172,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "each: 'pipeline' > 'host' as text and the most workers wins, as the key orders them",
         "max(kinds, key=None)",
     ),
+    "paradnn.sim.render.x_breakdown_table__mutmut_21": (
+        "the config is a dict, and _cell writes a dict as key=value words whatever the column "
+        "name it is given",
+        "_cell('XXconfigXX', row.get('config'))",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

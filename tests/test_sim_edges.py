@@ -133,6 +133,116 @@ def test_the_infeed_check_row_names_the_measured_step():
     assert len(c.rows) == 1
     row = c.rows[0]
     assert row["measured_step_s"] == 0.04 and row["measured_share"] == 0.2
+    assert (row["family"], row["data_source"], row["loader_workers"]) == ("cnn", "pipeline", 2)
     # 32 examples: the model alone 32 ms, the prefetching loader 8 ms behind it
     assert row["predicted_step_s"] == pytest.approx(0.032) and row["predicted_input_bound"] is False
     assert c.agree == 1 and c.step_error == pytest.approx(0.04 / 0.032 - 1)
+
+
+GPU_FILE = (
+    '[xpu]\nname = "x"\nvendor = "v"\nkind = "gpu"\npeak_dense = { fp32 = 1e13 }\n'
+    "mem_bandwidth = 5e11\ninterconnect_bw = 2e11\n"
+)
+
+
+def test_a_chip_files_link_figures_positive_latency_may_be_zero(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(GPU_FILE + "link_latency_s = 0\n")  # the aggregate's half is the link
+    c = C.load(str(path))
+    assert c.link.bandwidth == pytest.approx(1e11) and c.link.latency_s == 0.0
+    path.write_text(GPU_FILE + "link_bw = 0\n")
+    with pytest.raises(ConfigError) as e:
+        C.load(str(path))
+    assert e.value.field == "xpu.link_bw" and e.value.allowed.startswith("must be a positive ")
+    path.write_text(GPU_FILE + "link_latency_s = -1\n")
+    with pytest.raises(ConfigError) as e:
+        C.load(str(path))
+    assert e.value.allowed.startswith("must be a non-negative number ≤ ")
+
+
+def test_the_newest_calibration_gives_the_size_curve():
+    def ceiling(when, sizes):
+        detail = {"sizes": {str(n): {"flop_per_s": r} for n, r in sizes.items()}}
+        return {"kind": "matmul", "precision": "fp32", "measured_at": when, "detail": detail}
+
+    new = ceiling("2026-11-25T10:00:00", {256: 2e11, 1024: 4e11})
+    old = ceiling("2026-11-20T10:00:00", {128: 1e10, 512: 1e11})
+    assert C._size_curves([new, old]) == {"fp32": ((256, 2e11), (1024, 4e11))}
+    assert C._size_curves([old, new]) == {"fp32": ((256, 2e11), (1024, 4e11))}
+
+
+def test_below_the_smallest_calibrated_size_the_rate_falls_at_most_linearly():
+    c = dataclasses.replace(C.load("h100-sxm"), gemm_rates={"fp32": ((128, 1e9), (256, 1e11))})
+    # the first segment rises 100× per doubling; continued below 128 it is capped at linear
+    assert c.gemm_rate("fp32", 64, 64, 64) == pytest.approx(5e8)
+    flat = dataclasses.replace(c, gemm_rates={"fp32": ((128, 1e9), (256, 1e9))})
+    assert flat.gemm_rate("fp32", 64, 64, 64) == pytest.approx(1e9)
+
+
+def test_a_multi_core_chip_splits_into_single_core_replicas():
+    tpu = C.load("tpu-v3")
+    core, n = steptime.core_chip(tpu)
+    assert n == 2 and core.arrays.cores == 1 and core.arrays.per_core == tpu.arrays.per_core
+    assert core.peak("bf16") == pytest.approx(tpu.peak("bf16") / 2)
+    assert core.mem_bandwidth == pytest.approx(tpu.mem_bandwidth / 2)
+    gpu = C.load("h100-sxm")
+    assert steptime.core_chip(gpu) == (gpu, 1)
+
+
+def test_a_systolic_chips_dataflow_changes_its_gemm_cycles():
+    from paradnn.sim.systolic import array_cycles
+
+    ch = dataclasses.replace(C.load("tpu-v2"), dataflow="os")
+    cfg = families.get("fc").config(FC)
+    plan = steptime.build_plan("fc", cfg, ch, "bf16", "rmsprop", steptime.params_of(ch))
+    for (m, n, k), t, count in zip(plan.shape, plan.peak_s, plan.kernels, strict=True):
+        cycles = array_cycles(m, n, k, ch.arrays, "os") * count
+        assert t == pytest.approx(cycles / ch.clock("bf16"), rel=1e-12)
+    ws = _plan("tpu-v2", "bf16")
+    assert not np.allclose(plan.peak_s, ws.peak_s)  # the dataflow matters for these shapes
+
+
+def test_a_plan_counts_the_steps_flops_and_where_elementwise_kernels_run():
+    gpu, tpu = _plan("h100-sxm", "fp32"), _plan("tpu-v3", "bf16")
+    fam = families.get("fc")
+    assert gpu.flops == fam.train_flops(fam.config(FC))
+    assert gpu.elementwise_kernels > 0  # one launch per elementwise op on a GPU
+    assert tpu.elementwise_kernels == 0.0  # XLA fuses them into the GEMMs
+
+
+def test_the_mxu_study_ratio_is_the_second_design_over_the_first():
+    for row in studies.mxu_study(batch=8):
+        d0, d1 = studies.DESIGNS[0].label(), studies.DESIGNS[1].label()
+        assert row[f"{d1} / {d0}"] == pytest.approx(row[d1] / row[d0])
+
+
+def test_bounds_name_their_flag_exactly():
+    with pytest.raises(ConfigError) as e:
+        model.predict("fc", FC, C.load("h100-sxm"), "fp32", chips=MAX_CHIPS + 1)
+    assert e.value.field == "--chips"
+
+
+def test_gpu_defaults_fall_back_to_the_tensor_core_efficiency():
+    sp = defaults(C.load("h100-sxm").platform)
+    assert sp.eff("bf16") == sp.eff("tf32") == 0.7 and sp.eff("fp32") == 0.85
+
+
+def test_rounding_error_defaults_to_unit_scale_inputs():
+    from paradnn.sim.rounding import matmul_error
+
+    assert matmul_error() == matmul_error(scale=1.0)
+    assert matmul_error() != matmul_error(scale=2.0)
+
+
+def test_the_tables_keep_their_columns_and_name_the_winograd_gemms():
+    from paradnn.sim.render import breakdown_table, sim_table
+
+    t = sim_table([{"platform": "x"}])
+    assert [c.header for c in t.columns] == ["platform"]  # the only column stays
+    t = sim_table([{"zz": 1.0, "precision": "fp32", "family": "fc", "platform": "x"}])
+    assert [c.header for c in t.columns][:2] == ["family", "prec"]  # preferred order first
+    row = steptime.predict_step(
+        "cnn", {"filters": 64, "batch": 32, "image": 64}, C.load("v100-sxm2"), "fp32"
+    ).row()
+    assert row["fast_conv_ops"] > 0
+    assert f"; {row['fast_conv_ops']} GEMMs by Winograd;" in breakdown_table(row).caption

@@ -162,3 +162,36 @@ def test_a_fitted_chip_file_keeps_the_unit_count_and_loads_back(tmp_path):
     assert sim_chip.load(str(path)).step.units == 80
     no_units = sim_fit.chip_toml(chip, replace(res, params=replace(res.params, units=None)), CPU)
     assert "units =" not in no_units
+
+
+def test_the_fit_keeps_efficiencies_at_most_one():
+    # step times made with an impossible efficiency of 2.5: the bounded fit stops at 1
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    fast = replace(_truth(chip), efficiency={"fp32": 2.5}, bw_efficiency=0.6)
+    res = sim_fit.fit(chip, sim_fit.samples(_frame(chip, fast), chip))
+    assert res.params.eff("fp32") <= 1.0 + 1e-9 and res.params.bw_efficiency <= 1.0 + 1e-9
+    assert res.params.kernel_overhead_s >= 1e-8
+
+
+def test_fit_inputs_name_the_flag_and_what_is_allowed():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    frame = _frame(chip, _truth(chip))
+    with pytest.raises(ConfigError) as e:
+        sim_fit.samples(frame, chip, statistic="mean")
+    assert e.value.allowed == "must be one of " + ", ".join(sim_fit.STATISTICS)
+    two = pd.concat([frame, frame.assign(device_name="Other CPU")], ignore_index=True)
+    with pytest.raises(ConfigError) as e:
+        sim_fit.device_chip(two, CEILINGS, None, None)
+    assert e.value.field == "--device" and e.value.value is None
+    assert e.value.allowed == f"required: the database holds Other CPU, {CPU}"
+
+
+def test_heldout_data_leaves_out_a_device_with_too_few_runs():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    few = _frame(chip, _truth(chip)).iloc[:3]
+    df = sim_fit.heldout_data(SimpleNamespace(runs=few, ceilings=pd.DataFrame(CEILINGS)))
+    assert df.empty and list(df.columns) == [
+        "device_name", "family", "split", "runs", "mdape", "mape", "kind"
+    ]  # fmt: skip
