@@ -261,6 +261,22 @@ def _mutmut_main(argv: list[str]) -> None:
     mm.cli(args=argv, prog_name="mutmut")
 
 
+def _mutmut_generate(max_children: int) -> None:
+    """Only the first step of `mutmut run`: copy the project into mutants/ and write every
+    mutant, so that a fresh clone's first --sample has a pool to draw from without testing a
+    whole group first (mutmut 3.8.1 has no command for this step alone)."""
+    import mutmut.__main__ as mm
+
+    mm.set_mutant_under_test("mutant_generation")
+    (ROOT / "mutants").mkdir(exist_ok=True)
+    mm.copy_src_dir()
+    mm.copy_also_copy_files()
+    mm.setup_source_paths()
+    mm.store_lines_covered_by_tests()
+    stats = mm.create_mutants(max_children)
+    print(f"generated the mutants of {stats.mutated} files", flush=True)
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -466,10 +482,26 @@ def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -
     return out
 
 
+def _ensure_mutants(max_children: int) -> bool:
+    """A sample is drawn from mutants that exist: on a fresh clone, generate them first."""
+    if (ROOT / "mutants").exists():
+        return True
+    print("no mutants yet: generating them to draw the sample from", flush=True)
+    cmd = [sys.executable, __file__, "--mutmut-generate", str(max_children)]
+    gen = subprocess.run(cmd, cwd=ROOT)
+    if gen.returncode != 0 or not (ROOT / "mutants").exists():
+        print(f"generating the mutants failed (exit {gen.returncode})", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--mutmut"]:
         _mutmut_main(argv[1:])
+        return 0
+    if argv[:1] == ["--mutmut-generate"]:
+        _mutmut_generate(int(argv[1]) if len(argv) > 1 else os.cpu_count() or 1)
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--group", nargs="+", choices=list(GROUPS), default=list(GROUPS))
@@ -504,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
         except (json.JSONDecodeError, AttributeError):
             previous = {}
     runs = {}
+    if args.sample and not args.report_only and not _ensure_mutants(args.max_children):
+        return 1
     if not args.report_only:
         for g in args.group:
             names = (
@@ -511,13 +545,9 @@ def main(argv: list[str] | None = None) -> int:
                 if args.sample
                 else _names(g, args.only, args.mutants)
             )
-            if not names and args.sample and not (ROOT / "mutants").exists():
-                print(
-                    f"{g}: no mutants to sample yet; mutmut generates them on its first run "
-                    "(e.g. `--group store`), then --sample draws from them",
-                    file=sys.stderr,
-                )
-                return 2
+            if not names and args.sample:
+                print(f"{g}: no unchecked mutant left to sample (delete mutants/ to start over)")
+                continue
             if not names:
                 print(f"{g}: nothing to run")
                 continue

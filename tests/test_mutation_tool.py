@@ -76,3 +76,23 @@ def test_only_survivors_retests_the_checked_survivors_not_a_samples_unchecked_re
     assert picked("survivors") == [2, 3, 4]
     assert picked("unchecked") == [4, 5]
     assert tool._names("memory", None) == list(tool.GROUPS["memory"][0])
+
+
+def test_a_sample_on_a_fresh_clone_generates_the_mutants_first(tool, monkeypatch, tmp_path):
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    calls, writes = [], []
+
+    def fake_run(cmd, cwd):
+        calls.append(cmd)
+        if writes:
+            (cwd / "mutants").mkdir()
+        return type("Done", (), {"returncode": 0})()
+
+    monkeypatch.setattr(tool.subprocess, "run", fake_run)
+    assert not tool._ensure_mutants(2)  # the step "succeeded" but wrote nothing: say so
+    assert calls[-1][-2:] == ["--mutmut-generate", "2"]
+
+    writes.append(True)
+    assert tool._ensure_mutants(2) and (tmp_path / "mutants").is_dir()
+    calls.clear()
+    assert tool._ensure_mutants(2) and calls == []  # mutants exist: nothing to generate
