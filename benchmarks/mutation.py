@@ -63,6 +63,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, col in ((4, '"FAMILY"'), (6, '"SWEEP"'), (8, '"RUN_KEY"'), (10, '"QUALITY"'))
     },
+    "paradnn.store.db.xǁStoreǁ_insert__mutmut_58": (
+        "the key becomes a column name in insert_rows' INSERT (SQLite identifiers ignore case) "
+        "and profile rows never carry their own run_id (measure/profile.py), so no clash",
+        '"RUN_ID": rid',
+    ),
     "paradnn.store.db.x_open_store__mutmut_14": (
         "for ':memory:' the mutant runs Path(':memory:').parent.mkdir(exist_ok=True), which is "
         "Path('.').mkdir: a no-op",
