@@ -13,14 +13,15 @@ mutants judged equivalent (same behaviour: no test can fail for them) with the r
 time, and the tool version, date and CPU.
 
     python benchmarks/mutation.py [--group analysis sim timer-stats store memory]
-        [--only survivors|unchecked] [--timeout S] [--max-children N]
+        [--only survivors|unchecked | --sample N --seed S] [--timeout S] [--max-children N]
 
 `--sample N` checks a uniform random sample of N of a group's not-yet-checked mutants (seeded
 by `--seed`): the score of a sample estimates the group's score, and the JSON gives its 95%
 Clopper-Pearson interval, so a group too large to check whole on a small machine (analysis and
-sim: thousands of mutants, hours each on 2 cores) still gets a measured distance to its target.
-`--only survivors` re-tests the mutants a run left alive (after adding tests; a sample's
-unchecked rest stays unchecked); `--only unchecked` resumes a run a timeout stopped.
+sim: thousands of mutants, hours each on 2 cores) still gets a measured distance to its target
+(on a fresh clone the mutants are generated first). `--only survivors` re-tests the mutants a
+run left alive (after adding tests; a sample's unchecked rest stays unchecked); `--only
+unchecked` resumes a run a timeout stopped.
 Score = (killed + timeout + killed at set-up) / (mutants - equivalent - unchecked); survived,
 suspicious and "no tests" count against.
 """
