@@ -246,3 +246,40 @@ def test_default_precision_is_fp32_except_on_a_chip_without_fp32():
         curve = api.simulate_scaling(chip, "fc", {"batch": 64}, max_chips=2)
         explicit = api.simulate_scaling(chip, "fc", {"batch": 64}, precision=default, max_chips=2)
         assert curve == explicit
+
+
+def test_breakdown_title_names_the_config():
+    from paradnn.sim.render import breakdown_table
+
+    row = {"family": "fc", "config": {"layers": 2, "batch": 64}, "platform": "v100-sxm2"}
+    row |= {"precision": "fp32", "chips": 1, "predicted_step_s": 0.01, "gemm_s": 0.004}
+    assert breakdown_table(row).title == (
+        "step-time breakdown: fc layers=2 batch=64 on v100-sxm2 (fp32, 1 chip(s))"
+    )
+
+
+def test_one_platform_goes_into_the_title_once():
+    from paradnn.sim.render import sim_table
+
+    rows = [{"family": "fc", "platform": "tpu-v3"}]
+    assert sim_table(rows, title="runs").title == "runs on tpu-v3"  # column dropped, title adds it
+    assert sim_table(rows, title="runs on tpu-v3").title == "runs on tpu-v3"  # named: kept as is
+
+
+def test_scaling_check_skips_a_run_without_a_ladder_and_checks_the_rest():
+    from paradnn.sim.scaling_check import check
+
+    # N = 2 ring: T(S) = 2α + S/B; 1000 B in 2 ms and 3000 B in 4 ms give B = 1e6 B/s, α = 0.5 ms
+    ladder = [
+        {"bytes": 1000, "time_s": 0.002},
+        {"bytes": 2000, "time_s": 0.0031},  # the gradient's size: not fitted on
+        {"bytes": 3000, "time_s": 0.004},
+    ]
+    good = {"procs": 2, "allreduce_ladder": ladder, "allreduce_bytes": 2000, "allreduce_s": 0.003}
+    good |= {"compute_nosync_s": 0.01, "base_step_time_s": 0.01, "examples_ratio": 2.0}
+    good |= {"efficiency": 0.8}
+    c = check([{"procs": 2, "allreduce_ladder": None}, good])
+    assert c.reason is None and len(c.rows) == 1
+    (r,) = c.rows
+    assert r["bandwidth"] == pytest.approx(1e6) and r["latency_s"] == pytest.approx(5e-4)
+    assert r["allreduce_predicted_s"] == pytest.approx(0.003)  # 2 · 0.5 ms + 2000 B / 1e6 B/s

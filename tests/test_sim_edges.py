@@ -246,3 +246,76 @@ def test_the_tables_keep_their_columns_and_name_the_winograd_gemms():
     ).row()
     assert row["fast_conv_ops"] > 0
     assert f"; {row['fast_conv_ops']} GEMMs by Winograd;" in breakdown_table(row).caption
+
+
+def test_a_link_latency_exactly_at_the_cap_is_allowed(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(GPU_FILE + f"link_latency_s = {C.MAX_LATENCY_S}\n")
+    assert C.load(str(path)).link.latency_s == C.MAX_LATENCY_S
+
+
+def test_a_prediction_row_names_its_bound():
+    import pandas as pd
+
+    from paradnn.sim.fidelity import predicted_vs_measured
+
+    h100 = C.load("h100-sxm")
+    run = {"family": "fc", "config": FC, "precision": "fp32", "optimizer": "rmsprop",
+           "status": "ok", "step_time_s": 0.01, "device_name": "x"}  # fmt: skip
+    df = predicted_vs_measured(pd.DataFrame([run]), h100)
+    # FC on an H100: 1.9 µs of GEMM compute against 10 µs of memory time
+    assert df["bound"].tolist() == ["memory"]
+    assert model.predict("fc", FC, h100, "fp32").bottleneck == "memory"
+
+
+def test_validating_an_empty_frame_names_the_database():
+    import pandas as pd
+
+    from paradnn.sim.fidelity import validate_frame
+
+    with pytest.raises(ConfigError) as e:
+        validate_frame(pd.DataFrame(), [])
+    assert e.value.field == "--db" and e.value.value == "the database"
+    assert str(e.value).startswith("--db = 'the database': holds no runs")
+
+
+def test_a_one_chip_upper_bound_is_compute_plus_memory_time():
+    p = model.predict("fc", FC, C.load("h100-sxm"), "fp32")
+    assert p.memory_s > p.compute_s > 0  # FC on an H100 is memory-bound
+    # one chip, no all-reduce: the serial sum of every op plus the non-GEMM traffic
+    assert p.step_upper_s == pytest.approx(p.compute_s + p.memory_s, rel=1e-12)
+    assert p.row()["memory_s"] == p.memory_s
+
+
+def test_a_concurrent_torus_all_reduce_halves_its_bandwidth_term():
+    from paradnn.sim.interconnect import Topology
+
+    tpu, topo = C.load("tpu-v3"), Topology("torus2d", (2, 2))
+    seq = model.predict("fc", FC, tpu, "bf16", chips=4, topology=topo)
+    both = model.predict("fc", FC, tpu, "bf16", chips=4, topology=topo, concurrent=True)
+    # 835 048 fp32 gradients = 3 340 192 B; each dimension a bidirectional ring of 2 × 82 GB/s;
+    # dimension 1 moves S, dimension 2 S/2, 4 hops of 1 µs
+    bw_s = 1.5 * 835_048 * 4 / (2 * 82e9)
+    assert seq.allreduce_s == pytest.approx(4e-6 + bw_s)
+    assert both.allreduce_s == pytest.approx(4e-6 + bw_s / 2)
+
+
+def test_a_predicted_op_on_an_os_chip_uses_its_dataflow():
+    from paradnn.sim.systolic import array_cycles
+
+    ch = dataclasses.replace(C.load("tpu-v2"), dataflow="os")
+    p = model.predict("fc", FC, ch, "bf16")
+    assert len(p.ops) > 0
+    for o in p.ops:
+        cycles = array_cycles(o.m, o.n, o.k, ch.arrays, "os") * o.count
+        assert o.compute_s == pytest.approx(cycles / ch.clock("bf16"), rel=1e-12)
+    ws = model.predict("fc", FC, C.load("tpu-v2"), "bf16")
+    assert p.compute_s != pytest.approx(ws.compute_s)  # the dataflow matters for these shapes
+
+
+def test_a_scaling_row_names_its_predicted_step():
+    tpu = C.load("tpu-v3")
+    rows = model.scaling("fc", FC, tpu, "bf16", max_chips=2)
+    one, two = (model.predict("fc", FC, tpu, "bf16", chips=n).predicted_step_s for n in (1, 2))
+    assert [r["predicted_step_s"] for r in rows] == pytest.approx([one, two])
+    assert rows[1]["efficiency"] == pytest.approx(one / two)

@@ -195,3 +195,51 @@ def test_heldout_data_leaves_out_a_device_with_too_few_runs():
     assert df.empty and list(df.columns) == [
         "device_name", "family", "split", "runs", "mdape", "mape", "kind"
     ]  # fmt: skip
+
+
+def test_five_runs_outside_the_held_out_part_are_enough_to_fit():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = sim_fit.samples(_frame(chip, _truth(chip)), chip)
+    five = [s for s in data if s.split == "fit"][:5]
+    assert len(five) == 5
+    assert sim_fit.fit(chip, five).fitted_runs == 5
+    with pytest.raises(ConfigError) as e:
+        sim_fit.fit(chip, five[:4])
+    assert e.value.value == "4 runs to fit"
+
+
+def _op_sample(name, seconds):
+    from paradnn.sim import opfit
+
+    row = {"op": "matmul", "name": name, "shape": {"a": [1024, 1024], "b": [1024, 1024]},
+           "precision": "fp32", "pass": "fwd", "device_name": CPU, "time_s": seconds}  # fmt: skip
+    return opfit.samples(pd.DataFrame([row]), sim_chip.from_ceilings(CEILINGS, CPU))[0]
+
+
+def test_an_op_above_the_peak_shows_the_peak_in_gflops():
+    from paradnn.sim import opfit
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    # 2 · 1024³ = 2.147e9 FLOP in 10 ms: 215 GFLOP/s, above the measured 2e11 FLOP/s peak
+    (line,) = opfit.above_peak(chip, [_op_sample("m", 0.01)])
+    assert line.startswith("fp32: m fwd ran at 215 GFLOP/s, above the peak used (200 GFLOP/s, ")
+    assert opfit.above_peak(chip, [_op_sample("m", 0.02)]) == []  # 107 GFLOP/s
+
+
+def test_one_outlying_op_barely_moves_the_fitted_efficiency():
+    from paradnn.sim import opfit
+    from test_sim_opfit import _rows
+    from test_sim_opfit import _truth as op_truth
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = replace(op_truth(chip), k_half=params_of(chip).k_half)  # E alone is left to fit
+    rows = _rows(chip, truth, scales=(1.0,))
+    rows[0] = {**rows[0], "time_s": rows[0]["time_s"] * 10}  # one op 10× slow (a held-up run)
+    data = opfit.samples(rows, chip)
+    slow = [s for s in data if s.measured_s == rows[0]["time_s"]]
+    assert len(slow) == 1 and slow[0].split == "fit" and len(data) == 12  # 8 fitted
+    res = opfit.fit(chip, data)
+    assert list(res.fitted) == ["efficiency.fp32"]
+    # soft-L1 weighs the outlier's log-residual of ln 10 = 2.3 down ~23×; a plain least-squares
+    # fit of 8 rows would pull E = 0.5 down to 0.5 · 10^(-1/8) = 0.375
+    assert res.params.eff("fp32") == pytest.approx(0.5, rel=0.03)

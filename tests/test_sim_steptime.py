@@ -4,12 +4,14 @@ convolution choice, master weights, batch split across TPU cores, chip-file para
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from paradnn.errors import ConfigError
 from paradnn.sim import chip as chips
 from paradnn.sim import steptime as st
+from paradnn.sim.interconnect import Topology
 from paradnn.sim.stepparams import StepParams, defaults
 
 
@@ -145,3 +147,46 @@ def test_measured_infeed_feeds_the_host_term():
         "fc", cfg, c, "fp32", loader_examples_per_s=1000.0, loader_overlapped=False
     )
     assert serial.predicted_step_s == pytest.approx(free.predicted_step_s + 0.064)
+
+
+def test_cpu_defaults_quantize_to_a_6_by_16_register_tile():
+    cpu = chips.load("skylake-n1-32")
+    r = st.predict_step("fc", {"layers": 1, "nodes": 16, "batch": 6}, cpu, "fp32")
+    ops = dict(zip(r.plan.shape, r.plan.quant, strict=True))
+    assert ops[(6, 16, 2000)] == 1.0  # one 6×16 tile, full
+    assert ops[(6, 1000, 16)] == pytest.approx(1000 / 1008)  # n = 1000 in ceil(1000/16) = 63 tiles
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("k_half", "-1", r"xpu\.step\.k_half = -1: must be a number in \[0, 1e\+06\]"),
+        ("tile", "5", r"xpu\.step\.tile = 5: must be a table precision = \[m, n\]"),
+    ],
+)
+def test_chip_file_step_errors_name_the_field_and_value(tmp_path, key, value, message):
+    path = tmp_path / "x.toml"
+    path.write_text(
+        '[xpu]\nname = "x"\nvendor = "v"\nkind = "gpu"\npeak_dense = { fp32 = 1e13 }\n'
+        f"mem_bandwidth = 5e11\n[xpu.step]\n{key} = {value}\n"
+    )
+    with pytest.raises(ConfigError, match=message):
+        chips.load(str(path))
+
+
+def test_a_config_without_an_integer_batch_is_not_split():
+    cfg = SimpleNamespace(batch=None)
+    assert st._split_batch(None, cfg, 2) == (cfg, None)  # two cores, nothing to divide
+
+
+def test_topology_chip_count_mismatch_names_the_topology():
+    c = chips.load("tpu-v3")
+    with pytest.raises(ConfigError) as e:
+        st.predict_step("fc", {"batch": 64}, c, chips=8, topology=Topology("ring", (4,)))
+    assert str(e.value) == "--topology = 'ring:4': has 4 chips but --chips is 8"
+
+
+def test_row_reports_examples_per_second():
+    c = chips.load("v100-sxm2")
+    r = st.predict_step("fc", {"layers": 2, "nodes": 256, "batch": 64}, c, "fp32")
+    assert r.row()["examples_per_s"] == pytest.approx(64 / r.predicted_step_s)  # batch ÷ step

@@ -119,3 +119,15 @@ def test_bad_dataflow_and_array_are_one_line_errors():
         Arrays(0, 8)
     with pytest.raises(ConfigError, match=r"gemm\.m"):
         gemm_cycles(0, 4, 4, 8, 8)
+
+
+@pytest.mark.parametrize(
+    ("mnk", "dataflow", "eff"),
+    [
+        ((16, 16, 5), "os", 1.0),  # 16×16 on an 8×8 array: 2×2 full folds
+        ((17, 9, 33), "os", 153 / 384),  # Sr×Sc = 17×9 over ceil(17/8)·8 × ceil(9/8)·8 = 24×16
+        ((17, 9, 33), "ws", 297 / 640),  # Sr×Sc = 33×9 over ceil(33/8)·8 × ceil(9/8)·8 = 40×16
+    ],
+)
+def test_mapping_efficiency_is_used_pes_over_folded_pes(mnk, dataflow, eff):
+    assert systolic.mapping_efficiency(*mnk, 8, 8, dataflow) == pytest.approx(eff)
