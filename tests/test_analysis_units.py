@@ -314,3 +314,131 @@ def test_pooled_samples_keep_the_runs_order():
     assert out["cfg"].tolist() == [0, 1, 2] and out["runs"].tolist() == [20, 20, 20]
     for cfg, pooled in zip(out["cfg"], out["samples"], strict=True):
         assert list(pooled) == [i + 1.0 for i in range(cfg, n, 3)]
+
+
+def test_latest_keeps_only_the_newest_attempt_of_each_run_key():
+    from paradnn.analysis.frames import latest
+
+    runs = pd.DataFrame(
+        {"db_index": 0, "run_key": ["a", "a", "b", "a"], "attempt": [1, 3, 1, 2],
+         "status": ["failed", "ok", "ok", "failed"]}
+    )  # fmt: skip
+    # a ran 3 times: only attempt 3 (row 1) is kept; b once; the rows keep their order
+    out = latest(runs)
+    assert out.index.tolist() == [1, 2] and out["attempt"].tolist() == [3, 1]
+
+
+def test_mode_failures_of_no_runs_are_empty_with_their_columns():
+    from paradnn.analysis import modes
+
+    out = modes.failures(A.from_frames([]))
+    assert out.empty and list(out.columns) == ["family", "config_key", "mode", "status", "error"]
+
+
+def test_a_sensitivity_over_an_empty_frame_says_its_hyperparameter_had_no_runs():
+    data = A.from_frames([synth.row("fc", CFG, 0.1)])
+    empty = pd.DataFrame({"speedup": [], "batch": []})
+    s = sensitivity(data, "fc", "speedup", hyperparameters=["batch"], frame=empty)
+    assert s.n == 0 and s.excluded == {"batch": "constant (no runs) in this slice"}
+
+
+def test_sensitivity_weights_standardize_with_the_population_std():
+    # speedup = 3 x + 1 exactly: both standardized with ddof = 0, the weight is the correlation,
+    # 1 (ddof = 1 for the metric alone would give sqrt(7/8) = 0.935)
+    x = [1, 2, 3, 5, 6, 7, 9, 10]
+    frame = pd.DataFrame({"speedup": [3 * v + 1 for v in x], "batch": x})
+    data = A.from_frames([synth.row("fc", CFG, 0.1)])
+    s = sensitivity(data, "fc", "speedup", ["batch"], log_axes=False, frame=frame)
+    assert s.table["weight"].tolist() == [pytest.approx(1.0)]
+
+
+def test_an_amdahl_fit_refuses_procs_and_speedups_of_different_lengths():
+    from paradnn.analysis.scaling import amdahl_fit
+
+    with pytest.raises(ValueError):
+        amdahl_fit([2, 4], [1.8])
+
+
+def _scaling_row(procs: int, step: float, eps: int) -> dict:
+    return {
+        "family": "fc", "config": {"layers": 1, "nodes": 32, "batch": 8}, "status": "ok",
+        "precision": "fp32", "device": "cpu", "device_name": "cpu-x", "threads": 1,
+        "procs": procs, "strategy": None if procs == 1 else "ddp",
+        "scaling": None if procs == 1 else "weak", "examples_per_step": eps, "params": 97_000,
+        "step_time_s": step, "step_time_ci_low_s": None, "step_time_ci_high_s": None,
+        "examples_per_s": 8 * procs / step, "converged": True, "quality": "good",
+    }  # fmt: skip
+
+
+def test_a_baseline_without_examples_per_step_counts_as_one_example():
+    from paradnn.analysis.scaling import efficiency_table
+
+    # baseline examples 0 -> 1: growth g = 16 / 1 = 16; speedup 16 × 0.010 / 0.0125 = 12.8
+    data = A.from_frames([_scaling_row(1, 0.010, 0), _scaling_row(2, 0.0125, 16)])
+    assert efficiency_table(data)["speedup"].tolist() == [pytest.approx(12.8)]
+
+
+def test_amdahl_fits_list_the_procs_they_were_fitted_over():
+    from paradnn.analysis.scaling import fits
+
+    t = pd.DataFrame(
+        {"family": "fc", "config_key": "k", "precision": "fp32", "platform": "p",
+         "strategy": "ddp", "scaling": "weak", "procs": [4, 2],
+         "speedup": [2.5, 5 / 3], "speedup_low": None, "speedup_high": None}
+    )  # fmt: skip
+    out = fits(t)  # 2.5 = 1 / (0.2 + 0.8 / 4) and 5/3 = 1 / (0.2 + 0.8 / 2): f = 0.2
+    assert out["procs"].tolist() == ["2,4"]
+    assert out["serial_fraction"].tolist() == [pytest.approx(0.2)]
+
+
+def test_comparing_by_procs_pairs_across_strategies_and_scaling():
+    from paradnn.analysis.speedup import _key
+
+    ga = pd.DataFrame({"procs": [2], "strategy": ["ddp"], "scaling": ["weak"], "status": "ok"})
+    gb = pd.DataFrame({"procs": [4], "strategy": ["fsdp"], "scaling": ["strong"], "status": "ok"})
+    assert _key("procs", ga, gb) == ["family", "config_key", "platform", "precision", "mode",
+                                     "optimizer"]  # fmt: skip
+    # any other comparison pairs a run only with its own N, strategy and scaling
+    assert _key("precision", ga, gb)[-3:] == ["procs", "strategy", "scaling"]
+
+
+def test_a_bad_slowdown_threshold_or_fail_on_names_its_option_and_value():
+    from paradnn.analysis.speedup import check_pct, compare, slower_than
+
+    with pytest.raises(ConfigError) as e:
+        check_pct(150)
+    assert (e.value.field, e.value.value) == ("fail-if-slower", 150.0)
+    rows = [synth.row("fc", CFG, 0.1, platform=p) for p in ("PlatA", "PlatB")]
+    c = compare(A.from_frames(rows), "platform", "PlatA", "PlatB")
+    with pytest.raises(ConfigError) as e:
+        slower_than(c, 5, on="family")
+    assert (e.value.field, e.value.value, e.value.allowed) == (
+        "fail-on", "family", "config or geomean"
+    )  # fmt: skip
+
+
+class _Family:
+    """A stand-in family whose parameter count is the sum of its hyperparameters."""
+
+    def __init__(self, space: dict):
+        self.paper_space = space
+
+    def config(self, cfg: dict) -> dict:
+        return cfg
+
+    def params(self, cfg: dict) -> int:
+        return sum(cfg.values())
+
+
+def test_a_space_parameter_range_is_listed_only_for_a_small_nonempty_space(monkeypatch):
+    from paradnn import families
+    from paradnn.analysis.summaries import SPACE_LIMIT, space_param_range
+
+    def use(space):
+        monkeypatch.setattr(families, "get", lambda name: _Family(space))
+        return space_param_range("x")
+
+    assert use({"a": [1, 2, 3], "b": [10, 20]}) == (6, 11, 23)  # 3 × 2 configs, 1+10 .. 3+20
+    assert use({"a": range(SPACE_LIMIT)}) == (SPACE_LIMIT, 0, SPACE_LIMIT - 1)  # at the limit
+    assert use({"a": range(SPACE_LIMIT + 1)}) is None  # too large to list
+    assert use({}) is None  # empty

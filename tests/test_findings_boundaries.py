@@ -371,3 +371,70 @@ def test_noisy_runs_are_left_out_of_the_verdicts_unless_asked():
     got = {f.id: f for f in F.evaluate(data, include_noisy=True)}
     assert got["precision-helps"].verdict == F.HOLDS
     assert len(F.as_frame(F.evaluate(data))) == len(F.CHECKS)
+
+
+def test_precision_helps_compares_fp16_when_there_is_no_bf16():
+    rows = []
+    for i, g in enumerate([1.0, 4.0, 1.0]):  # geomean (1 × 4 × 1)^(1/3) = 1.587
+        rows.append(synth.row("fc", _fc(8 * (i + 1)), 0.2))
+        rows.append(synth.row("fc", _fc(8 * (i + 1)), 0.2 * g, precision="fp16"))
+    f = verdict(A.from_frames(rows), "precision-helps")
+    assert f.verdict == F.HOLDS and f.evidence.startswith("fp16 over fp32: geomean 1.59×")
+
+
+def _fc_sizes(ratios: list[float]) -> A.Data:
+    """One fc config per ratio, growing in parameters (nodes 64, 128, ...): platform B runs
+    `ratio` times the examples/s of platform A."""
+    rows = []
+    for i, r in enumerate(ratios):
+        cfg = _fc(8, 64 * (i + 1))
+        rows.append(synth.row("fc", cfg, 0.2, platform="A"))
+        rows.append(synth.row("fc", cfg, 0.2 * r, platform="B", device="cuda"))
+    return A.from_frames(rows)
+
+
+@pytest.mark.parametrize(("p", "holds"), [(0.0499, True), (0.05, False), (0.5, False)])
+def test_fc_size_decides_platform_only_below_p_005(monkeypatch, p, holds):
+    monkeypatch.setattr(F, "_spearman", lambda x, y: (-0.9, p))
+    # B 2× faster on the 4 smallest, 2× slower on the 4 largest: overall geomean 1, so B over
+    # A; thirds of k = 8 // 3 = 2 configs: smallest geomean 2, largest 0.5, either side of 1.
+    f = verdict(_fc_sizes([2.0] * 4 + [0.5] * 4), "fc-size-platform")
+    assert "smallest third 2.00×, largest third 0.50×" in f.evidence
+    assert f.verdict == (F.HOLDS if holds else F.FAILS), f.evidence
+    # Both thirds faster (2 and 1.5): the same platform wins everywhere, whatever p.
+    f = verdict(_fc_sizes([2.0] * 4 + [1.5] * 4), "fc-size-platform")
+    assert f.verdict == F.FAILS and "largest third 1.50×" in f.evidence
+
+
+def _roof_at(data: A.Data, ridges: dict[str, int], kind: str = "measured"):
+    """A `kind` roof per platform whose ridge is the intensity of that platform's run number
+    ridges[platform] (in order of intensity): the runs before it are left of the ridge."""
+    from paradnn.analysis.roofline import Roof
+
+    pts = A.model_points(data)
+    at = {
+        plat: float(pts[pts["platform"] == plat]["intensity"].sort_values().iloc[i])
+        for plat, i in ridges.items()
+    }
+    return lambda data, plat, prec: [Roof(kind, at[plat], 1.0, "test")] if plat in at else []
+
+
+def test_memory_bound_share_falls_back_to_the_datasheet_roof(monkeypatch):
+    data = _roofline(4, ridge_at=None)
+    monkeypatch.setattr(F, "roofs", _roof_at(data, {"SynthCPU": 1}, kind="datasheet"))
+    f = verdict(data, "memory-bound")  # 1 of 4 left of the datasheet ridge: 25%
+    assert f.verdict == F.HOLDS and f.evidence.startswith("1/4 runs below the ridge")
+    assert "(datasheet ridge" in f.evidence
+
+
+def test_memory_bound_share_counts_the_runs_of_every_platform(monkeypatch):
+    rows = [
+        synth.row("fc", _fc(2 ** (i + 1), 256), 0.2, platform=plat)
+        for plat in ("PlatA", "PlatB")
+        for i in range(4)
+    ]
+    data = A.from_frames(rows)
+    monkeypatch.setattr(F, "roofs", _roof_at(data, {"PlatA": 0, "PlatB": 1}))
+    # PlatA: 0 of 4 left, PlatB: 1 of 4 left; together 1/8 = 12.5% < 25%
+    f = verdict(data, "memory-bound")
+    assert f.verdict == F.FAILS and f.evidence.startswith("1/8 runs below the ridge")
