@@ -183,6 +183,32 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "name it is given",
         "_cell('XXconfigXX', row.get('config'))",
     ),
+    "paradnn.sim.opfit.x_op_plan__mutmut_129": (
+        "every entry of cols['t'] is a Python float from a true division in _op_peak (flops / "
+        "(peak * q) or cycles / clock), so numpy makes the same float64 array without dtype, "
+        "and an empty list is float64 too",
+        'np.array(cols["t"], )',
+    ),
+    "paradnn.sim.steptime.x_build_plan__mutmut_192": (
+        "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
+        "dtype=None gives the same float64 array, an empty one included",
+        "np.array(fpeak, dtype=None)",
+    ),
+    "paradnn.sim.model.x_input_step__mutmut_4": (
+        "< 0 and <= 0 differ only at zero, and `not loader_examples_per_s` has already "
+        "rejected every zero (0, 0.0, -0.0) with the same error",
+        "loader_examples_per_s < 0:",
+    ),
+    "paradnn.analysis.breakdown.x__batch__mutmut_5": (
+        "without a batch key .get() gives None, float(None) raises TypeError and the except "
+        "returns 0.0, the value float(0) gives; with the key both read it",
+        '.get("batch", ))',
+    ),
+    "paradnn.analysis.modes.x__costs__mutmut_64": (
+        "without on=, pandas joins on the shared columns, which are exactly the key: the eager "
+        "side holds only the key, t_eager_s and mem_eager, and comparison pairs have neither",
+        "pairs.merge(eager, how=",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",
