@@ -488,8 +488,8 @@ def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -
         "score": None if score is None else round(score, 4),
         "meets_target": None if score is None else score >= target,
         "complete": counts["unchecked"] == 0,
-        # Of the checked mutants only: when they are a sample (`--sample`), the interval says
-        # where the whole group's score lies; when the group is complete it is exact.
+        # Of the checked mutants only: when they are a fresh sample (`--sample`), the interval
+        # says where the whole group's score lies; when the group is complete it is exact.
         "score_ci95": None if counts["unchecked"] == 0 else score_interval(killed, judged),
         "survivors": survivors,
         "equivalent_mutants": equivalent,
@@ -507,11 +507,54 @@ def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -
     if run is not None:
         out.update(run)
     elif previous:
-        for k in ("wall_s", "exit_code", "stopped_by_timeout", "max_children", "date"):
+        keep = ("wall_s", "exit_code", "stopped_by_timeout", "max_children", "date", "run_of")
+        for k in keep:
             if k in previous:
                 out[k] = previous[k]
     out["mutant_seconds"] = round(done_s, 1)  # summed per-mutant test time, all children
+    _keep_fresh_sample(out, previous)
     return out
+
+
+def _keep_fresh_sample(out: dict, previous: dict | None) -> None:
+    """The interval estimates the group's score only while the checked mutants are a fresh
+    sample. Once tests are written for that sample's survivors and they are re-run, the
+    checked set is no longer random: its score says the survivors are dealt with, not where
+    the group stands. So a sampled run's figures are kept as `fresh_sample`, carried forward,
+    and a later partial score gets no interval."""
+    fresh = str(out.get("run_of", "")).startswith("random sample")
+    if fresh:
+        judged = out["mutants"] - out["equivalent"] - out["unchecked"] - out["skipped"]
+        out["fresh_sample"] = {
+            "run_of": out["run_of"],
+            "date": out.get("date"),
+            "killed": sum(out[k.replace(" ", "_")] for k in KILLED),
+            "judged": judged,
+            "score": out["score"],
+            "score_ci95": out["score_ci95"],
+        }
+    elif previous and "fresh_sample" in previous:
+        out["fresh_sample"] = previous["fresh_sample"]
+    if not out["complete"]:
+        if not fresh:
+            out["score_ci95"] = None
+        out["meets_target"] = _verdict(out)
+
+
+def _verdict(out: dict) -> bool | None:
+    """Whether an incompletely checked group meets its target: yes when even every unchecked
+    mutant surviving would leave it there, no when the fresh sample's interval lies wholly
+    below it, else undecided (None)."""
+    killed = sum(out[k.replace(" ", "_")] for k in KILLED)
+    judged = out["mutants"] - out["equivalent"] - out["skipped"]
+    if judged and killed / judged >= out["target"]:
+        return True
+    ci = (out.get("fresh_sample") or {}).get("score_ci95")
+    if ci and ci[1] < out["target"]:
+        return False
+    if ci and ci[0] >= out["target"]:
+        return True
+    return None
 
 
 def _ensure_mutants(max_children: int) -> bool:
@@ -636,10 +679,18 @@ def main(argv: list[str] | None = None) -> int:
         if s.get("score_ci95"):
             lo, hi = s["score_ci95"]
             left += f"; checked ones' score 95% CI [{100 * lo:.1f}%, {100 * hi:.1f}%]"
+        fresh = s.get("fresh_sample")
+        if fresh and fresh.get("score_ci95") and fresh["score_ci95"] != s.get("score_ci95"):
+            lo, hi = fresh["score_ci95"]
+            left += (
+                f"; its {fresh['run_of']} before tests: {100 * fresh['score']:.1f}% "
+                f"[{100 * lo:.1f}%, {100 * hi:.1f}%]"
+            )
+        meets = {True: "yes", False: "no", None: "undecided"}[s.get("meets_target")]
         print(
             f"{g:12s} {score:>6s} (target {100 * s['target']:.0f}%): {s['killed']} killed, "
             f"{s['survived']} survived, {s['timeout']} timeout, {s['suspicious']} suspicious, "
-            f"{s['no_tests']} no tests, {s['equivalent']} equivalent{left}"
+            f"{s['no_tests']} no tests, {s['equivalent']} equivalent{left}; meets target: {meets}"
         )
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0

@@ -96,3 +96,49 @@ def test_a_sample_on_a_fresh_clone_generates_the_mutants_first(tool, monkeypatch
     assert tool._ensure_mutants(2) and (tmp_path / "mutants").is_dir()
     calls.clear()
     assert tool._ensure_mutants(2) and calls == []  # mutants exist: nothing to generate
+
+
+def _group(run_of: str, killed: int, survived: int, unchecked: int, ci) -> dict:
+    zero = ("killed_at_set-up", "timeout", "suspicious", "no_tests", "skipped")
+    out = dict.fromkeys((*zero, "caught_by_type_check"), 0)
+    judged = killed + survived
+    out |= {"killed": killed, "survived": survived, "equivalent": 2, "unchecked": unchecked}
+    out |= {"mutants": judged + 2 + unchecked, "score": killed / judged, "score_ci95": ci}
+    return out | {"run_of": run_of, "date": "d", "complete": unchecked == 0, "target": 0.9}
+
+
+def test_a_samples_estimate_outlives_the_tests_written_for_its_survivors(tool):
+    sample = _group("random sample of 100 (seed 6)", 82, 18, 7498, [0.73, 0.89])
+    tool._keep_fresh_sample(sample, None)
+    fresh = sample["fresh_sample"]
+    assert (fresh["killed"], fresh["judged"], fresh["score"]) == (82, 100, 0.82)
+    assert fresh["score_ci95"] == [0.73, 0.89] and sample["score_ci95"] == [0.73, 0.89]
+    assert sample["meets_target"] is False  # the whole interval is below 90%
+
+    # the same mutants after their survivors got tests: 98 of 98 is not the group's score
+    after = _group("survivors", 98, 0, 7498, [0.963, 1.0])
+    tool._keep_fresh_sample(after, sample)
+    assert after["score_ci95"] is None and after["fresh_sample"] == fresh
+    assert after["meets_target"] is False  # the last unbiased estimate still says no
+
+    # a complete group's score is exact, not an estimate: kept as it is
+    done = _group("all", 270, 10, 0, None)
+    tool._keep_fresh_sample(done, after)
+    assert done["score"] == 270 / 280 and done["fresh_sample"] == fresh
+
+
+@pytest.mark.parametrize(
+    ("ci", "unchecked", "meets"),
+    [
+        ([0.91, 0.99], 7000, True),  # the interval wholly above the target
+        ([0.85, 0.95], 7000, None),  # straddles it: undecided
+        (None, 7000, None),  # no estimate at all
+        (None, 10, True),  # 300 of 300 + 10 unchecked: at worst 300 / 310 = 96.8%
+        (None, 40, None),  # at worst 300 / 340 = 88.2%: it depends on the unchecked
+    ],
+)
+def test_an_incomplete_group_meets_its_target_only_when_it_must(tool, ci, unchecked, meets):
+    g = _group("all", 300, 0, unchecked, None)
+    if ci:
+        g["fresh_sample"] = {"score_ci95": ci}
+    assert tool._verdict(g) is meets
