@@ -52,6 +52,16 @@ def test_filters(store):
     assert list(store.frame()["run_key"]) == ["a", "b", "c"]
 
 
+def test_a_frame_keeps_run_columns_a_config_key_would_shadow(store):
+    # a transformer-like config with its own `threads` and `mode`: the run's columns win, the
+    # config's values go to cfg_ columns, the rest of the config gets plain columns
+    store.insert(_record(config={"threads": 8, "mode": "x", "batch": 8}, threads=2))
+    (row,) = store.frame().to_dict("records")
+    assert (row["threads"], row["cfg_threads"]) == (2, 8)
+    assert row["cfg_mode"] == "x" and row["mode"] != "x"
+    assert row["batch"] == 8 and "cfg_batch" not in row
+
+
 def test_unknown_status_is_refused():
     with pytest.raises(ValueError, match="status = 'exploded'"):
         _record(status="exploded")
