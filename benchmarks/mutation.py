@@ -512,32 +512,38 @@ def _summarise(group: str, res: dict, run: dict | None, previous: dict | None) -
             if k in previous:
                 out[k] = previous[k]
     out["mutant_seconds"] = round(done_s, 1)  # summed per-mutant test time, all children
-    _keep_fresh_sample(out, previous)
+    drawn = out.pop("sample", None)
+    sample = None
+    if drawn:  # the drawn mutants alone: earlier runs' checked mutants are no random sample
+        sample = _summarise(group, {n: res[n] for n in drawn if n in res}, None, None)
+    _keep_fresh_sample(out, previous, sample)
+    if drawn:
+        out["fresh_sample"]["drawn"] = drawn
     return out
 
 
-def _keep_fresh_sample(out: dict, previous: dict | None) -> None:
-    """The interval estimates the group's score only while the checked mutants are a fresh
-    sample. Once tests are written for that sample's survivors and they are re-run, the
-    checked set is no longer random: its score says the survivors are dealt with, not where
-    the group stands. So a sampled run's figures are kept as `fresh_sample`, carried forward,
-    and a later partial score gets no interval."""
-    fresh = str(out.get("run_of", "")).startswith("random sample")
-    if fresh:
-        judged = out["mutants"] - out["equivalent"] - out["unchecked"] - out["skipped"]
+def _keep_fresh_sample(out: dict, previous: dict | None, sample: dict | None = None) -> None:
+    """The interval estimates the group's score only from a fresh sample: the mutants one
+    `--sample` run drew, counted alone. Mutants checked before it (an earlier sample, whose
+    survivors then got tests) are no random sample, so the group's partial score gets no
+    interval; the last sample's figures are kept as `fresh_sample` and carried forward."""
+    if sample is not None:
+        killed = sum(sample[k.replace(" ", "_")] for k in KILLED)
+        judged = sample["mutants"] - sample["equivalent"] - sample["unchecked"] - sample["skipped"]
         out["fresh_sample"] = {
-            "run_of": out["run_of"],
+            "run_of": out.get("run_of"),
             "date": out.get("date"),
-            "killed": sum(out[k.replace(" ", "_")] for k in KILLED),
+            "killed": killed,
             "judged": judged,
-            "score": out["score"],
-            "score_ci95": out["score_ci95"],
+            "equivalent": sample["equivalent"],
+            "score": round(killed / judged, 4) if judged else None,
+            "score_ci95": score_interval(killed, judged),
+            "survivors": [m["name"] for m in sample["survivors"]],
         }
     elif previous and "fresh_sample" in previous:
         out["fresh_sample"] = previous["fresh_sample"]
     if not out["complete"]:
-        if not fresh:
-            out["score_ci95"] = None
+        out["score_ci95"] = None
         out["meets_target"] = _verdict(out)
 
 
@@ -635,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.sample
                 else args.only or "all"
             )
+            if args.sample:
+                runs[g]["sample"] = sorted(names)
             print(f"{g}: {runs[g]['wall_s']} s", flush=True)
     from mutmut.configuration import config
 
@@ -680,10 +688,10 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = s["score_ci95"]
             left += f"; checked ones' score 95% CI [{100 * lo:.1f}%, {100 * hi:.1f}%]"
         fresh = s.get("fresh_sample")
-        if fresh and fresh.get("score_ci95") and fresh["score_ci95"] != s.get("score_ci95"):
+        if fresh and fresh.get("score_ci95"):
             lo, hi = fresh["score_ci95"]
             left += (
-                f"; its {fresh['run_of']} before tests: {100 * fresh['score']:.1f}% "
+                f"; its last {fresh['run_of']}, counted alone: {100 * fresh['score']:.1f}% "
                 f"[{100 * lo:.1f}%, {100 * hi:.1f}%]"
             )
         meets = {True: "yes", False: "no", None: "undecided"}[s.get("meets_target")]

@@ -98,33 +98,42 @@ def test_a_sample_on_a_fresh_clone_generates_the_mutants_first(tool, monkeypatch
     assert tool._ensure_mutants(2) and calls == []  # mutants exist: nothing to generate
 
 
-def _group(run_of: str, killed: int, survived: int, unchecked: int, ci) -> dict:
+def _group(run_of: str, killed: int, survived: int, unchecked: int) -> dict:
     zero = ("killed_at_set-up", "timeout", "suspicious", "no_tests", "skipped")
     out = dict.fromkeys((*zero, "caught_by_type_check"), 0)
     judged = killed + survived
     out |= {"killed": killed, "survived": survived, "equivalent": 2, "unchecked": unchecked}
-    out |= {"mutants": judged + 2 + unchecked, "score": killed / judged, "score_ci95": ci}
+    out |= {"mutants": judged + 2 + unchecked, "score": killed / judged, "score_ci95": [0, 1]}
+    out |= {"survivors": [{"name": f"m{i}"} for i in range(survived)]}
     return out | {"run_of": run_of, "date": "d", "complete": unchecked == 0, "target": 0.9}
 
 
-def test_a_samples_estimate_outlives_the_tests_written_for_its_survivors(tool):
-    sample = _group("random sample of 100 (seed 6)", 82, 18, 7498, [0.73, 0.89])
-    tool._keep_fresh_sample(sample, None)
-    fresh = sample["fresh_sample"]
+def test_a_samples_estimate_counts_its_drawn_mutants_alone_and_outlives_their_tests(tool):
+    # seed 6 drew 100 of a fresh group: 82 killed, 18 survived, 2 equivalent
+    drawn = _group("", 82, 18, 0)
+    first = _group("random sample of 100 (seed 6)", 82, 18, 7498)
+    tool._keep_fresh_sample(first, None, drawn)
+    fresh = first["fresh_sample"]
     assert (fresh["killed"], fresh["judged"], fresh["score"]) == (82, 100, 0.82)
-    assert fresh["score_ci95"] == [0.73, 0.89] and sample["score_ci95"] == [0.73, 0.89]
-    assert sample["meets_target"] is False  # the whole interval is below 90%
+    assert fresh["score_ci95"] == tool.score_interval(82, 100)
+    assert fresh["survivors"] == [f"m{i}" for i in range(18)]
+    assert first["score_ci95"] is None  # the group's checked set: not where the estimate lives
+    assert first["meets_target"] is False  # [73.0%, 89.0%] lies below 90%
 
-    # the same mutants after their survivors got tests: 98 of 98 is not the group's score
-    after = _group("survivors", 98, 0, 7498, [0.963, 1.0])
-    tool._keep_fresh_sample(after, sample)
-    assert after["score_ci95"] is None and after["fresh_sample"] == fresh
-    assert after["meets_target"] is False  # the last unbiased estimate still says no
+    # the same mutants after their survivors got tests: 98 of 98 says nothing new of the group
+    after = _group("survivors", 98, 0, 7498)
+    tool._keep_fresh_sample(after, first)
+    assert after["fresh_sample"] == fresh and after["meets_target"] is False
 
-    # a complete group's score is exact, not an estimate: kept as it is
-    done = _group("all", 270, 10, 0, None)
-    tool._keep_fresh_sample(done, after)
-    assert done["score"] == 270 / 280 and done["fresh_sample"] == fresh
+    # seed 7 draws 100 more: 86 of its own, not 184 of 198 with seed 6's dealt-with survivors
+    second = _group("random sample of 100 (seed 7)", 184, 14, 7398)
+    tool._keep_fresh_sample(second, after, _group("", 86, 14, 0))
+    assert second["fresh_sample"]["score"] == 0.86 and second["meets_target"] is None
+
+    # a complete group's score is exact: kept as it is
+    done = _group("all", 270, 10, 0)
+    tool._keep_fresh_sample(done, second)
+    assert done["score"] == 270 / 280 and done["score_ci95"] == [0, 1]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +147,7 @@ def test_a_samples_estimate_outlives_the_tests_written_for_its_survivors(tool):
     ],
 )
 def test_an_incomplete_group_meets_its_target_only_when_it_must(tool, ci, unchecked, meets):
-    g = _group("all", 300, 0, unchecked, None)
+    g = _group("all", 300, 0, unchecked)
     if ci:
         g["fresh_sample"] = {"score_ci95": ci}
     assert tool._verdict(g) is meets
