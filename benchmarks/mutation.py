@@ -124,6 +124,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "(checked: equal Capacity for the same config), so mapping it or not changes nothing",
         '"XXtf32XX"',
     ),
+    "paradnn.sim.traffic.x_capacity__mutmut_2": (
+        "tf32 is stored in fp32 tensors: paradnn.memory gives tf32 the same estimate as fp32 "
+        "(checked for all 14 built-in families, cuda and cpu, all three optimizers)",
+        '(precision == "tf32") and False',
+    ),
     "paradnn.sim.scaling_check.x_check_frame__mutmut_11": (
         "pandas lower-cases DataFrame.to_dict's orient: 'RECORDS' is 'records'",
         'to_dict("RECORDS")',
@@ -208,6 +213,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "without on=, pandas joins on the shared columns, which are exactly the key: the eager "
         "side holds only the key, t_eager_s and mem_eager, and comparison pairs have neither",
         "pairs.merge(eager, how=",
+    ),
+    "paradnn.sim.interconnect.x_allreduce__mutmut_17": (
+        "a biring sent to the torus branch gets per-dimension bandwidth 2 × link, the biring's "
+        "own figure, and only torus2d/torus3d are halved when concurrent",
+        '("ring", "XXbiringXX")',
+    ),
+    "paradnn.sim.model.x_predict_op__mutmut_31": (
+        "without gemm_rates, Chip.gemm_rate finds no curve and returns peak(precision), the "
+        "same peak the original uses (already computed, so it cannot raise)",
+        "if (chip.gemm_rates) or True else peak",
     ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "

@@ -283,3 +283,37 @@ def test_scaling_check_skips_a_run_without_a_ladder_and_checks_the_rest():
     (r,) = c.rows
     assert r["bandwidth"] == pytest.approx(1e6) and r["latency_s"] == pytest.approx(5e-4)
     assert r["allreduce_predicted_s"] == pytest.approx(0.003)  # 2 · 0.5 ms + 2000 B / 1e6 B/s
+
+
+def test_a_bytes_per_second_column_not_named_gets_gb_per_s():
+    from paradnn.sim.render import header
+
+    assert header("link_bytes_per_s") == "link GB/s"  # `link_` + `bytes_per_s`, `_` stripped
+
+
+def test_the_table_title_sits_at_the_left():
+    from rich.console import Console
+
+    from paradnn.sim.render import sim_table
+
+    console = Console(width=40, record=True)
+    console.print(sim_table([{"family": "fc", "op": "matmul"}], title="runs"))
+    assert console.export_text().splitlines()[0].rstrip() == "runs"  # not centred over the table
+
+
+def test_scaling_check_leaves_the_gradient_size_out_of_the_link_fit():
+    from paradnn.sim.scaling_check import check
+
+    # the gradient's 5000 B is the largest rung: the fit uses 1000 B in 2 ms and 3000 B in 4 ms,
+    # N = 2 ring T(S) = 2α + S/B: B = 2000 B / 2 ms = 1e6 B/s, α = (2 ms − 1 ms) / 2 = 0.5 ms
+    ladder = [
+        {"bytes": 1000, "time_s": 0.002},
+        {"bytes": 3000, "time_s": 0.004},
+        {"bytes": 5000, "time_s": 0.009},
+    ]
+    run = {"procs": 2, "allreduce_ladder": ladder, "allreduce_bytes": 5000, "allreduce_s": 0.009}
+    run |= {"compute_nosync_s": 0.01, "base_step_time_s": 0.01, "examples_ratio": 2.0}
+    run |= {"efficiency": 0.8}
+    (r,) = check([run]).rows
+    assert r["bandwidth"] == pytest.approx(1e6) and r["latency_s"] == pytest.approx(5e-4)
+    assert r["allreduce_predicted_s"] == pytest.approx(0.006)  # 2 · 0.5 ms + 5000 B / 1e6 B/s

@@ -319,3 +319,86 @@ def test_a_scaling_row_names_its_predicted_step():
     one, two = (model.predict("fc", FC, tpu, "bf16", chips=n).predicted_step_s for n in (1, 2))
     assert [r["predicted_step_s"] for r in rows] == pytest.approx([one, two])
     assert rows[1]["efficiency"] == pytest.approx(one / two)
+
+
+def test_a_non_text_platform_names_what_is_allowed():
+    with pytest.raises(ConfigError) as e:
+        C.load("")
+    assert e.value.field == "--platform" and e.value.allowed.endswith(" or a .toml file")
+    assert e.value.allowed.startswith("must be one of ") and "h100-sxm" in e.value.allowed
+
+
+def test_a_chip_files_unknown_dataflow_names_the_three_allowed(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(GPU_FILE + 'dataflow = "xs"\n')
+    with pytest.raises(ConfigError) as e:
+        C.load(str(path))
+    assert (e.value.field, e.value.value) == ("xpu.dataflow", "xs")
+    assert e.value.allowed == "must be one of os, ws, is"
+
+
+def test_a_one_size_curve_below_its_size_gives_that_rate():
+    c = dataclasses.replace(C.load("h100-sxm"), gemm_rates={"fp32": ((256, 1e11),)})
+    # 64³ is below the only calibrated size (256): no slope to continue, its rate holds
+    assert c.gemm_rate("fp32", 64, 64, 64) == pytest.approx(1e11)
+
+
+def test_a_missing_peak_lists_every_dense_precision_the_chip_has():
+    with pytest.raises(ConfigError) as e:
+        C.load("v100-sxm2").peak("bf16")
+    assert e.value.field == "precision" and e.value.value == "bf16"
+    assert e.value.allowed == "v100-sxm2 has no dense bf16 peak; it has fp32, fp16"
+
+
+def test_a_measured_runs_optimizer_sets_its_prediction():
+    import pandas as pd
+
+    from paradnn.sim.fidelity import predicted_vs_measured
+
+    h100 = C.load("h100-sxm")
+    run = {"family": "fc", "config": FC, "precision": "fp32", "optimizer": "sgd",
+           "status": "ok", "step_time_s": 0.01, "device_name": "x"}  # fmt: skip
+    df = predicted_vs_measured(pd.DataFrame([run]), h100)
+    rmsprop = model.predict("fc", FC, h100, "fp32").predicted_step_s
+    # SGD moves 3 fp32 words per parameter, RMSProp 7: 4 × 4 B × 835 048 params at 3.35 TB/s
+    saved = 4 * 4 * 835_048 / 3.35e12
+    assert df["predicted_s"].tolist() == pytest.approx([rmsprop - saved])
+
+
+def test_validating_runs_no_chip_describes_says_how_to_get_one():
+    import pandas as pd
+
+    from paradnn.sim.fidelity import validate_frame
+
+    run = {"family": "fc", "config": FC, "precision": "fp32", "status": "ok",
+           "step_time_s": 0.01, "device_name": "Mystery 9000"}  # fmt: skip
+    with pytest.raises(ConfigError) as e:
+        validate_frame(pd.DataFrame([run]), [], db="r.db")
+    assert e.value.field == "--db" and e.value.allowed == (
+        "no chip describes its devices (Mystery 9000): run `paradnn calibrate --db r.db` on "
+        "that machine, or pass --platform"
+    )
+
+
+def test_the_infeed_check_summary_shows_the_share_error_in_points():
+    from paradnn.sim.infeed_check import InfeedCheck
+
+    words = InfeedCheck(rows=[{}], step_error=0.1, share_error=0.05, agree=1).summary()
+    assert "infeed-share error 5 points (median)" in words  # 0.05 × 100
+    words = InfeedCheck(rows=[{}], step_error=0.1, share_error=None).summary()
+    assert "infeed-share error n/a (median)" in words
+
+
+def test_a_predicted_op_names_its_layer():
+    p = model.predict("fc", FC, C.load("h100-sxm"), "fp32")
+    # the first layer needs no input gradient (dgrad): 2 + 3 + 3 GEMMs
+    assert [o.layer for o in p.ops] == ["fc1"] * 2 + ["fc2"] * 3 + ["head"] * 3
+
+
+def test_a_scaling_row_names_its_exposed_communication():
+    rows = model.scaling("fc", FC, C.load("tpu-v3"), "bf16", max_chips=2)
+    # 2 chips on a 2×1 torus: 2 hops of 1 µs and 835 048 × 4 B over a 2 × 82 GB/s ring,
+    # none of it hidden (overlap 0)
+    assert [r["exposed_comm_s"] for r in rows] == pytest.approx(
+        [0.0, 2e-6 + 835_048 * 4 / (2 * 82e9)]
+    )

@@ -243,3 +243,50 @@ def test_one_outlying_op_barely_moves_the_fitted_efficiency():
     # soft-L1 weighs the outlier's log-residual of ln 10 = 2.3 down ~23×; a plain least-squares
     # fit of 8 rows would pull E = 0.5 down to 0.5 · 10^(-1/8) = 0.375
     assert res.params.eff("fp32") == pytest.approx(0.5, rel=0.03)
+
+
+def test_one_op_row_is_too_few_to_fit_and_the_error_says_what_to_do():
+    from paradnn.sim import opfit
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    with pytest.raises(ConfigError) as e:
+        opfit.fit(chip, [_op_sample("m", 0.02)])  # "m" is not held out: one row to fit
+    assert str(e.value) == (
+        "--db = '1 op rows to fit': needs at least 2 ok op rows outside the held-out ops: "
+        "measure more (`paradnn ops --db ...`) or hold fewer out (--holdout-ops)"
+    )
+
+
+def test_op_rows_without_a_threads_column_keep_their_device_and_no_thread_count():
+    from paradnn.sim import opfit
+
+    row = {"op": "matmul", "name": "m", "shape": {"a": [64, 32], "b": [32, 16]}, "status": "ok",
+           "precision": "fp32", "pass": "fwd", "device_name": CPU, "time_s": 0.01}  # fmt: skip
+    assert opfit.ok_rows([row])["threads"].isna().all()
+    (s,) = opfit.samples([row], sim_chip.from_ceilings(CEILINGS, CPU))
+    assert s.threads is None and s.device_name == CPU
+
+
+def test_a_matmul_row_becomes_a_gemm_named_after_the_op():
+    from paradnn.families.shapes import Gemm
+    from paradnn.sim import opfit
+
+    row = {"op": "matmul", "name": "mm", "shape": {"a": [64, 32], "b": [32, 16]}}
+    # a is m × k = 64 × 32, b is k × n = 32 × 16: Gemm(name, m=64, n=16, k=32)
+    assert opfit.op_shape(row) == Gemm("mm", 64, 16, 32)
+
+
+def test_op_summary_gives_median_and_mean_error_per_op_and_split():
+    from paradnn.sim import opfit
+
+    rows = pd.DataFrame(
+        {"op": ["a", "a", "a", "b"], "split": ["fit", "fit", "fit", "holdout"],
+         "ape": [0.1, 0.2, 0.6, 0.3]}
+    )  # fmt: skip
+    assert opfit.summary(rows).to_dict("records") == [
+        # a: median of 0.1, 0.2, 0.6 is 0.2; mean (0.1 + 0.2 + 0.6) / 3 = 0.3
+        {"op": "a", "split": "fit", "rows": 3, "mdape": pytest.approx(0.2),
+         "mape": pytest.approx(0.3), "kind": "prediction"},
+        {"op": "b", "split": "holdout", "rows": 1, "mdape": pytest.approx(0.3),
+         "mape": pytest.approx(0.3), "kind": "prediction"},
+    ]  # fmt: skip

@@ -127,3 +127,17 @@ def test_database_tpus_have_link_figures_and_pod_identities():
     assert 4096 * v4.links * v4.link.bandwidth / 1e15 == pytest.approx(1.1, rel=0.02)
     assert v4.topology_kind == "torus3d"
     assert sim_chip.load("h100-sxm").link.bandwidth == pytest.approx(450e9)
+
+
+def test_a_torus_with_the_wrong_dims_names_its_shape():
+    with pytest.raises(ConfigError) as e:
+        Topology("torus2d", (4,))
+    assert e.value.field == "topology" and e.value.value == "torus2d:4"
+    assert e.value.allowed == "torus2d needs XxY chips, each ≥ 1"
+
+
+def test_an_unknown_topology_kind_names_the_topology_field():
+    with pytest.raises(ConfigError) as e:
+        Topology("mesh", (4,))
+    assert e.value.field == "topology" and e.value.value == "mesh"
+    assert e.value.allowed == "must be one of ring, biring, torus2d, torus3d"

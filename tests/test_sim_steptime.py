@@ -190,3 +190,57 @@ def test_row_reports_examples_per_second():
     c = chips.load("v100-sxm2")
     r = st.predict_step("fc", {"layers": 2, "nodes": 256, "batch": 64}, c, "fp32")
     assert r.row()["examples_per_s"] == pytest.approx(64 / r.predicted_step_s)  # batch ÷ step
+
+
+def test_step_table_integers_reach_1048576_and_no_further():
+    from paradnn.sim.stepparams import parse_params
+
+    base = defaults(chips.load("v100-sxm2").platform)
+    got = parse_params("xpu", {"units": 1 << 20, "tc_align": 1 << 20}, base)
+    assert got.units == 1048576 and got.tc_align == 1048576
+    with pytest.raises(ConfigError) as e:
+        parse_params("xpu", {"units": 1048577}, base)
+    assert str(e.value) == "xpu.step.units = 1048577: must be an integer in [1, 1048576]"
+
+
+def test_step_table_source_is_at_most_2000_characters():
+    from paradnn.sim.stepparams import parse_params
+
+    base = defaults(chips.load("v100-sxm2").platform)
+    assert parse_params("xpu", {"source": "s" * 2000}, base).source == "s" * 2000
+    with pytest.raises(ConfigError) as e:
+        parse_params("xpu", {"source": "s" * 2001}, base)
+    assert e.value.field == "xpu.step.source"
+    assert e.value.allowed == "must be a string of at most 2000 characters"
+
+
+def test_gpu_optimizer_launches_its_kernels_per_parameter_tensor():
+    c = chips.load("v100-sxm2")
+    r = st.predict_step(
+        "fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "fp32", optimizer="rmsprop"
+    )
+    # 4 tensors (fc1 and head: weight + bias) × 4 rmsprop kernels = 16
+    assert r.plan.optimizer_kernels == 16.0
+    # 5 GEMMs (fc1 fwd, wgrad; head fwd, dgrad, wgrad) + 2 outputs × 4 elementwise + 16
+    assert r.row()["kernels"] == 29.0
+
+
+def test_plan_names_each_gemms_layer_and_phase():
+    c = chips.load("v100-sxm2")
+    plan = st.predict_step("fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "fp32").plan
+    assert plan.layer == ("fc1", "fc1", "head", "head", "head")
+    assert plan.phase == ("fwd", "wgrad", "fwd", "dgrad", "wgrad")  # no dgrad into the input
+
+
+def test_a_core_of_a_two_core_tpu_has_half_the_memory():
+    c = chips.load("tpu-v2")
+    core, cores = st.core_chip(c)
+    assert cores == 2 and core.memory_bytes == 8 * 2**30  # 16 GiB ÷ 2 cores
+
+
+def test_flops_per_chip_counts_every_core():
+    c = chips.load("tpu-v2")
+    r = st.predict_step("fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "bf16")
+    # per core, batch 3: fc1 2·3·2000·16 fwd + wgrad = 384000; head 2·3·16·1000 × 3 = 288000
+    assert r.plan.flops == 672000 and r.cores_per_chip == 2
+    assert r.row()["flops_per_chip"] == 1344000  # 672000 × 2 cores
