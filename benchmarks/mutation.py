@@ -224,6 +224,22 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "same peak the original uses (already computed, so it cannot raise)",
         "if (chip.gemm_rates) or True else peak",
     ),
+    "paradnn.analysis.infeed.x_infeed_finding__mutmut_32": (
+        "variants() lists the pipeline first and loader_workers is validated ≥ 0 (config.py), "
+        "so ranking by workers alone still picks the pipeline: host data's None ranks as 0 and "
+        "max keeps the first of a tie",
+        '(k[0] == "PIPELINE", k[1] or 0)',
+    ),
+    "paradnn.analysis.frames.x_add_quality__mutmut_12": (
+        "the stand-in quality series is read only through .notna() and == 'noisy', all False "
+        "for an all-NaN series as for an all-None one, and it is never written to the runs",
+        "pd.Series(index=runs.index)",
+    ),
+    "paradnn.analysis.frames.x_from_frames__mutmut_18": (
+        "_runs_frame drops empty frames first, so _runs_frame([r]) of an empty r runs the same "
+        "branch as _runs_frame([])",
+        "if (len(r)) or True else",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -442,3 +442,90 @@ def test_a_space_parameter_range_is_listed_only_for_a_small_nonempty_space(monke
     assert use({"a": range(SPACE_LIMIT)}) == (SPACE_LIMIT, 0, SPACE_LIMIT - 1)  # at the limit
     assert use({"a": range(SPACE_LIMIT + 1)}) is None  # too large to list
     assert use({}) is None  # empty
+
+
+def test_a_heat_map_of_a_family_without_runs_names_the_family():
+    data = A.from_frames([synth.row("fc", CFG, 0.1)])
+    with pytest.raises(ConfigError) as e:
+        A.heatmap(data, "cnn")
+    assert (e.value.field, e.value.value) == ("family", "cnn")
+
+
+def test_a_datasheet_roof_has_the_platforms_peak_and_bandwidth():
+    from paradnn.analysis.roofline import Roof, roofs
+
+    # V100-SXM2 datasheet: 15.7 TFLOP/s fp32, 900 GB/s; ridge 15.7e12 / 900e9 = 17.44 FLOP/byte
+    got = roofs(A.from_frames([]), "Tesla V100-SXM2-16GB", "fp32")
+    assert got == [Roof("datasheet", 15.7e12, 900e9, "v100-sxm2")]
+    assert got[0].ridge == pytest.approx(15.7e12 / 900e9)
+
+
+def test_an_amdahl_fit_without_a_covariance_has_no_interval(monkeypatch):
+    import numpy as np
+    from scipy import optimize
+
+    from paradnn.analysis.scaling import amdahl_fit
+
+    # curve_fit reports an infinite covariance when it cannot estimate one
+    inf = np.array([[np.inf]])
+    monkeypatch.setattr(optimize, "curve_fit", lambda *a, **k: (np.array([0.2]), inf))
+    fit = amdahl_fit([2, 4], [5 / 3, 2.5])
+    assert fit == AmdahlFit(0.2, None, None, 2, "curve_fit", "no covariance")
+
+
+def test_a_config_failed_on_one_side_is_found_with_a_missing_key_value():
+    from paradnn.analysis.speedup import _failed
+
+    key = ["family", "config_key", "optimizer"]
+    ga = pd.DataFrame({"family": "fc", "config_key": ["k", "j"], "optimizer": [None, "sgd"],
+                       "status": "ok"})  # fmt: skip
+    gb = ga.assign(status="oom")
+    out = _failed(ga, gb, key, "A", "B")
+    # both configs ok in A and out of memory in B, the one without an optimizer too
+    assert out["config_key"].tolist() == ["k", "j"] and out["status"].tolist() == ["oom"] * 2
+    assert out["ok_in"].tolist() == ["A", "A"] and out["failed_in"].tolist() == ["B", "B"]
+
+
+def test_a_step_time_that_is_not_a_number_reads_as_missing():
+    from paradnn.analysis.speedup import _per_config
+
+    runs = pd.DataFrame(
+        {"family": "fc", "cfg": [0], "m": [2.0], "params": 1, "attempt": 1, "status": "ok",
+         "step_time_s": ["n/a"], "step_time_ci_low_s": [0.1], "step_time_ci_high_s": [0.3]}
+    )  # fmt: skip
+    out = _per_config(runs, ["family", "cfg"], "m")
+    assert out["value"].tolist() == [2.0] and math.isnan(out["t"].iloc[0])
+    assert (out["t_low"].iloc[0], out["t_high"].iloc[0]) == (0.1, 0.3)
+
+
+def test_a_bad_slowdown_threshold_says_what_is_allowed():
+    from paradnn.analysis.speedup import check_pct
+
+    with pytest.raises(ConfigError) as e:
+        check_pct(-1)
+    assert e.value.allowed == "a percentage from 0 to 100"
+
+
+def test_comparing_a_group_with_itself_is_refused_on_b():
+    from paradnn.analysis.speedup import compare
+
+    rows = [synth.row("fc", CFG, 0.1, platform=p) for p in ("PlatA", "PlatB")]
+    with pytest.raises(ConfigError) as e:
+        compare(A.from_frames(rows), "platform", "PlatA", "PlatA")
+    assert (e.value.field, e.value.value, e.value.allowed) == (
+        "b", "PlatA", "a platform other than a (PlatA)"
+    )  # fmt: skip
+
+
+def test_a_space_parameter_range_has_no_median(monkeypatch):
+    from paradnn import families
+    from paradnn.analysis.summaries import param_ranges
+
+    monkeypatch.setattr(families, "names", lambda: ["x"])
+    monkeypatch.setattr(families, "get", lambda name: _Family({"a": [1, 2, 3], "b": [10, 20]}))
+    t = param_ranges(A.from_frames([]))
+    # 3 × 2 configs, params 1+10 .. 3+20; a space lists no median
+    assert t.to_dict("records") == [
+        {"family": "x", "kind": "generated", "source": "paper space (analytic)", "configs": 6,
+         "min": 11, "median": None, "max": 23}
+    ]  # fmt: skip

@@ -438,3 +438,15 @@ def test_memory_bound_share_counts_the_runs_of_every_platform(monkeypatch):
     # PlatA: 0 of 4 left, PlatB: 1 of 4 left; together 1/8 = 12.5% < 25%
     f = verdict(data, "memory-bound")
     assert f.verdict == F.FAILS and f.evidence.startswith("1/8 runs below the ridge")
+
+
+def test_rnn_embed_platform_needs_more_than_one_embedding_size():
+    # 8 matched RNN configs on two platforms (enough pairs), all at embed 8: no correlation
+    rows = []
+    for i in range(8):
+        cfg = {"layers": 1, "embed": 8, "length": 5, "vocab": 7, "batch": i + 1}
+        rows.append(synth.row("rnn", cfg, 0.2, platform="A"))
+        rows.append(synth.row("rnn", cfg, 0.4, platform="B", device="cuda"))
+    f = verdict(A.from_frames(rows), "rnn-embed-platform")
+    assert f.verdict == F.NO_DATA and f.evidence == "matched RNN configs at one embedding size"
+    assert "Spearman correlation of the embedding size" in f.rule

@@ -215,3 +215,23 @@ def test_simulate_step_takes_a_measured_loader_rate(capsys):
     assert code == 0 and row["bottleneck"] == "input" and row["input_s"] == pytest.approx(0.04)
     code, _, err = run_cli(capsys, *args, "--loader-rate", "0")
     assert code == 2 and "--loader-rate = 0.0: must be a number in (0" in err
+
+
+def test_a_models_gain_carries_its_geomean_ci():
+    data = A.from_frames(_fed("device", 1.0, 0.0) + _fed("pipeline", 2.0, 0.6, seed0=50))
+    st = I.study(data, "pipeline")
+    row = st.real.set_index("family").loc["cnn"]
+    summ = st.comparison.summary.set_index("family").loc["cnn"]
+    # the gain's CI is the comparison's geomean CI, around the 2× geomean
+    assert row["gain_ci_low"] == summ["geomean_ci_low"] < 2.0
+    assert row["gain_ci_high"] == summ["geomean_ci_high"] > 2.0
+
+
+def test_observation_4_without_device_data_lists_every_note():
+    f = I.infeed_finding(A.from_frames(_fed("host", 1.5, 0.3)))
+    # two notes, joined by "; ": no device runs, and 0 of the 4 host runs input-bound (0.3)
+    assert f.verdict == NO_DATA and f.evidence == (
+        "no device-data runs: the gain of removing the host infeed needs them; "
+        "0 of 4 host runs are input-bound "
+        "(the infeed drained alone is slower than the model alone on device data)"
+    )
