@@ -567,7 +567,7 @@ def _keep_fresh_sample(out: dict, previous: dict | None, sample: dict | None = N
             "killed": killed,
             "judged": judged,
             "equivalent": sample["equivalent"],
-            "score": round(killed / judged, 4) if judged else None,
+            "score": sample["score"],
             "score_ci95": score_interval(killed, judged),
             "survivors": [m["name"] for m in sample["survivors"]],
         }
