@@ -20,12 +20,12 @@ import pandas as pd
 from paradnn import families
 from paradnn.analysis.findings import (
     CHECKS,
-    FAILS,
-    HOLDS,
     NEVER_TESTABLE,
     NO_DATA,
     UNTESTABLE,
     Finding,
+    decided,
+    geomean_more,
 )
 from paradnn.analysis.frames import Data, latest
 from paradnn.analysis.speedup import Comparison, compare, values
@@ -187,7 +187,8 @@ def infeed_finding(data: Data) -> Finding:
     rule = (
         f"holds when the 95% CI of the geometric-mean speedup of device data over the host-fed "
         f"run (examples/s, matched configs; real models if any ran, else every family) lies "
-        f"at or above {SEED_GAIN:.2f}× (the seed's lower end); does not hold otherwise"
+        f"at or above {SEED_GAIN:.2f}× (the seed's lower end); does not hold when it lies "
+        f"below; inconclusive when it straddles {SEED_GAIN:.2f}×"
     )
     kinds = variants(data)
     if not kinds:
@@ -221,8 +222,10 @@ def infeed_finding(data: Data) -> Finding:
         f"{g['n']} configs ({per}); median infeed share {share:.1%}; "
         f"{int(bound.sum())}/{int(bound.notna().sum())} {source} runs input-bound"
     )
-    holds = lo is not None and not pd.isna(lo) and lo >= SEED_GAIN
-    return Finding(fid, OBS4_CLAIM, OBS4_SOURCE, HOLDS if holds else FAILS, ev, rule)
+    return decided(
+        fid, OBS4_CLAIM, OBS4_SOURCE, rule, ev, "geomean gain", g["geomean"], lo, hi,
+        SEED_GAIN, ">=", lambda: geomean_more(int(g["n"]), g["geomean"], lo, hi, SEED_GAIN),
+    )  # fmt: skip
 
 
 def _only(data: Data, fams: list[str]) -> Data:
