@@ -93,7 +93,8 @@ def section(data: Any, w: Any) -> dict[str, Any]:
         s.notes.append(f"{source}: {check(I.simulator_rows(runs)).summary()}")
     if s.figures or s.tables:
         f = I.infeed_finding(data)
-        s.notes.insert(0, f"Observation 4 ({f.verdict}): {f.evidence}. Rule: {f.rule}.")
+        decide = f" What would decide it: {f.decide}." if f.decide else ""
+        s.notes.insert(0, f"Observation 4 ({f.verdict}): {f.evidence}.{decide} Rule: {f.rule}.")
     else:
         s.empty = (
             "Needs runs on host-fed data: `paradnn run --preset infeed` (device, host and "
