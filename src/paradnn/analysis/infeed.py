@@ -1,8 +1,9 @@
 """The data-infeed study (docs/infeed.md): seed 000's Fig. 5, §4.4 and observation 4 on PyTorch.
 
-- **Infeed share** (Fig. 5's analogue): per host-fed run, the share of the timed window spent
-  blocked waiting for the next batch plus copying it to the device (records.Infeed), over a
-  family's hyperparameter space (its width axis × batch, other axes pooled by the mean).
+- **Infeed share** (Fig. 5 plots the TPU infeed time of the six real models): per host-fed
+  run, the share of the timed window spent blocked waiting for the next batch plus copying it
+  to the device (records.Infeed); also mapped over a family's hyperparameter space (its width
+  axis × batch, other axes pooled by the mean), which the seed does not plot.
 - **Speedup from removing the infeed bottleneck** (§4.4): examples/s of the same config on
   device data (the batch resident on the device: no infeed at all) over the host-fed run,
   `compare(data, "data_source", source, "device")`, a ratio of medians with its bootstrap CI.
@@ -111,7 +112,8 @@ def host_fed(data: Data, source: str) -> pd.DataFrame:
 
 
 def share_map(runs: pd.DataFrame, family: str) -> tuple[pd.DataFrame, str, str] | None:
-    """Mean infeed share per (width, batch) cell of one family (Fig. 5's layout); None with
+    """Mean infeed share per (width, batch) cell of one family (a heat map like Fig. 2's; the
+    seed's Fig. 5 has bars per real model); None with
     fewer than 2 cells. Other hyperparameters that vary are pooled into the cell's mean."""
     fam = runs[runs["family"] == family]
     if not len(fam) or "batch" not in fam:
