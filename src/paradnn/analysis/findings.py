@@ -408,7 +408,10 @@ def precision_cnn_over_rnn(data: Data) -> Finding:
 
 
 def larger_ops_faster(data: Data) -> Finding:
-    fid, src = "larger-ops-faster", "seed 002 §4.1.2 (Table 1, Table 4, Figure 7)"
+    fid, src = (
+        "larger-ops-faster",
+        "seed 002 §4.1.2 (Table 1, Table 4, Figure 7; on accelerators, generalized to any device)",
+    )
     claim = "Larger op shapes reach higher throughput"
     rule = (
         "holds when Spearman's ρ between FLOPs and achieved FLOP/s, ranked within each "
