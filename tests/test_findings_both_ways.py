@@ -437,3 +437,13 @@ def test_the_findings_frame_carries_the_interval_and_what_would_decide_it():
     assert "vs 1" in row.interval and "[" in row.interval
     assert "matched configs (now 6)" in row.decide
     assert row.quote.startswith("Quantization from 32 bits to 16 bits")
+
+
+@pytest.mark.parametrize(("n", "want"), [(4, F.INCONCLUSIVE), (5, F.HOLDS), (8, F.HOLDS)])
+def test_a_perfect_ranking_is_decided_from_five_values_as_the_exact_test_is(n, want):
+    # the exact permutation test of a perfect ranking: two-sided p = 2/n!, 1/12 at n = 4
+    rho, lo, hi, m = F.spearman_ci(list(range(n)), list(range(n)))
+    assert rho == pytest.approx(1.0) and m == n and hi < 1
+    assert F.judge(lo, hi, 0.0, ">") == want
+    rho, lo, hi, _ = F.spearman_ci(list(range(n)), list(range(n))[::-1])
+    assert F.judge(lo, hi, 0.0, "<") == want

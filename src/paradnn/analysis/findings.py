@@ -149,22 +149,28 @@ def more_data(n: int, est, lo, hi, threshold: float, unit: str, log: bool = Fals
 
 def spearman_ci(x, y) -> tuple[float, float, float, int]:
     """(ρ, low, high, n): Spearman's ρ with a Fisher-z 95% interval (variance 1.06/(n − 3),
-    Fieller et al. 1957); nan when a side is constant or n < 4."""
+    Fieller et al. 1957); nan when a side is constant or n < 4. A perfect ranking (ρ = ±1)
+    enters the interval as ±(1 − 1/n²), so its interval is finite and, like the exact
+    permutation test (two-sided p = 1/12 at n = 4, 1/60 at n = 5), undecided at n = 4."""
     rho, _ = _spearman(x, y)
     n = int(min(len(x), len(y)))
     if not math.isfinite(rho) or n < 4:
         return rho, math.nan, math.nan, n
-    z = math.atanh(max(-0.9999, min(0.9999, rho)))
+    z = math.atanh(_clip(rho, n))
     half = Z * math.sqrt(SPEARMAN_VAR / (n - 3))
     return rho, math.tanh(z - half), math.tanh(z + half), n
+
+
+def _clip(rho: float, n: int) -> float:
+    top = 1 - 1 / n**2
+    return max(-top, min(top, rho))
 
 
 def _rho_more(n: int, rho: float, threshold: float = 0.0) -> str:
     """Configs at which a ρ this far from the threshold gets a Fisher-z interval off it."""
     if not math.isfinite(rho):
         return "configs whose speedups differ (ρ is undefined on constant values)"
-    clip = max(-0.9999, min(0.9999, rho))
-    dist = abs(math.atanh(clip) - math.atanh(threshold))
+    dist = abs(math.atanh(_clip(rho, max(n, 4))) - math.atanh(threshold))
     if dist == 0:
         return f"ρ lies on {threshold:g}: more configs (now {n}) decide only if ρ moves off it"
     need = max(n + 1, math.ceil(3 + SPEARMAN_VAR * (Z / dist) ** 2))
