@@ -179,7 +179,14 @@ def test_memory_bound_share_both_ways(left, want):
 # -- precision -----------------------------------------------------------------------------
 
 
-def _precision(gains: dict[str, float], low: str = "bf16", n: int = 6, extra: str = "") -> A.Data:
+def _precision(
+    gains: dict[str, float],
+    low: str = "bf16",
+    n: int = 6,
+    extra: str = "",
+    salt: str = "",
+    wobble: float = 0.02,
+) -> A.Data:
     """n configs per family, 16-bit `gains[family]` times fp32's examples/s (× a small
     wobble), raw samples on every run; `extra` adds fp32-only or 16-bit-only runs."""
     cfgs = {
@@ -191,7 +198,7 @@ def _precision(gains: dict[str, float], low: str = "bf16", n: int = 6, extra: st
     for fam, g in gains.items():
         for i in range(n):
             c = cfgs[fam](i)
-            w = 1 + 0.02 * _wobble(c)
+            w = 1 + wobble * _wobble({**c, "salt": salt})
             rows.append(synth.row(fam, c, 0.2, n_samples=9, seed=i))
             rows.append(synth.row(fam, c, 0.2 * g * w, precision=low, n_samples=9, seed=50 + i))
     if extra:
@@ -220,6 +227,23 @@ def test_precision_cnn_over_rnn_both_ways(order):
     assert f.verdict == F.HOLDS and f.estimate == pytest.approx(2.0 / 1.1, rel=0.02)
     assert verdict(data(1.1, 2.0), "precision-cnn-over-rnn").verdict == F.FAILS
     assert verdict(data(1.3, 1.3), "precision-cnn-over-rnn").verdict == F.INCONCLUSIVE
+
+
+def test_demo_runs_of_no_effect_never_give_opposite_verdicts():
+    """Six 'demo runs' of one machine where 16-bit neither helps nor hurts (each config ±12%
+    around 1, drawn anew per run): the two-way rule's verdicts flipped between such runs
+    (issue 30: 1.19× "holds" in the docs, 0.89× "does not hold" on the next demo); the
+    three-way rule gives opposite verdicts only when both intervals exclude the threshold."""
+    seen = {"precision-helps": [], "precision-cnn-over-rnn": []}
+    for run in range(6):
+        data = _precision({"cnn": 1.0, "rnn": 1.0}, n=8, salt=str(run), wobble=0.25)
+        for fid, got in seen.items():
+            got.append(verdict(data, fid))
+    for fid, fs in seen.items():
+        if {F.HOLDS, F.FAILS} <= {f.verdict for f in fs}:
+            decided = [f for f in fs if f.verdict in (F.HOLDS, F.FAILS)]
+            assert all(not (f.ci_low < f.threshold < f.ci_high) for f in decided), fid
+        assert sum(f.verdict == F.INCONCLUSIVE for f in fs) >= 4, [f.evidence for f in fs]
 
 
 # -- op benchmarks -------------------------------------------------------------------------
