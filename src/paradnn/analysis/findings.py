@@ -17,8 +17,8 @@ import pandas as pd
 from paradnn.analysis.frames import (
     METRICS,
     Data,
+    choose,
     default_metric,
-    latest,
     where_text,
     without_noisy,
 )
@@ -63,7 +63,7 @@ def _rising(data: Data, family: str, hp: str, fid: str, claim: str, source: str)
     rule = f"holds when the 95% CI of the standardized regression weight of {hp} is above 0"
     fam_runs = data.runs[data.runs["family"] == family] if len(data.runs) else data.runs
     if not len(fam_runs):
-        return Finding(fid, claim, source, NO_DATA, f"no {family} runs", rule)
+        return Finding(fid, claim, source, NO_DATA, _no_runs(data, family), rule)
     s = sensitivity(data, family, UTIL)
     if s.reason or s.weight(hp) is None:
         why = s.reason or s.excluded.get(hp, f"{hp} not in the fit")
@@ -73,6 +73,19 @@ def _rising(data: Data, family: str, hp: str, fid: str, claim: str, source: str)
     verdict = HOLDS if row.ci_low > 0 else FAILS
     ev = f"{_fmt_w(s, hp)} on {METRICS.get(s.metric, s.metric)}, n = {s.n} ({_where(s.where)})"
     return Finding(fid, claim, source, verdict, ev, rule)
+
+
+def _no_runs(data: Data, family: str) -> str:
+    """'no fc runs', or why the summary may still count some: the configs whose chosen attempt
+    is noisy and was left out (the same attempts `compare` and the report use)."""
+    left = data.noisy_left_out
+    n = int((left["family"] == family).sum()) if len(left) and "family" in left else 0
+    if not n:
+        return f"no {family} runs"
+    return (
+        f"no {family} runs kept: {n} {family} config{'s' if n != 1 else ''} ran ok with no good "
+        "attempt (flagged noisy) and were left out"
+    )
 
 
 def _spearman(x, y) -> tuple[float, float]:
@@ -96,7 +109,7 @@ def fc_width_over_depth(data: Data) -> Finding:
     claim = "FC utilization is driven by batch size and nodes more than by layers"
     rule = "holds when |w(batch)| and |w(nodes)| both exceed |w(layers)|"
     if not len(data.runs) or not (data.runs["family"] == "fc").any():
-        return Finding(fid, claim, src, NO_DATA, "no fc runs", rule)
+        return Finding(fid, claim, src, NO_DATA, _no_runs(data, "fc"), rule)
     s = sensitivity(data, "fc", UTIL)
     ws = {h: s.weight(h) for h in ("batch", "nodes", "layers")}
     missing = [h for h, w in ws.items() if w is None]
@@ -113,7 +126,7 @@ def depth_unexploited(data: Data) -> Finding:
     claim = "Utilization does not rise with model depth (FC layer count)"
     rule = "holds unless the 95% CI of w(layers) for FC is above 0"
     if not len(data.runs) or not (data.runs["family"] == "fc").any():
-        return Finding(fid, claim, src, NO_DATA, "no fc runs", rule)
+        return Finding(fid, claim, src, NO_DATA, _no_runs(data, "fc"), rule)
     s = sensitivity(data, "fc", UTIL)
     if s.reason or s.weight("layers") is None:
         return Finding(fid, claim, src, NO_DATA, s.reason or s.excluded.get("layers", ""), rule)
@@ -278,7 +291,7 @@ def largest_fc_prefer_cpu(data: Data) -> Finding:
     fid, src = "largest-fc-cpu", "seed 000 observation 6 (§5.1, Fig. 7)"
     claim = "The largest FC models run only on the CPU (accelerator memory is too small)"
     rule = "holds when FC configs that ran ok on the CPU failed out of memory on an accelerator"
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     if not len(runs):
         return Finding(fid, claim, src, NO_DATA, "no runs", rule)
     fc = runs[runs["family"] == "fc"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest, noisy_ok, reason_counts
+from paradnn.analysis.frames import Data, choose, noisy_ok, reason_counts
 from paradnn.errors import ConfigError
 
 # What a group may be defined by, and what must otherwise be equal for two runs to pair.
@@ -134,7 +134,7 @@ def compare(
     _check_by(by)
     if metric not in HIGHER_IS_BETTER:
         raise ConfigError("metric", metric, "one of " + ", ".join(HIGHER_IS_BETTER))
-    runs = data.runs if by == "attempt" else latest(data.runs)
+    runs = data.runs if by == "attempt" else choose(data.runs)
     if family is not None:
         if family not in set(runs["family"]):
             raise ConfigError("family", family, "a family with runs in the database")
