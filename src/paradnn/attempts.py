@@ -152,3 +152,17 @@ def _num(df: pd.DataFrame, col: str) -> pd.Series:
     if col not in df:
         return pd.Series(float("nan"), index=df.index)
     return pd.to_numeric(df[col], errors="coerce")
+
+
+_ROW_COLUMNS = ("id", "run_key", "attempt", "status", "quality", "quality_reasons", "converged")
+_ROW_COLUMNS += ("step_time_s", "step_time_ci_low_s", "step_time_ci_high_s")
+
+
+def chosen_ids(rows: list[dict]) -> dict[int, str]:
+    """Stored rows (one database's `runs`) → {row id: attempt_choice} of the chosen attempts:
+    what `paradnn results` marks, the same rows `choose` keeps for compare and the report."""
+    if not rows:
+        return {}
+    df = pd.DataFrame([{c: r.get(c) for c in _ROW_COLUMNS} for r in rows])
+    out = choose(add_quality(df))
+    return dict(zip(out["id"].astype(int), out["attempt_choice"], strict=True))

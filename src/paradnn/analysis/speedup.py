@@ -191,6 +191,31 @@ def compare(
     )
 
 
+def counts(c: Comparison) -> dict[str, int | dict[str, int]]:
+    """What a gate rests on: configs compared (matched in both groups), configs left out as
+    noisy and configs ok in one group only, per group, and configs ok in one group and failed
+    in the other. A gate that compared fewer configs than it was asked for must not pass."""
+    return {
+        "compared": len(c.pairs),
+        "noisy_left_out": dict(c.noisy_left_out),
+        "unmatched": dict(c.unmatched),
+        "failed_in_one": len(c.failed),
+    }
+
+
+def counts_line(c: Comparison) -> str:
+    """'compared 0 configs; left out as noisy: eager 2, compile 2; ok in one group only: …'."""
+    n = counts(c)
+    per = lambda d: ", ".join(f"{k} {v}" for k, v in d.items())  # noqa: E731
+    kept = " (--include-noisy: kept)" if c.include_noisy else ""
+    return (
+        f"compared {n['compared']} config{'' if n['compared'] == 1 else 's'}; "
+        f"left out as noisy: {per(n['noisy_left_out'])}{kept}; "
+        f"ok in one group only: {per(n['unmatched'])}; "
+        f"ok in one group and failed in the other: {n['failed_in_one']}"
+    )
+
+
 def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     """Configs (on="config") or the overall geometric mean (on="geomean") slower than
     1 - pct/100 beyond their interval: the upper end of the CI below the threshold. A config
