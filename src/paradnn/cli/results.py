@@ -39,7 +39,7 @@ def results(
         typer.Option(
             "--chosen",
             help="Only each config's chosen attempt: its best good attempt, else its latest "
-            "(the one compare, report and findings use; docs/runner.md#attempts).",
+            "(the one compare, report and findings use; docs/runner.md#attempts-which-one-counts).",
         ),
     ] = False,
     limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
