@@ -271,3 +271,13 @@ def test_remeasure_options_are_checked_before_any_work(capsys):
         for opt in (["--remeasure", "-1"], ["--remeasure", "11"], ["--remeasure-backoff", "-1"]):
             code, _out, err = run_cli(capsys, *cmd, *opt)
             assert code == 2 and "remeasure" in err and err.count("\n") == 1, (cmd, opt, err)
+
+
+def test_jsonl_progress_carries_the_remeasure_note(capsys):
+    from paradnn.cli.progress import JsonlReporter
+    from paradnn.runner.supervisor import Event
+
+    note = "re-measuring fc fp32 layers=4 (attempt 1 was noisy: load); re-measure 1 of 2, in 10 s"
+    JsonlReporter()(Event("remeasure", 1, 3, {"ok": 1}, notes=[note]))
+    event = json.loads(capsys.readouterr().out)
+    assert event["event"] == "remeasure" and event["notes"] == [note] and event["total"] == 3
