@@ -45,7 +45,7 @@ OUT = ROOT / "benchmarks" / "results" / "mutation.json"
 
 # name -> (module globs as mutmut names them, target score)
 GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
-    "analysis": (("paradnn.analysis.*",), 0.90),
+    "analysis": (("paradnn.analysis.*", "paradnn.attempts.*"), 0.90),  # attempts: the choice
     "sim": (("paradnn.sim.*",), 0.90),
     "timer-stats": (("paradnn.measure.timer.*", "paradnn.measure.stats.*"), 0.95),
     "store": (("paradnn.store.*",), 0.95),
@@ -230,7 +230,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "max keeps the first of a tie",
         '(k[0] == "PIPELINE", k[1] or 0)',
     ),
-    "paradnn.analysis.frames.x_add_quality__mutmut_12": (
+    "paradnn.attempts.x_add_quality__mutmut_12": (  # add_quality moved from analysis.frames
         "the stand-in quality series is read only through .notna() and == 'noisy', all False "
         "for an all-NaN series as for an all-None one, and it is never written to the runs",
         "pd.Series(index=runs.index)",

@@ -18,6 +18,7 @@ from paradnn import families
 from paradnn.records import RunRecord
 from paradnn.store import open_store
 
+_KEYED = ("mode", "backend", "data_source", "procs", "strategy", "optimizer", "threads")
 PEAK = 1e12  # FLOP/s of the synthetic platforms: utilization = achieved / PEAK
 
 
@@ -52,8 +53,10 @@ def row(
     c = fam.config(cfg)
     full = {f.name: getattr(c, f.name) for f in fam.fields()}
     flops = fam.train_flops(c)
+    # what a real run key holds (records.run_key): the study axes a row sets are part of it
+    axes = sorted((k, str(v)) for k, v in extra.items() if k in _KEYED)
     key = hashlib.sha1(
-        json.dumps([family, full, platform, precision, torch_version, hostname]).encode()
+        json.dumps([family, full, platform, precision, torch_version, hostname, *axes]).encode()
     ).hexdigest()[:16]
     base = dict(
         run_key=key,

@@ -17,7 +17,7 @@ import re
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, chosen_ok
 from paradnn.analysis.speedup import pair_key
 
 # (type, patterns on the aten name without its namespace and trailing underscore); first wins.
@@ -76,7 +76,7 @@ def _profiled(data: Data) -> tuple[pd.DataFrame, pd.DataFrame]:
     prof = prof[pd.to_numeric(prof["device_time_s"], errors="coerce").notna()].copy()
     prof["device_time_s"] = prof["device_time_s"].astype(float)
     prof["op_type"] = prof["op"].map(op_type)
-    runs = latest(data.ok)
+    runs = chosen_ok(data)
     runs = runs[runs["uid"].isin(set(prof["run_uid"]))] if len(runs) else runs
     return prof, runs
 

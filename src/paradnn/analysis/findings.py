@@ -24,8 +24,8 @@ import pandas as pd
 from paradnn.analysis.frames import (
     METRICS,
     Data,
+    choose,
     default_metric,
-    latest,
     where_text,
     without_noisy,
 )
@@ -242,7 +242,7 @@ def _rising(data: Data, family: str, hp: str, fid: str, claim: str, source: str)
     )
     fam_runs = data.runs[data.runs["family"] == family] if len(data.runs) else data.runs
     if not len(fam_runs):
-        return Finding(fid, claim, source, NO_DATA, f"no {family} runs", rule)
+        return Finding(fid, claim, source, NO_DATA, _no_runs(data, family), rule)
     s = sensitivity(data, family, UTIL)
     if s.reason or s.weight(hp) is None:
         why = s.reason or s.excluded.get(hp, f"{hp} not in the fit")
@@ -255,6 +255,19 @@ def _rising(data: Data, family: str, hp: str, fid: str, claim: str, source: str)
         fid, claim, source, rule, ev, f"w({hp})", row.weight, row.ci_low, row.ci_high, 0.0,
         ">", more,
     )  # fmt: skip
+
+
+def _no_runs(data: Data, family: str) -> str:
+    """'no fc runs', or why the summary may still count some: the configs whose chosen attempt
+    is noisy and was left out (the same attempts `compare` and the report use)."""
+    left = data.noisy_left_out
+    n = int((left["family"] == family).sum()) if len(left) and "family" in left else 0
+    if not n:
+        return f"no {family} runs"
+    return (
+        f"no {family} runs kept: {n} {family} config{'s' if n != 1 else ''} ran ok with no good "
+        "attempt (flagged noisy) and were left out"
+    )
 
 
 def _spearman(x, y) -> tuple[float, float]:
@@ -291,7 +304,7 @@ def fc_width_over_depth(data: Data) -> Finding:
         "hold when it is at or below 0, inconclusive when it straddles 0"
     )
     if not len(data.runs) or not (data.runs["family"] == "fc").any():
-        return Finding(fid, claim, src, NO_DATA, "no fc runs", rule)
+        return Finding(fid, claim, src, NO_DATA, _no_runs(data, "fc"), rule)
     s = sensitivity(data, "fc", UTIL)
     ws = {h: s.weight(h) for h in ("batch", "nodes", "layers")}
     missing = [h for h, w in ws.items() if w is None]
@@ -317,7 +330,7 @@ def depth_unexploited(data: Data) -> Finding:
         "small one)"
     )
     if not len(data.runs) or not (data.runs["family"] == "fc").any():
-        return Finding(fid, claim, src, NO_DATA, "no fc runs", rule)
+        return Finding(fid, claim, src, NO_DATA, _no_runs(data, "fc"), rule)
     s = sensitivity(data, "fc", UTIL)
     if s.reason or s.weight("layers") is None:
         return Finding(fid, claim, src, NO_DATA, s.reason or s.excluded.get("layers", ""), rule)
@@ -632,7 +645,7 @@ def largest_fc_prefer_cpu(data: Data) -> Finding:
         "holds when FC configs that ran ok on the CPU failed out of memory on an accelerator "
         "(a count: running out of memory is not a noisy measurement, so there is no interval)"
     )
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     if not len(runs):
         return Finding(fid, claim, src, NO_DATA, "no runs", rule)
     fc = runs[runs["family"] == "fc"]

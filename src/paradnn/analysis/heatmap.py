@@ -15,9 +15,9 @@ import pandas as pd
 from paradnn.analysis.frames import (
     Data,
     check_metric,
+    choose,
     default_metric,
     largest_group,
-    latest,
     select,
     slice_columns,
 )
@@ -71,7 +71,7 @@ def heatmap(
     fixed: Mapping[str, Any] | None = None,
     where: Mapping[str, Any] | None = None,
 ) -> HeatMap:
-    runs = latest(data.runs[data.runs["family"] == family])
+    runs = choose(data.runs[data.runs["family"] == family])
     hps = data.hyperparameters.get(family, [])
     if not len(runs):
         raise ConfigError("family", family, "a family with runs in the database")

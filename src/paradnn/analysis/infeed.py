@@ -28,7 +28,7 @@ from paradnn.analysis.findings import (
     decided,
     geomean_more,
 )
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, choose
 from paradnn.analysis.speedup import Comparison, compare, values
 
 BASE = "device"
@@ -100,7 +100,7 @@ def _restrict(data: Data, source: str, workers: int | None) -> Data:
 
 def host_fed(data: Data, source: str) -> pd.DataFrame:
     """The newest ok run of each `source` config: hyperparameters and infeed figures."""
-    runs = latest(data.runs) if len(data.runs) else data.runs
+    runs = choose(data.runs) if len(data.runs) else data.runs
     if not len(runs) or "data_source" not in runs:
         return pd.DataFrame(columns=["family", "config_key", *INFEED_COLUMNS])
     runs = runs[(runs["status"] == "ok") & (runs["data_source"] == source)]

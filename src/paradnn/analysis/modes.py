@@ -32,7 +32,7 @@ from paradnn.analysis.findings import (
     decided,
     geomean_more,
 )
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, choose
 from paradnn.analysis.speedup import Comparison, compare, values
 
 BASE = "eager"
@@ -59,7 +59,7 @@ def compiled_modes(data: Data) -> list[str]:
 
 def failures(data: Data, mode: str | None = None) -> pd.DataFrame:
     """Compiled runs (newest attempt) that did not finish ok: the reason is the finding."""
-    runs = latest(data.runs) if len(data.runs) else data.runs
+    runs = choose(data.runs) if len(data.runs) else data.runs
     if not len(runs) or "mode" not in runs:
         return pd.DataFrame(columns=["family", "config_key", "mode", "status", "error"])
     bad = runs[(runs["mode"] != BASE) & (runs["status"] != "ok")]
@@ -82,7 +82,7 @@ def study(data: Data, mode: str, include_noisy: bool = False) -> ModeStudy | Non
 
 
 def _side(data: Data, mode: str, key: list[str], cols: list[str]) -> pd.DataFrame:
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     runs = runs[(runs["mode"] == mode) & (runs["status"] == "ok")]
     have = [c for c in cols if c in runs]
     return runs[key + have].drop_duplicates(subset=key, keep="last")

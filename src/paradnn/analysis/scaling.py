@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, choose
 
 KF_RULE = "e = (1/S − 1/N) / (1 − 1/N), S = speedup over the N = 1 run (Karp & Flatt 1990)"
 MATCH = ("family", "config_key", "precision", "optimizer", "mode", "platform")
@@ -105,7 +105,7 @@ def _runs(data: Data | pd.DataFrame) -> pd.DataFrame:
     runs = data.runs if isinstance(data, Data) else data
     if not len(runs):
         return runs
-    runs = latest(runs)
+    runs = choose(runs)
     runs = runs[runs["status"] == "ok"].copy()
     if "procs" not in runs:
         runs["procs"] = 1

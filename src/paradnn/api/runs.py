@@ -38,10 +38,14 @@ def bench(
     allow_emulated: bool = False,
     db: str = DEFAULT_DB,
     on_event: Callable[[Event], None] | None = None,
+    remeasure: int = 0,
+    remeasure_backoff_s: float | None = None,
     **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
     environment, same run key), and store it; a config measured before gets a new attempt.
+    `remeasure`: measure a noisy result again (each a new attempt) up to this many times; the
+    last attempt is returned (the good one when one was good: re-measuring stops there).
     `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
     `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases."""
     from paradnn.runner.supervisor import Supervisor
@@ -62,10 +66,13 @@ def bench(
     _check_study(study)
     options = dataclasses.replace(options, **study)
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
-    settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
+    backoff = {} if remeasure_backoff_s is None else {"remeasure_backoff_s": remeasure_backoff_s}
+    settings = SweepSettings(
+        timeout_s=timeout_s, predict=False, force=True, remeasure=remeasure, **backoff
+    )
     with open_store(db) as store:
-        (rec,) = Supervisor(store, options, settings, on_event=on_event).run([spec])
-    return rec
+        records = Supervisor(store, options, settings, on_event=on_event).run([spec])
+    return records[-1]
 
 
 def run(
@@ -394,9 +401,21 @@ def _stored_status(
     return history["latest"].get(key)
 
 
-def results(db: str = DEFAULT_DB, **filters: Any) -> list[dict[str, Any]]:
+def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> list[dict[str, Any]]:
+    """Stored runs (every attempt), each with `attempt_choice`: how paradnn.attempts.choose
+    picked it as its config's attempt (the one compare, report and findings use), or None for
+    an attempt they pass over. `chosen`: only those. The choice is made over every row of the
+    database, before the filters."""
+    from paradnn.attempts import chosen_ids
+
     with open_store(db, readonly=True) as store:
-        return store.runs(**filters)
+        picked = chosen_ids(store.runs())
+        limit = filters.pop("limit", None)
+        rows = store.runs(**filters, limit=None if chosen else limit)
+    rows = [{**r, "attempt_choice": picked.get(r["id"])} for r in rows]
+    if chosen:
+        rows = [r for r in rows if r["attempt_choice"] is not None][:limit]
+    return rows
 
 
 def store_info(db: str = DEFAULT_DB) -> dict[str, Any]:

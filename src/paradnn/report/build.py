@@ -24,9 +24,10 @@ from paradnn import analysis as A
 from paradnn import plots as P
 from paradnn.analysis.frames import (
     METRICS,
+    choice_note,
+    choose,
     default_metric,
     largest_group,
-    latest,
     noisy_ok,
     reason_counts,
     slice_columns,
@@ -141,11 +142,11 @@ def build(
             sections.append(_summary(data, w, every=full))
         else:
             sections.append(fn(full if fn in _EVERY_RUN else data, w))
-    note = _noisy_note(full, noisy)
-    if note:
+    notes = [n for n in (_noisy_note(full, noisy), choice_note(choose(full.runs))) if n]
+    for note in reversed(notes):
         for sec in sections:
             if sec.id in ("summary", "speedups") and not sec.empty:
-                sec.notes.insert(0, note)
+                sec.notes.insert(0, note + ".")
     html = _render(data, sections)
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
@@ -154,17 +155,17 @@ def build(
 
 def _noisy_note(full: A.Data, left_out: pd.DataFrame | None) -> str | None:
     """One line: how many noisy runs were left out (or kept) and the commonest reasons."""
-    runs = latest(full.runs)
+    runs = choose(full.runs)
     n = int(noisy_ok(runs).sum())
     if not n:
         return None
     reasons = "; ".join(f"{r} ({k})" for r, k in list(reason_counts(runs).items())[:4])
     if left_out is None:
-        return f"{n} runs flagged noisy are included (--include-noisy): {reasons}."
+        return f"{n} runs flagged noisy are included (--include-noisy): {reasons}"
     return (
-        f"{n} of {int((runs['status'] == 'ok').sum())} ok runs were flagged noisy and are left "
-        f"out of every figure, table and comparison below: {reasons}. "
-        "`paradnn report --include-noisy` keeps them."
+        f"{n} of {int((runs['status'] == 'ok').sum())} ok configs have no good attempt (their "
+        f"latest is flagged noisy) and are left out of every figure, table and comparison "
+        f"below: {reasons}. `paradnn report --include-noisy` keeps them"
     )
 
 
@@ -175,8 +176,8 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
     """Run counts from every run (`every`: noisy ones too, as a column of their own); the
     per-group medians from `data`."""
     s = Section("summary", "Summary")
-    all_runs = latest((every or data).runs)
-    runs = latest(data.runs)
+    all_runs = choose((every or data).runs)
+    runs = choose(data.runs)
     if not len(all_runs):
         s.empty = "No runs yet: `paradnn run` (default preset) or `paradnn run --preset paper`."
         return s
@@ -192,7 +193,8 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
         w.table(
             "status-by-family",
             counts,
-            "Runs by family and status (latest attempt of each configuration)",
+            "Runs by family and status (the chosen attempt of each configuration: its best "
+            "good attempt, else its latest; as in compare and the findings)",
         )
     )
     ok = runs[runs["status"] == "ok"]
@@ -849,7 +851,7 @@ def _failures(data: A.Data, w: _Writer) -> Section:
         "Failed and skipped runs",
         "Every attempted configuration is stored; these did not finish `ok`.",
     )
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     bad = runs[runs["status"] != "ok"] if len(runs) else runs
     if not len(bad):
         s.empty = "None."
