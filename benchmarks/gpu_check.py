@@ -645,7 +645,7 @@ def extract(step: str, ctx: Ctx, stdout: str) -> dict[str, Any] | None:
                     "best_size": d.get("best_size"),
                     "too_small": d.get("too_small"),
                     "datasheet": ref,
-                    "fraction_of_datasheet": r["value"] / ref if ref else None,
+                    "fraction_of_datasheet": r["value"] / ref if ref and r["value"] else None,
                 }
             )
         return {
@@ -699,6 +699,7 @@ def headline(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     h["matmul_ceiling"] = {
         p: {
             "flop_per_s": c["value"],
+            "reason": c["too_small"] if c["value"] is None else None,
             "datasheet_flop_per_s": c["datasheet"],
             "fraction_of_datasheet": c["fraction_of_datasheet"],
             "best_size": c["best_size"],
@@ -801,6 +802,9 @@ def markdown(summary: dict[str, Any]) -> str:
             if sheet
             else ""
         )
+        if c["flop_per_s"] is None:
+            lines.append(f"| matmul ceiling {p} | n/a ({c['reason']}) |")
+            continue
         lines.append(f"| matmul ceiling {p} | {c['flop_per_s'] / 1e12:.4g} TFLOP/s{ref} |")
     if h["matmul_ceiling"] is None:
         lines.append(f"| matmul ceiling | n/a ({nulls.get('matmul_ceiling')}) |")
@@ -827,9 +831,11 @@ def markdown(summary: dict[str, Any]) -> str:
     )
     for e in h["energy"] or []:
         if e["avg_power_w"] is not None:
+            per = e["energy_per_sample_j"]
             value = (
-                f"{e['avg_power_w']:.1f} W, {e['energy_per_sample_j']:.4g} J/sample "
-                f"({e['energy_method']})"
+                f"{e['avg_power_w']:.1f} W, "
+                + (f"{per:.4g} J/sample" if per is not None else "J/sample n/a")
+                + f" ({e['energy_method']})"
             )
         else:
             value = f"n/a ({e['reason']})"
@@ -949,10 +955,16 @@ def run(
             }
             for s in steps
         ],
-        "headline": headline(results),
+        "headline": None,
     }
+    try:
+        summary["headline"] = headline(results)
+        text = markdown(summary)
+    except Exception as e:  # a summary bug must not lose the steps' files: say so, keep them
+        summary["headline"] = {"nulls": {}, "error": f"{type(e).__name__}: {e}"[:500]}
+        text = f"# GPU acceptance run: {device_name}\n\nsummary failed: {summary['headline']}\n"
     (ctx.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
-    (ctx.out / "summary.md").write_text(markdown(summary))
+    (ctx.out / "summary.md").write_text(text)
     return summary
 
 

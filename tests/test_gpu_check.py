@@ -184,6 +184,9 @@ def test_the_headline_picks_the_largest_fc_bf16_and_says_why_when_absent():
              "fraction_of_datasheet": 7e14 / 989e12},
             {"kind": "copy", "precision": None, "value": 3e12, "unit": "B/s", "best_size": None,
              "too_small": None, "datasheet": 3.35e12, "fraction_of_datasheet": 3 / 3.35},
+            {"kind": "matmul", "precision": "fp16", "value": None, "unit": "FLOP/s",
+             "best_size": 1024, "too_small": "the budget stopped at n=1024", "datasheet": 989e12,
+             "fraction_of_datasheet": None},
         ]}},
         "quick": {"data": {"runs": [
             _run("fc", "bf16", flops_per_step=10, utilization_measured=0.5, config={"n": 1}),
@@ -209,6 +212,8 @@ def test_the_headline_picks_the_largest_fc_bf16_and_says_why_when_absent():
                       "budget_s": 480.0, "started_at": "t", "git": "abc", "versions": {},
                       "steps": []})  # fmt: skip
     assert "85.0%" in md and "500.0 W" in md and "n/a (overhead: stopped" in md
+    assert h["matmul_ceiling"]["fp16"]["reason"] == "the budget stopped at n=1024"
+    assert "| matmul ceiling fp16 | n/a (the budget stopped at n=1024) |" in md
 
 
 def test_steps_and_budget_options_refuse_bad_input(capsys):
