@@ -77,16 +77,12 @@ class Step:
 # process start-up); the first GPU run's per-step seconds (summary.md) say where to move them.
 PLAN: tuple[Step, ...] = (
     Step("doctor", "paradnn doctor --json: facts and sanity checks", 15, 8),
-    Step(
-        "pytest_gpu", "pytest -m gpu over the test files that hold GPU tests", 30, 15, ("pytest",)
-    ),
-    Step(
-        "calibrate", "calibrate: every native precision's matmul ceiling, HBM copy, triad", 50, 20
-    ),
-    Step("ops", "ops: the accelerator study's op micro-benchmarks (fp32, bf16)", 25, 10),
-    Step("quick", "run: FC + CNN in fp32, tf32, bf16, fp16 with --energy", 100, 40),
-    Step("sweep", "run: 8 small FC/CNN/LSTM configs in fp32 and bf16 (for simulate fit)", 40, 15),
-    Step("modes", "run --mode compile --mode reduce-overhead on two configs", 55, 25),
+    Step("pytest_gpu", "pytest -m gpu over the files holding GPU tests", 75, 25, ("pytest",)),
+    Step("calibrate", "every native precision's matmul ceiling, HBM copy, triad", 50, 20),
+    Step("ops", "the accelerator study's op micro-benchmarks (fp32, bf16)", 25, 10),
+    Step("quick", "run: FC + CNN in fp32, tf32, bf16, fp16 with --energy", 95, 40),
+    Step("sweep", "run: 8 small FC/CNN/LSTM configs in fp32 and bf16 (for simulate fit)", 35, 15),
+    Step("modes", "run --mode compile --mode reduce-overhead on two configs", 50, 25),
     Step("pipeline", "bench cnn --data pipeline --pin-memory", 20, 10),
     Step("jax", "run --backend jax on two configs", 35, 15, ("jax",)),
     Step("profile", "bench fc --profile", 15, 8),
@@ -475,7 +471,7 @@ def execute(
 
 
 def _kill_group(p: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 2.0)):
         try:
             os.killpg(p.pid, sig)
         except (ProcessLookupError, PermissionError):
