@@ -198,3 +198,20 @@ def test_doctor_on_a_gpu():
     assert r["power"]["nvml"]["readable"], r["power"]
     bad = [c for c in r["checks"] if c["status"] == "fail"]
     assert not bad, bad
+
+
+def test_the_table_prints_gpu_facts_and_their_nulls(capsys):
+    """The GPU rows of the human output, through the fake NVML (a GPU's first run must not be
+    the first time they are printed)."""
+    from paradnn.cli import doctor as cli_doctor
+
+    nv = FakeNvml(VirtualClock())
+    nv.unsupported = ("ecc", "persistence")
+    r = doc.doctor("cpu", checks=False, nvml=nv)
+    (g,) = r["gpus"]
+    assert g["name"] == "Fake H100" and g["ecc_mode"] is None
+    cli_doctor._print(r)
+    out = capsys.readouterr().out
+    assert "Fake H100 (cc 9.0), driver 560.35.03" in out
+    assert "85.9 GB" in out and "1980" in out
+    assert "n/a (NVML: NVMLError" in out  # ecc and persistence: null with the reason
