@@ -77,14 +77,14 @@ class Step:
 # process start-up); the first GPU run's per-step seconds (summary.md) say where to move them.
 PLAN: tuple[Step, ...] = (
     Step("doctor", "paradnn doctor --json: facts and sanity checks", 15, 8),
-    Step("pytest_gpu", "pytest -m gpu over the files holding GPU tests", 75, 25, ("pytest",)),
+    Step("pytest_gpu", "pytest -m gpu over the files holding GPU tests", 60, 25, ("pytest",)),
     Step("calibrate", "every native precision's matmul ceiling, HBM copy, triad", 50, 20),
-    Step("ops", "the accelerator study's op micro-benchmarks (fp32, bf16)", 25, 10),
-    Step("quick", "run: FC + CNN in fp32, tf32, bf16, fp16 with --energy", 95, 40),
-    Step("sweep", "run: 8 small FC/CNN/LSTM configs in fp32 and bf16 (for simulate fit)", 35, 15),
+    Step("ops", "the accelerator study's op micro-benchmarks (fp32, bf16)", 20, 10),
+    Step("quick", "run: FC + CNN in fp32, tf32, bf16, fp16 with --energy", 110, 45),
+    Step("sweep", "run: 8 small FC/CNN/LSTM configs in fp32 and bf16 (for simulate fit)", 30, 15),
     Step("modes", "run --mode compile --mode reduce-overhead on two configs", 50, 25),
     Step("pipeline", "bench cnn --data pipeline --pin-memory", 20, 10),
-    Step("jax", "run --backend jax on two configs", 35, 15, ("jax",)),
+    Step("jax", "run --backend jax on two configs", 30, 15, ("jax",)),
     Step("profile", "bench fc --profile", 15, 8),
     Step("memory", "memory_prediction.py: prediction vs max_memory_allocated, 5 configs", 20, 10),
     Step("overhead", "harness_overhead.py: paradnn vs a minimal loop on FC, CNN, RNN", 30, 15),
@@ -147,7 +147,7 @@ GPU_SIZES: dict[str, Any] = {
         "warmup_max_time_s": 3.0,
         "target_ci_rel": 0.05,
     },
-    "calibrate_budget": "6",
+    "calibrate_budget": "4",
     "doctor_budget": "6",
 }
 _TINY = {
