@@ -148,6 +148,7 @@ GPU_SIZES: dict[str, Any] = {
         "target_ci_rel": 0.05,
     },
     "calibrate_budget": "4",
+    "overhead_rounds": "2",
     "doctor_budget": "6",
 }
 _TINY = {
@@ -177,6 +178,7 @@ DRY_SIZES: dict[str, Any] = {
         "target_ci_rel": 0.5,
     },
     "calibrate_budget": "1",
+    "overhead_rounds": "1",
     "doctor_budget": "1",
 }
 
@@ -365,7 +367,7 @@ def command(step: str, ctx: Ctx) -> list[str]:
             "--preset",
             f,
             "--rounds",
-            "2",
+            s["overhead_rounds"],
             "--precision",
             "fp32",
             "--out",
