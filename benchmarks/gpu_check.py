@@ -159,7 +159,7 @@ _TINY = {
 DRY_SIZES: dict[str, Any] = {
     "quick": [("fc", _TINY["fc"]), ("cnn", _TINY["cnn"])],
     "sweep": [
-        *[("fc", {**_TINY["fc"], "nodes": n, "batch": b}) for n in (16, 64) for b in (4, 16)],
+        *[("fc", {**_TINY["fc"], "nodes": n}) for n in (16, 64)],
         *[("cnn", {**_TINY["cnn"], "filters": f}) for f in (4, 8)],
         *[("rnn", {**_TINY["rnn"], "embed": e}) for e in (8, 16)],
     ],
@@ -458,6 +458,9 @@ def execute(
     except subprocess.TimeoutExpired:
         _kill_group(p)
         out, err = p.communicate()
+    except BaseException:  # Ctrl-C or SIGTERM of this script: never leave the step running
+        _kill_group(p)
+        raise
         status, error = "timeout", f"stopped at its {timeout_s:.0f} s cap"
     seconds = round(time.monotonic() - t0, 2)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -996,7 +999,7 @@ def main(argv: list[str] | None = None) -> int:
         "--slack",
         type=float,
         default=None,
-        help="Multiply every cap and the budget (default 1; 4 with --dry: a busy "
+        help="Multiply every cap and the budget (default 1; 6 with --dry: a busy "
         "CPU is slow to import torch and start workers)",
     )
     ap.add_argument(
@@ -1012,7 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     if not (0 < args.budget <= 3600):
         ap.error(f"--budget {args.budget}: must be in (0, 3600] seconds")
-    slack = args.slack if args.slack is not None else (4.0 if args.dry else 1.0)
+    slack = args.slack if args.slack is not None else (6.0 if args.dry else 1.0)
     if not (1 <= slack <= 20):
         ap.error(f"--slack {slack}: must be in [1, 20]")
     steps = scaled(steps, slack)
@@ -1028,6 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS / slug(name)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Ctx(out=out.resolve(), dry=args.dry, sizes=DRY_SIZES if args.dry else GPU_SIZES)
+    # SIGTERM (a lease ending) unwinds like Ctrl-C: the running step's group is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     summary = run(ctx, steps, Budget(args.budget * slack), name)
     print(f"{summary['wall_s']:.0f} s; results in {ctx.out} (summary.md)")
     bad = [s["step"] for s in summary["steps"] if s["status"] in ("failed", "timeout")]
