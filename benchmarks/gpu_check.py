@@ -458,10 +458,10 @@ def execute(
     except subprocess.TimeoutExpired:
         _kill_group(p)
         out, err = p.communicate()
+        status, error = "timeout", f"stopped at its {timeout_s:.0f} s cap"
     except BaseException:  # Ctrl-C or SIGTERM of this script: never leave the step running
         _kill_group(p)
         raise
-        status, error = "timeout", f"stopped at its {timeout_s:.0f} s cap"
     seconds = round(time.monotonic() - t0, 2)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"$ {' '.join(argv)}\n--- stdout\n{out}\n--- stderr\n{err}\n")
