@@ -171,6 +171,30 @@ def test_a_real_timeout_kills_the_step_and_its_children(tmp_path):
     assert got["status"] == "failed" and "could not start" in got["error"]
 
 
+def test_an_interrupted_run_stops_the_running_step(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, which main() turns into an exit) while a step runs: the step's
+    process group is stopped before the interrupt goes on."""
+    started = []
+    real_popen = subprocess.Popen
+
+    class Recording(real_popen):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            started.append(self)
+
+        def communicate(self, *a, timeout=None, **k):
+            if timeout is not None:
+                raise KeyboardInterrupt
+            return super().communicate(*a, **k)
+
+    monkeypatch.setattr(gc.subprocess, "Popen", Recording)
+    argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with pytest.raises(KeyboardInterrupt):
+        gc.execute(argv, 30.0, dict(os.environ), tmp_path, tmp_path / "log.txt")
+    (p,) = started
+    assert p.poll() is not None  # terminated, not left behind
+
+
 def _run(family, precision, **kw):
     base = dict.fromkeys(gc.RUN_FIELDS)
     return {**base, "family": family, "precision": precision, "status": "ok", "nulls": {}, **kw}
