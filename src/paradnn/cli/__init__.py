@@ -14,6 +14,7 @@ import typer
 
 from paradnn import __version__
 from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
+from paradnn.cli import doctor as doctor_cmd
 from paradnn.cli.common import err, out
 from paradnn.errors import ParadnnError
 
@@ -43,6 +44,7 @@ app.command()(report.report)
 app.command()(report.compare)
 app.add_typer(simulate.app, name="simulate")
 app.command()(versions.versions)
+app.command()(doctor_cmd.doctor)
 
 
 def _version(value: bool) -> None:
