@@ -635,6 +635,7 @@ def _breakdown(data: A.Data, w: _Writer) -> Section:
         )
     )
     w.table("op-breakdown", bd, "")  # every profiled run, long format
+    _bound_shares(data, w, s)
     for by in ("platform", "precision", "torch_version", "threads", "mode"):
         vals = [v for v in A.speedup.values(data, by)]
         if len(vals) < 2:
@@ -680,6 +681,48 @@ def _breakdown(data: A.Data, w: _Writer) -> Section:
             "(two platforms, precisions, torch versions or thread counts)."
         )
     return s
+
+
+BOUND_SHOWN = [
+    "family", "platform", "precision", "config_key", "roof", "ridge", "memory_bound",
+    "compute_bound", "no_flops", "unclassified", "untimed_ops", "seed_memory_bound", "reason",
+]  # fmt: skip
+
+
+def _bound_shares(data: A.Data, w: _Writer, s: Section) -> None:
+    """Per profiled run: the share of its profiled time in memory-bound and compute-bound ops
+    (against the ridge of its platform's roof), with seed 000 §4.2's published shares."""
+    bs = A.breakdown.bound_shares(data)
+    if not len(bs):
+        return
+    names = {"resnet50": "ResNet-50", "transformer_base": "Transformer"}
+    seed = ", ".join(
+        f"{names.get(fam, fam)} ({fam}) {share:.1%}".replace(".0%", "%")
+        for fam, share in A.breakdown.SEED_MEMORY_BOUND.items()
+    )
+    s.notes.append(
+        "Memory-bound share (seed 000 §4.2): each profiled op is memory-bound when its counted "
+        "intensity (FLOPs / bytes) is below the ridge of its platform's roof at the run's "
+        "precision, compute-bound at or above it; the ridge is the measured roof's (`paradnn "
+        "calibrate`: best matmul FLOP/s over best copy bandwidth) where both were measured, "
+        "else the datasheet's ('ridge from' says which). Ops that move bytes with no counted "
+        "FLOPs (copies and layout, and elementwise ops torch's FLOP counter does not count) "
+        "and ops with no bytes or FLOPs counted have shares of their own; the four add to "
+        "100% of the run's profiled time. The seed's published figures, measured on TPU v2 "
+        f"(not here; memory-bound ops of compute-bound models, data formatting excluded): "
+        f"{seed}."
+    )
+    why = bs[bs["reason"].notna()].drop_duplicates(["platform", "precision", "reason"])
+    for r in why.itertuples():
+        s.notes.append(f"{r.platform} {r.precision}: {r.reason}.")
+    s.tables.append(
+        w.table(
+            "op-bound-shares",
+            bs[BOUND_SHOWN],
+            "Share of profiled time in memory-bound and compute-bound ops per profiled run, "
+            "beside seed 000 §4.2's published share (TPU v2) for the models it measured",
+        )
+    )
 
 
 def _representative(bd: pd.DataFrame, per: int = 3) -> pd.DataFrame:
