@@ -88,6 +88,8 @@ COLUMNS: dict[str, tuple[str, Fmt]] = {
     "utilization_datasheet": ("utilization (datasheet)", U.pct),
     "max_util_measured": ("max utilization (measured ceiling)", U.pct),
     "max_util_datasheet": ("max utilization (datasheet)", U.pct),
+    "p90_util_measured": ("90th pct. utilization (measured ceiling)", U.pct),
+    "p90_util_datasheet": ("90th pct. utilization (datasheet)", U.pct),
     "step_time_s": ("step time", seconds),
     "runs": ("runs", U.count),
     "n": ("configs", U.count),
