@@ -88,3 +88,60 @@ def test_the_summary_shows_the_90th_percentile_of_utilization_beside_its_maximum
     assert pd.isna(t["p90_util_datasheet"])  # no datasheet entry: null, not 0
     assert pd.isna(_p90(pd.Series([None, "x"])))  # nothing numeric: NaN, not 0
     assert _p90(pd.Series([1, "2", None, 3])) == pytest.approx(2.8)
+
+
+# -- seed 000 Fig. 7: FC at 64 layers ----------------------------------------------------------
+
+
+def _fc_grid(layers: list[int]) -> A.Data:
+    from paradnn.analysis import frames
+
+    space = {"layers": layers, "nodes": [16, 32], "input": [20], "output": [10], "batch": [4, 8]}
+    # the most common layer count is the first (three extra runs of it at another input size)
+    extra = [synth.row("fc", {**_fc(b), "layers": layers[0], "nodes": n, "input": 30}, 0.2)
+             for b, n in ((4, 16), (8, 16), (4, 32))]  # fmt: skip
+    data = A.from_frames(synth.rows("fc", space, lambda c: 0.1 * c["layers"] / 64) + extra)
+    assert frames.latest(data.ok)["layers"].value_counts().index[0] == layers[0]
+    return data
+
+
+def test_closest_value_prefers_the_nearest_and_the_larger_on_a_tie():
+    from paradnn.analysis.heatmap import closest
+
+    assert closest([4, 32, 128], 64) == 32  # |32 − 64| = 32 < |128 − 64| = 64
+    assert closest([4, 96, 128], 64) == 96
+    assert closest([32, 96], 64) == 96  # a tie: the larger
+    assert closest([64.0, 32], 64) == 64 and closest([None, 8], 64) == 8
+    assert closest([], 64) is None and closest([None], 64) is None
+
+
+def test_figure7_fixes_fc_at_64_layers_where_the_data_has_them():
+    from paradnn.analysis.heatmap import figure7_fixed
+
+    data = _fc_grid([8, 64, 128])
+    fixed, paper = figure7_fixed(data.ok, "fc")
+    assert fixed == {"layers": 64} and paper == {"layers": 64}
+    hm = A.heatmap(data, "fc", metric="examples_per_s", fixed=fixed, paper=paper)
+    assert hm.fixed["layers"] == 64 and hm.paper_fixed["layers"] is True
+    # without Fig. 7's value: Fig. 2's rule takes the most common count (8), marked not-paper
+    assert A.heatmap(data, "fc", metric="examples_per_s").fixed["layers"] == 8
+    assert figure7_fixed(data.ok, "cnn") == ({}, {})  # Fig. 7 shows FC only
+
+
+def test_figure7_falls_back_to_the_closest_layer_count_and_says_so(tmp_path):
+    from paradnn.analysis.heatmap import figure7_fixed
+    from paradnn.report.build import Section, _throughput_maps
+
+    data = _fc_grid([8, 32, 128])
+    fixed, paper = figure7_fixed(data.ok, "fc")
+    assert fixed == {"layers": 32}  # 32 is 32 away from 64, 128 is 64 away
+    hm = A.heatmap(data, "fc", metric="examples_per_s", fixed=fixed, paper=paper)
+    assert hm.fixed["layers"] == 32 and hm.paper_fixed["layers"] is False
+    s = Section("heatmaps", "")
+    _throughput_maps(data, _Writer(tmp_path), s)
+    (cap,) = [f.caption for f in s.figures]
+    assert "layers=32*" in cap and "no run at seed 000 Fig. 7's layers=64" in cap
+    s = Section("heatmaps", "")
+    _throughput_maps(_fc_grid([8, 64, 128]), _Writer(tmp_path), s)
+    (cap,) = [f.caption for f in s.figures]
+    assert "layers=64 as in seed 000 Fig. 7" in cap and "layers=64*" not in cap

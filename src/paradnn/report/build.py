@@ -29,10 +29,12 @@ from paradnn.analysis.frames import (
     latest,
     noisy_ok,
     reason_counts,
+    select,
     slice_columns,
     where_text,
     without_noisy,
 )
+from paradnn.analysis.heatmap import figure7_fixed
 from paradnn.errors import ConfigError
 from paradnn.report import backends as _backends
 from paradnn.report import cells
@@ -359,7 +361,9 @@ def _heatmaps(data: A.Data, w: _Writer) -> Section:
         "A metric over batch size and the family's width hyperparameter with the other "
         "hyperparameters fixed (the paper's values when the data has them, else the "
         "most common value, as stated under each map): utilization (Figure 2) and, per "
-        "platform, examples/s (Figure 7). Failed cells show their status.",
+        "platform, examples/s (Figure 7, which fixes FC at 64 layers where Figure 2 fixes 32: "
+        "64 where the data has it, else the closest layer count present, said under the map). "
+        "Failed cells show their status.",
     )
     for fam in sorted(data.hyperparameters):
         hps = data.hyperparameters[fam]
@@ -403,15 +407,34 @@ def _throughput_maps(data: A.Data, w: _Writer, s: Section) -> None:
             if not len(ok):
                 continue
             where = largest_group(ok, slice_columns(ok))  # one precision, thread count, ...
+            fixed, paper = figure7_fixed(select(ok, where), fam)
             try:
-                hm = A.heatmap(data, fam, metric="examples_per_s", where=where)
+                hm = A.heatmap(
+                    data, fam, metric="examples_per_s", where=where, fixed=fixed, paper=paper
+                )
             except ConfigError:
                 continue
             if hm.cells < 2:
                 continue
             cap = f"{fam} on {where_text(where)}: examples/s; fixed {_fixed_text(hm)}"
+            cap += _figure7_text(hm, paper)
             name = "-".join(["throughput", fam, *(str(v) for v in where.values())])
             s.figures.append(w.figure(name, P.heatmap(hm), cap))
+
+
+def _figure7_text(hm, paper: dict) -> str:
+    """Which of Fig. 7's fixed values the map used: the seed's, or the closest the data has."""
+    parts = []
+    for k, v in paper.items():
+        if k not in hm.fixed:
+            continue
+        if hm.fixed[k] == v:
+            parts.append(f"{k}={v} as in seed 000 Fig. 7")
+        else:
+            parts.append(
+                f"{k}={hm.fixed[k]}: no run at seed 000 Fig. 7's {k}={v}, the closest present"
+            )
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _fixed_text(hm) -> str:
