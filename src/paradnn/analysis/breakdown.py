@@ -239,13 +239,14 @@ def bound_shares(data: Data) -> pd.DataFrame:
     if not len(runs):
         return pd.DataFrame(columns=BOUND_COLUMNS)
     rows, cache = [], {}
+    by_run = {uid: g for uid, g in prof.groupby("run_uid", sort=False)}
     for r in runs.itertuples(index=False):
         key = (str(r.platform), str(r.precision))
         if key not in cache:
             cache[key] = ridge_roof(data, *key)
         roof = cache[key]
         ridge = roof.ridge if roof else None
-        ops = prof[prof["run_uid"] == r.uid]
+        ops = by_run[r.uid]
         t = pd.to_numeric(ops["device_time_s"], errors="coerce")
         timed = ops[t.notna()]
         t = t[t.notna()].astype(float)
