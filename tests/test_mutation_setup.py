@@ -82,5 +82,7 @@ def test_every_mutation_group_names_modules_mutmut_mutates_and_tests_that_reach_
     assert not member("paradnn.runner.supervisor.xǁSupervisorǁ_collect__mutmut_1")
     assert not member("paradnn.runner.supervisor.x__cpu_sets__mutmut_1")
     assert not member("paradnn.measure.timer.x_measure__mutmut_1")
-    for test in ("test_quality", "test_infeed", "test_supervisor", "test_execute", "test_scaling"):
+    tests = ("test_quality", "test_infeed", "test_supervisor", "test_execute", "test_scaling",
+             "test_collectives")  # fmt: skip
+    for test in tests:
         assert f"tests/{test}.py" in config["pytest_add_cli_args_test_selection"], test
