@@ -231,7 +231,8 @@ def test_observation_8_holds_when_small_and_large_fc_prefer_different_platforms(
     _, out = two_platform_report
     f = pd.read_csv(out / "tables" / "findings-all.csv").set_index("id")
     assert f.loc["fc-size-platform", "verdict"] == "holds"
-    assert "smallest third 2.00×, largest third 0.50×" in f.loc["fc-size-platform", "evidence"]
+    ev = f.loc["fc-size-platform", "evidence"]
+    assert "smallest third 2.00× [2.00, 2.00], largest third 0.50× [0.50, 0.50]" in ev
 
 
 # -- observations 9 and 11, one platform ---------------------------------------------------

@@ -292,12 +292,22 @@ def _provenance(data: A.Data, w: _Writer) -> Section:
     return s
 
 
+FINDING_HEADERS = {
+    "interval": "95% interval vs threshold",
+    "decide": "what would decide it",
+    "quote": "the seed says",
+}
+
+
 def _findings(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "findings",
         "Findings: the seeds' observations, tested on this data",
-        "Each verdict is computed from the data in this report by the stated rule; "
-        "observations about hardware or run kinds the data lacks are untestable, not guessed. "
+        "Each verdict is computed from the data in this report by the stated rule: holds or "
+        "does not hold only when the 95% interval of the number it is decided on lies wholly "
+        "on one side of the rule's threshold, inconclusive when the interval straddles it "
+        "(with what more data would decide it); observations about hardware or run kinds the "
+        "data lacks are untestable, not guessed. Beside each citation, a phrase of the seed. "
         "The seeds: " + "; ".join(f"{k} is {v}" for k, v in A.findings.SEEDS.items()) + ".",
     )
     fs = A.findings.as_frame(A.evaluate(data, include_noisy=True))  # `data` is already filtered
@@ -307,7 +317,9 @@ def _findings(data: A.Data, w: _Writer) -> Section:
     s.tables.append(
         w.table(
             "findings",
-            tested[["verdict", "claim", "evidence", "source", "rule"]],
+            tested[
+                ["verdict", "claim", "evidence", "interval", "decide", "source", "quote", "rule"]
+            ].rename(columns=FINDING_HEADERS),
             "Verdicts",
         )
     )
