@@ -12,7 +12,7 @@ timeout, suspicious and unchecked counts, the score, every surviving mutant with
 mutants judged equivalent (same behaviour: no test can fail for them) with the reason, the wall
 time, and the tool version, date and CPU.
 
-    python benchmarks/mutation.py [--group analysis sim timer-stats store memory]
+    python benchmarks/mutation.py [--group analysis sim timer-stats store memory measure]
         [--only survivors|unchecked | --sample N --seed S] [--timeout S] [--max-children N]
 
 `--sample N` checks a uniform random sample of N of a group's not-yet-checked mutants (seeded
@@ -50,6 +50,19 @@ GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
     "timer-stats": (("paradnn.measure.timer.*", "paradnn.measure.stats.*"), 0.95),
     "store": (("paradnn.store.*",), 0.95),
     "memory": (("paradnn.memory.*",), 0.90),
+    # the numbers a run is judged by: its quality verdict, the infeed share, the all-reduce
+    # bandwidth and overlap, and what a failure was (an exception's class; a dead worker's exit)
+    "measure": (
+        (
+            "paradnn.measure.quality.*",
+            "paradnn.measure.infeed.*",
+            "paradnn.measure.collectives.*",
+            "paradnn.measure.faults.*",
+            "paradnn.runner.supervisor.x__death__mutmut_*",
+            "paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_*",
+        ),
+        0.90,
+    ),
 }
 
 # Mutants no test can kill because the program behaves the same with them. Keyed by mutmut's

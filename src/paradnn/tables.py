@@ -356,7 +356,7 @@ def speedup_summary(c: Any) -> Table:
         header_style="bold",
     )
     cols = ("family", "configs", "faster", "slower", "no change", "geomean", "95% CI")
-    for col in (*cols, "median", "min", "max"):
+    for col in (*cols, "median", "p90", "min", "max"):
         t.add_column(col, justify="left" if col == "family" else "right")
     for r in c.summary.to_dict("records"):
         t.add_row(
@@ -368,11 +368,12 @@ def speedup_summary(c: Any) -> Table:
             _x(r["geomean"]),
             _ci(r["geomean_ci_low"], r["geomean_ci_high"]),
             _x(r["median"]),
+            _x(r.get("p90")),
             _x(r["min"]),
             _x(r["max"]),
         )
     if not len(c.summary):
-        t.add_row("(no configuration ran ok in both groups)", *[""] * 9)
+        t.add_row("(no configuration ran ok in both groups)", *[""] * 10)
     notes = []
     overall = c.overall()
     if overall:

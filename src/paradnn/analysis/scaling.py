@@ -226,6 +226,52 @@ def fits(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# Seed 000 §4.3 (TPU v2, 1 against 8 cores, the largest batch of Fig. 4): the 90th percentile
+# of the non-parallel fraction, as published (not measured here).
+SEED_SERIAL_P90 = {"fc": 0.16, "cnn": 0.088}
+SERIAL_COLUMNS = [
+    "family", "runs", "median", "p90", "max", "largest_batch", "runs_at_largest_batch",
+    "p90_at_largest_batch", "seed_p90",
+]  # fmt: skip
+
+
+def serial_percentiles(table: pd.DataFrame) -> pd.DataFrame:
+    """Per family and over all: the Karp–Flatt serial fraction's median, 90th percentile
+    (linear interpolation) and maximum over the runs of N > 1, and its 90th percentile over
+    the runs at the family's largest batch size (seed 000 §4.3 reports that one: 16% for FC,
+    8.8% for CNN), with the seed's published figure beside it."""
+    if not len(table):
+        return pd.DataFrame(columns=SERIAL_COLUMNS)
+    t = table.assign(karp_flatt=pd.to_numeric(table["karp_flatt"], errors="coerce"))
+    t = t[t["karp_flatt"].notna()]
+    rows = []
+    groups = [(str(f), g) for f, g in t.groupby("family", sort=True)]
+    if len(groups) > 1:
+        groups.append(("all", t))
+    for fam, g in groups:
+        e = g["karp_flatt"]
+        batch = pd.to_numeric(g["batch"], errors="coerce")
+        top = batch.max() if batch.notna().any() else None
+        at_top = e[batch == top] if top is not None else e.iloc[0:0]
+        rows.append(
+            {
+                "family": fam,
+                "runs": len(e),
+                "median": float(e.median()),
+                "p90": float(e.quantile(0.9)),
+                "max": float(e.max()),
+                # 'all' mixes families' batch sizes: its largest batch says nothing
+                "largest_batch": int(top) if top is not None and fam != "all" else None,
+                "runs_at_largest_batch": len(at_top) if fam != "all" else None,
+                "p90_at_largest_batch": float(at_top.quantile(0.9))
+                if len(at_top) and fam != "all"
+                else None,
+                "seed_p90": SEED_SERIAL_P90.get(fam),
+            }
+        )
+    return pd.DataFrame(rows, columns=SERIAL_COLUMNS)
+
+
 def _all(*values: object) -> bool:
     return all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values)
 
@@ -362,4 +408,5 @@ __all__ = [
     "karp_flatt",
     "observation3",
     "observation3_result",
+    "serial_percentiles",
 ]

@@ -30,10 +30,12 @@ from paradnn.analysis.frames import (
     largest_group,
     noisy_ok,
     reason_counts,
+    select,
     slice_columns,
     where_text,
     without_noisy,
 )
+from paradnn.analysis.heatmap import figure7_fixed
 from paradnn.errors import ConfigError
 from paradnn.report import backends as _backends
 from paradnn.report import cells
@@ -206,7 +208,9 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
                 median_examples_per_s=("examples_per_s", "median"),
                 max_achieved_flops=("achieved_flops", "max"),
                 max_util_measured=("utilization_measured", "max"),
+                p90_util_measured=("utilization_measured", _p90),
                 max_util_datasheet=("utilization_datasheet", "max"),
+                p90_util_datasheet=("utilization_datasheet", _p90),
             )
             .reset_index()
         )
@@ -223,11 +227,17 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
             w.table(
                 "summary",
                 agg,
-                "Successful runs per family, platform and "
-                "precision (utilization: of the measured ceiling / datasheet peak)",
+                "Successful runs per family, platform and precision (utilization: of the "
+                "measured ceiling / datasheet peak; its maximum and 90th percentile over runs)",
             )
         )
     return s
+
+
+def _p90(x: pd.Series) -> float:
+    """The 90th percentile (linear interpolation) of the numbers in a column; NaN if none."""
+    v = pd.to_numeric(x, errors="coerce").dropna()
+    return float(v.quantile(0.9)) if len(v) else float("nan")
 
 
 def _provenance(data: A.Data, w: _Writer) -> Section:
@@ -365,7 +375,9 @@ def _heatmaps(data: A.Data, w: _Writer) -> Section:
         "A metric over batch size and the family's width hyperparameter with the other "
         "hyperparameters fixed (the paper's values when the data has them, else the "
         "most common value, as stated under each map): utilization (Figure 2) and, per "
-        "platform, examples/s (Figure 7). Failed cells show their status.",
+        "platform, examples/s (Figure 7, which fixes FC at 64 layers where Figure 2 fixes 32: "
+        "64 where the data has it, else the closest layer count present, said under the map). "
+        "Failed cells show their status.",
     )
     for fam in sorted(data.hyperparameters):
         hps = data.hyperparameters[fam]
@@ -409,15 +421,34 @@ def _throughput_maps(data: A.Data, w: _Writer, s: Section) -> None:
             if not len(ok):
                 continue
             where = largest_group(ok, slice_columns(ok))  # one precision, thread count, ...
+            fixed, paper = figure7_fixed(select(ok, where), fam)
             try:
-                hm = A.heatmap(data, fam, metric="examples_per_s", where=where)
+                hm = A.heatmap(
+                    data, fam, metric="examples_per_s", where=where, fixed=fixed, paper=paper
+                )
             except ConfigError:
                 continue
             if hm.cells < 2:
                 continue
             cap = f"{fam} on {where_text(where)}: examples/s; fixed {_fixed_text(hm)}"
+            cap += _figure7_text(hm, paper)
             name = "-".join(["throughput", fam, *(str(v) for v in where.values())])
             s.figures.append(w.figure(name, P.heatmap(hm), cap))
+
+
+def _figure7_text(hm, paper: dict) -> str:
+    """Which of Fig. 7's fixed values the map used: the seed's, or the closest the data has."""
+    parts = []
+    for k, v in paper.items():
+        if k not in hm.fixed:
+            continue
+        if hm.fixed[k] == v:
+            parts.append(f"{k}={v} as in seed 000 Fig. 7")
+        else:
+            parts.append(
+                f"{k}={hm.fixed[k]}: no run at seed 000 Fig. 7's {k}={v}, the closest present"
+            )
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _fixed_text(hm) -> str:
@@ -554,8 +585,9 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
                     name,
                     c.summary,
                     f"{by}: {b} over {a} — configs faster, slower, no detectable change; "
-                    "geometric mean with its 95% CI; range",
-                    units={"median": "times", "min": "times", "max": "times"},
+                    "geometric mean with its 95% CI; median and 90th percentile (seed 000 §6 "
+                    "states 90th-percentile speedups per family); range",
+                    units={"median": "times", "p90": "times", "min": "times", "max": "times"},
                 )
             )
             _speedup_maps(c, data, w, s, name)
@@ -649,6 +681,7 @@ def _breakdown(data: A.Data, w: _Writer) -> Section:
         )
     )
     w.table("op-breakdown", bd, "")  # every profiled run, long format
+    _bound_shares(data, w, s)
     for by in ("platform", "precision", "torch_version", "threads", "mode"):
         vals = [v for v in A.speedup.values(data, by)]
         if len(vals) < 2:
@@ -694,6 +727,48 @@ def _breakdown(data: A.Data, w: _Writer) -> Section:
             "(two platforms, precisions, torch versions or thread counts)."
         )
     return s
+
+
+BOUND_SHOWN = [
+    "family", "platform", "precision", "config_key", "roof", "ridge", "memory_bound",
+    "compute_bound", "no_flops", "unclassified", "untimed_ops", "seed_memory_bound", "reason",
+]  # fmt: skip
+
+
+def _bound_shares(data: A.Data, w: _Writer, s: Section) -> None:
+    """Per profiled run: the share of its profiled time in memory-bound and compute-bound ops
+    (against the ridge of its platform's roof), with seed 000 §4.2's published shares."""
+    bs = A.breakdown.bound_shares(data)
+    if not len(bs):
+        return
+    names = {"resnet50": "ResNet-50", "transformer_base": "Transformer"}
+    seed = ", ".join(
+        f"{names.get(fam, fam)} ({fam}) {share:.1%}".replace(".0%", "%")
+        for fam, share in A.breakdown.SEED_MEMORY_BOUND.items()
+    )
+    s.notes.append(
+        "Memory-bound share (seed 000 §4.2): each profiled op is memory-bound when its counted "
+        "intensity (FLOPs / bytes) is below the ridge of its platform's roof at the run's "
+        "precision, compute-bound at or above it; the ridge is the measured roof's (`paradnn "
+        "calibrate`: best matmul FLOP/s over best copy bandwidth) where both were measured, "
+        "else the datasheet's ('ridge from' says which). Ops that move bytes with no counted "
+        "FLOPs (copies and layout, and elementwise ops torch's FLOP counter does not count) "
+        "and ops with no bytes or FLOPs counted have shares of their own; the four add to "
+        "100% of the run's profiled time. The seed's published figures, measured on TPU v2 "
+        f"(not here; memory-bound ops of compute-bound models, data formatting excluded): "
+        f"{seed}."
+    )
+    why = bs[bs["reason"].notna()].drop_duplicates(["platform", "precision", "reason"])
+    for r in why.itertuples():
+        s.notes.append(f"{r.platform} {r.precision}: {r.reason}.")
+    s.tables.append(
+        w.table(
+            "op-bound-shares",
+            bs[BOUND_SHOWN],
+            "Share of profiled time in memory-bound and compute-bound ops per profiled run, "
+            "beside seed 000 §4.2's published share (TPU v2) for the models it measured",
+        )
+    )
 
 
 def _representative(bd: pd.DataFrame, per: int = 3) -> pd.DataFrame:
