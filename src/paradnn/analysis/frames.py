@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from paradnn.errors import ConfigError
+from paradnn.errors import ConfigError, StoreError
 from paradnn.store import open_store
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
@@ -36,6 +36,8 @@ class Data:
     op_profile: pd.DataFrame
     sources: list[dict] = field(default_factory=list)
     hyperparameters: dict[str, list[str]] = field(default_factory=dict)  # family -> config keys
+    # rows left out because a column could not be read: {"db", "table", "id", "column", "problem"}
+    skipped: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -46,12 +48,13 @@ class Data:
 
 
 def load(paths: Sequence[str | Path]) -> Data:
-    """Read and merge result databases; a missing one is a one-line error before any work."""
+    """Read and merge result databases; a missing one is a one-line error before any work. A
+    row with a column that cannot be read is left out and listed in `Data.skipped`."""
     paths = [str(p) for p in paths]
     for p in paths:
         if not Path(p).exists():
-            raise ConfigError("--db", p, "an existing paradnn result database")
-    runs, sides, sources = [], {t: [] for t in SIDE_TABLES}, []
+            raise StoreError(f"{p}: no such database (run `paradnn run` first, or pass --db)")
+    runs, sides, sources, skipped = [], {t: [] for t in SIDE_TABLES}, [], []
     for i, p in enumerate(dict.fromkeys(paths)):
         with open_store(p, readonly=True) as store:
             r = pd.DataFrame(store.runs())
@@ -66,12 +69,14 @@ def load(paths: Sequence[str | Path]) -> Data:
                         s["run_uid"] = s["run_id"].map(lambda x, i=i: f"{i}:{x}")
                 sides[t].append(s)
             sources.append(_source(p, r, {t: len(sides[t][-1]) for t in SIDE_TABLES}))
+            skipped += [{"db": p, **row} for row in store.skipped]
     data = Data(
         runs=_runs_frame(runs),
         ceilings=_concat(sides["ceilings"]),
         ops=_concat(sides["ops"]),
         op_profile=_concat(sides["op_profile"]),
         sources=sources,
+        skipped=skipped,
     )
     data.runs, data.hyperparameters = _flatten_configs(data.runs)
     _fill_measured_utilization(data)
