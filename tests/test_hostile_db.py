@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from paradnn.store.schema import LATEST
 
@@ -91,6 +93,12 @@ def pristine(tmp_path_factory) -> dict[str, bytes]:
     conn.commit()
     conn.close()
     return {"good": Path(good).read_bytes(), "malformed": bad.read_bytes()}
+
+
+@pytest.fixture
+def good_bytes(pristine):
+    """The good database's bytes behind a call (Hypothesis would print them in a failure)."""
+    return lambda: pristine["good"]
 
 
 def _read_only(path: Path, monkeypatch) -> None:
@@ -432,8 +440,14 @@ def _tree(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("case", PATH_CASES)
-@pytest.mark.parametrize("command", [*FILE_OUTPUTS, *FOLDER_OUTPUTS])
+# A folder option takes an existing folder and creates missing parents (--out a/b/c): those two
+# cases are not refusals for it.
+OUTPUT_CASES = [(c, k) for c in FILE_OUTPUTS for k in PATH_CASES] + [
+    (c, k) for c in FOLDER_OUTPUTS for k in PATH_CASES if k not in ("folder", "no such folder")
+]
+
+
+@pytest.mark.parametrize(("command", "case"), OUTPUT_CASES)
 def test_an_output_path_that_cannot_be_written(capsys, monkeypatch, tmp, pristine, command, case):
     db = tmp / "r.db"
     db.write_bytes(pristine["good"])
@@ -441,8 +455,6 @@ def test_an_output_path_that_cannot_be_written(capsys, monkeypatch, tmp, pristin
     suffix = ".csv" if command in FILE_OUTPUTS else ""
     suffix = ".toml" if command.endswith("fit --out") else suffix
     path = _make_output(case, tmp, monkeypatch, suffix)
-    if command in FOLDER_OUTPUTS and case in ("no such folder", "folder"):
-        pytest.skip("a folder option takes a folder, and creates missing parents (--out a/b/c)")
     before = _tree(tmp)
     kind, code, _, err = _cli(capsys, build(path, str(db)))
     assert kind == "answered", f"{command} started work with an unwritable {case}"
@@ -467,3 +479,47 @@ def test_an_empty_db_path_is_refused(capsys, tmp):
         kind, code, _, err = _cli(capsys, args)
         assert kind == "answered" and code == 2, (args, err)
         _one_line(err, "--db")
+
+
+# -- damaged bytes, drawn ------------------------------------------------------------------
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    data=st.data(),
+    how=st.sampled_from(["cut", "flip", "splice"]),
+    command=st.sampled_from(["results", "compare", "simulate validate"]),
+)
+def test_damaged_bytes_are_read_or_refused_never_changed(
+    capsys, tmp_path, good_bytes, data, how, command
+):
+    """Any damage to a good database's bytes: the reader answers (skipping what it cannot
+    read) or refuses in one line; it never tracebacks and never changes the file."""
+    good = good_bytes()
+    if how == "cut":
+        body = good[: data.draw(st.integers(0, len(good) - 1), label="length")]
+    elif how == "flip":
+        at = data.draw(st.lists(st.integers(0, len(good) - 1), min_size=1, max_size=8), label="at")
+        body = bytearray(good)
+        for i in at:
+            body[i] ^= 0xFF
+        body = bytes(body)
+    else:
+        at = data.draw(st.integers(0, len(good)), label="at")
+        body = good[:at] + data.draw(st.binary(min_size=1, max_size=64), label="junk") + good[at:]
+    db = tmp_path / f"fuzz-{how}.db"
+    db.write_bytes(body)
+    before = _state(db)
+    kind, code, _, err = _cli(capsys, READERS[command](str(db), tmp_path))
+    assert kind == "answered" and "Traceback" not in err, err
+    assert code in (0, 2), err
+    if code == 2:
+        _one_line(err, str(db))
+    assert _state(db) == before
+    db.unlink()

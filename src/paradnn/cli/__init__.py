@@ -89,7 +89,8 @@ if not any(isinstance(h, _Warnings) for h in _log.handlers):
 
 def _fail(message: str, code: int) -> int:
     """One line on stderr, printed literally (a [bracket] in a path or value stays)."""
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    line = " | ".join(ln for ln in message.splitlines() if ln.strip())
+    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
     return code
 
 

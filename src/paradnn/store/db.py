@@ -320,9 +320,10 @@ def check_owned(conn: sqlite3.Connection, path: str) -> int:
 def _check_intact(conn: sqlite3.Connection, path: str) -> None:
     """SQLite's quick_check (every page readable, the b-trees well formed): a truncated or
     damaged file is one line now, not a failed write after the work."""
-    found = conn.execute("PRAGMA quick_check").fetchone()[0]
-    if found != "ok":
-        raise StoreError(f"{path}: a damaged database ({found}); use another --db")
+    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
+    if found != ["ok"]:
+        lines = [ln for f in found for ln in f.splitlines() if ln and not ln.startswith("***")]
+        raise StoreError(f"{path}: a damaged database ({'; '.join(lines)}); use another --db")
 
 
 def _ro_connect(path: str) -> sqlite3.Connection:
