@@ -124,6 +124,12 @@ def _make_db(case: str, tmp: Path, pristine: dict[str, bytes], monkeypatch) -> P
         return db
     if case == "empty":
         db.write_bytes(b"")
+    elif case == "empty sqlite":  # a SQLite file whose only table was dropped: no tables
+        conn = sqlite3.connect(db)
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("DROP TABLE t")
+        conn.close()
+        assert db.stat().st_size > 0
     elif case == "foreign":
         conn = sqlite3.connect(db)
         conn.execute("CREATE TABLE notes (body TEXT)")
@@ -207,6 +213,7 @@ WRITERS = {
 CASES = [
     "missing",
     "empty",
+    "empty sqlite",
     "foreign",
     "not sqlite",
     "truncated",
@@ -218,10 +225,11 @@ CASES = [
     "folder",
     "under a file",
 ]
-REFUSED = {"foreign", "not sqlite", "truncated", "future", "no runs table", "folder"}
+EMPTY = ("empty", "empty sqlite")  # nothing to lose: a writer adopts it, a reader refuses it
 REFUSED_BY = {  # what each case's one line says (beside the path): one of these
     "missing": ("no such database",),
     "empty": ("empty file (0 bytes)",),
+    "empty sqlite": ("an empty SQLite database",),
     "foreign": ("not a paradnn database",),
     "not sqlite": ("cannot open as a SQLite database: file is not a database",),
     "truncated": ("damaged database", "database disk image is malformed"),
@@ -238,13 +246,11 @@ def _expect(command: str, case: str) -> str:
     """'read' (the same answer as on the good database), 'started' (a writer got as far as its
     work) or 'refused' (exit 2, one line, nothing changed)."""
     if command in WRITERS:
-        return "started" if case in ("missing", "empty", "malformed rows") else "refused"
-    if command == "run --dry-run":  # plans what `run` would do: adopts what run adopts
-        return (
-            "read"
-            if case in ("missing", "empty", "malformed rows")
-            else ("read" if case.startswith("read-only") else "refused")
-        )
+        return "started" if case in ("missing", *EMPTY, "malformed rows") else "refused"
+    if command == "run --dry-run":  # plans what `run` would do: adopts what run adopts,
+        # reads a read-only database
+        usable = ("missing", *EMPTY, "malformed rows", "read-only file", "read-only folder")
+        return "read" if case in usable else "refused"
     return "read" if case in ("malformed rows", "read-only file", "read-only folder") else "refused"
 
 

@@ -16,7 +16,7 @@ from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
 from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
-from paradnn.store.db import check_writable
+from paradnn.store.db import EmptyDatabase, check_writable
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.runner.supervisor import Event
@@ -329,11 +329,13 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
     if not Path(db).exists():
         check_writable(db)  # where `run` would make it: a file in the way is refused now
         return found
-    if Path(db).is_file() and not Path(db).stat().st_size:  # `run` adopts an empty file
+    try:
+        store = open_store(db, readonly=True)
+    except EmptyDatabase:  # `run` adopts an empty file: nothing in it to plan from
         return found
     by: dict[tuple[str, str], list[float]] = {}
     overheads: list[float] = []
-    with open_store(db, readonly=True) as store:
+    with store:
         rows = store.runs()
         found["latest"] = store.latest_status()
         for c in store.rows("ceilings", {"kind": "matmul"}):

@@ -41,6 +41,11 @@ ENV_COLUMNS = {
 }
 
 
+class EmptyDatabase(StoreError):
+    """A file with no paradnn schema and nothing else (0 bytes, or SQLite without tables):
+    readers refuse it, writers adopt it."""
+
+
 class _BadRow(Exception):
     def __init__(self, column: str, problem: str):
         super().__init__(column, problem)
@@ -420,13 +425,13 @@ def _open_readonly(path: str) -> Store:
     if not p.exists():
         raise StoreError(f"{path}: no such database (run `paradnn run` first, or pass --db)")
     if p.stat().st_size == 0:
-        raise StoreError(f"{path}: an empty file (0 bytes), not a paradnn database yet")
+        raise EmptyDatabase(f"{path}: an empty file (0 bytes), not a paradnn database yet")
     mem = sqlite3.connect(":memory:", isolation_level=None)
     try:
         _snapshot(path, mem)
         _check_intact(mem, path)
         if schema_version(mem) == 0:
-            raise StoreError(f"{path}: an empty SQLite database, not a paradnn one yet")
+            raise EmptyDatabase(f"{path}: an empty SQLite database, not a paradnn one yet")
         migrate(mem, path)  # an older schema: upgraded in the copy only
     except BaseException:
         mem.close()
