@@ -19,7 +19,7 @@ from paradnn.attempts import OLD_UNCONVERGED as OLD_UNCONVERGED  # re-exported
 from paradnn.attempts import add_quality as add_quality  # the quality flags live with the choice
 from paradnn.attempts import choice_note as choice_note
 from paradnn.attempts import choose as choose  # the one choice of a config's attempt
-from paradnn.errors import ConfigError
+from paradnn.errors import ConfigError, StoreError
 from paradnn.store import open_store
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
@@ -42,6 +42,8 @@ class Data:
     hyperparameters: dict[str, list[str]] = field(default_factory=dict)  # family -> config keys
     # without_noisy: the chosen attempts it left out as noisy (a finding's "no fc runs" says so)
     noisy_left_out: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # rows left out because a column could not be read: {"db", "table", "id", "column", "problem"}
+    skipped: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -52,12 +54,13 @@ class Data:
 
 
 def load(paths: Sequence[str | Path]) -> Data:
-    """Read and merge result databases; a missing one is a one-line error before any work."""
+    """Read and merge result databases; a missing one is a one-line error before any work. A
+    row with a column that cannot be read is left out and listed in `Data.skipped`."""
     paths = [str(p) for p in paths]
     for p in paths:
         if not Path(p).exists():
-            raise ConfigError("--db", p, "an existing paradnn result database")
-    runs, sides, sources = [], {t: [] for t in SIDE_TABLES}, []
+            raise StoreError(f"{p}: no such database (run `paradnn run` first, or pass --db)")
+    runs, sides, sources, skipped = [], {t: [] for t in SIDE_TABLES}, [], []
     for i, p in enumerate(dict.fromkeys(paths)):
         with open_store(p, readonly=True) as store:
             r = pd.DataFrame(store.runs())
@@ -72,12 +75,14 @@ def load(paths: Sequence[str | Path]) -> Data:
                         s["run_uid"] = s["run_id"].map(lambda x, i=i: f"{i}:{x}")
                 sides[t].append(s)
             sources.append(_source(p, r, {t: len(sides[t][-1]) for t in SIDE_TABLES}))
+            skipped += [{"db": p, **row} for row in store.skipped]
     data = Data(
         runs=_runs_frame(runs),
         ceilings=_concat(sides["ceilings"]),
         ops=_concat(sides["ops"]),
         op_profile=_concat(sides["op_profile"]),
         sources=sources,
+        skipped=skipped,
     )
     data.runs, data.hyperparameters = _flatten_configs(data.runs)
     _fill_measured_utilization(data)

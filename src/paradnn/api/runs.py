@@ -16,6 +16,7 @@ from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
 from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
+from paradnn.store.db import EmptyDatabase, check_writable
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.runner.supervisor import Event
@@ -154,6 +155,7 @@ def _run_on_cluster(
             f"needs --executor local ({executor.kind} tasks run one rank; across machines "
             "use torchrun, docs/scaling.md)",
         )
+    check_writable(db)  # before the cluster is reached: every result is stored here
     engine = open_engine(executor, options, settings.timeout_s)
     try:
         with open_store(db) as store:
@@ -332,10 +334,15 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
         "ceilings": {},
     }
     if not Path(db).exists():
+        check_writable(db)  # where `run` would make it: a file in the way is refused now
+        return found
+    try:
+        store = open_store(db, readonly=True)
+    except EmptyDatabase:  # `run` adopts an empty file: nothing in it to plan from
         return found
     by: dict[tuple[str, str], list[float]] = {}
     overheads: list[float] = []
-    with open_store(db, readonly=True) as store:
+    with store:
         rows = store.runs()
         found["latest"] = store.latest_status()
         for c in store.rows("ceilings", {"kind": "matmul"}):

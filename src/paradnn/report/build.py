@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 import paradnn
 from paradnn import analysis as A
+from paradnn import paths
 from paradnn import plots as P
 from paradnn.analysis.frames import (
     METRICS,
@@ -131,9 +132,7 @@ def build(
     say = progress or (lambda _msg: None)
     if not dbs:
         raise ConfigError("--db", "(none)", "at least one result database")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError("--out", str(out), "a directory (it is an existing file)")
+    out = paths.output_folder("--out", out)  # before any work: a file in the way, read-only
     full = A.load(dbs)
     data, noisy = (full, None) if include_noisy else without_noisy(full)
     w = _Writer(out)
@@ -149,10 +148,23 @@ def build(
         for sec in sections:
             if sec.id in ("summary", "speedups") and not sec.empty:
                 sec.notes.insert(0, note + ".")
+    if full.skipped:
+        sections[0].notes.insert(0, _skipped_note(full.skipped))
     html = _render(data, sections)
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
     return Report(path, w.figures, w.tables, sections)
+
+
+def _skipped_note(skipped: list[dict]) -> str:
+    """One line: the rows a database held that could not be read, each named (the first 10)."""
+    named = "; ".join(
+        f"{r['db']} {'run' if r['table'] == 'runs' else r['table']} {r['id']}: {r['column']} "
+        f"{r['problem']}"
+        for r in skipped[:10]
+    )
+    more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+    return f"{len(skipped)} stored rows could not be read and are left out: {named}{more}."
 
 
 def _noisy_note(full: A.Data, left_out: pd.DataFrame | None) -> str | None:
