@@ -14,7 +14,7 @@ import typer
 
 from paradnn import __version__
 from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
-from paradnn.cli.common import err, out
+from paradnn.cli.common import error_line, out
 from paradnn.errors import ParadnnError
 
 app = typer.Typer(
@@ -73,12 +73,12 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already (as typer)
             sys.exit(0)
         hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        err.print(f"[bold red]error:[/] {e.format_message()}{hint}", highlight=False)
+        error_line(e.format_message().replace("Value error, ", "") + hint)
         code = 2
     except typer.Abort:  # Ctrl-C outside a run
         code = 130
     except ParadnnError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        error_line(str(e))
         code = 2
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -7,9 +7,10 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from paradnn import api, tables
-from paradnn.cli.common import DbsOpt, Format, err, out
+from paradnn.cli.common import LIMIT, DbsOpt, FamilyOpt, Format, err, number, out
 from paradnn.store import DEFAULT_DB
 
 
@@ -31,9 +32,10 @@ def report(
             include_noisy=include_noisy,
         )
     empty = sum(1 for s in rep.sections if s.empty)
+    html, folder = escape(str(rep.html)), escape(str(rep.html.parent))
     out.print(
-        f"Report: [bold]{rep.html}[/] ({len(rep.sections) - empty} sections with data, "
-        f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {rep.html.parent})"
+        f"Report: [bold]{html}[/] ({len(rep.sections) - empty} sections with data, "
+        f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {folder})"
     )
 
 
@@ -60,18 +62,22 @@ def compare(
     metric: Annotated[
         str, typer.Option("--metric", help="examples_per_s, achieved_flops or step_time_s.")
     ] = "examples_per_s",
-    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    family: FamilyOpt = None,
     fmt: Annotated[
         Format, typer.Option("--format", "-f", help="table, csv (per config) or json.")
     ] = Format.table,
     limit: Annotated[
-        int, typer.Option("--limit", help="Configs shown in the table (slowest and fastest).")
+        int,
+        typer.Option(
+            "--limit", parser=LIMIT, help="Configs shown in the table (slowest and fastest)."
+        ),
     ] = 10,
     fail_if_slower: Annotated[
         float | None,
         typer.Option(
             "--fail-if-slower",
             metavar="PCT",
+            parser=number("--fail-if-slower", 0.0, 100.0),
             help="Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI "
             "(the whole interval below it); configs without an interval by their estimate.",
         ),
@@ -90,8 +96,6 @@ def compare(
     config (or the geomean) is slower beyond its interval."""
     from paradnn.analysis import speedup
 
-    if fail_if_slower is not None:
-        speedup.check_pct(fail_if_slower)  # bad input fails before any work
     c = api.compare(
         db or [DEFAULT_DB], by, a, b, metric=metric, family=family, include_noisy=include_noisy
     )

@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from paradnn import host, utilization
-from paradnn.config import RunOptions
+from paradnn.config import MAX_RECYCLE_EVERY, MAX_TIMEOUT_S, MAX_WORKERS, RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import Prediction, RunRecord, Status, now
@@ -40,8 +40,6 @@ FAILURES = (Status.OOM, Status.TIMEOUT, Status.CRASHED, Status.PREDICTED_OOM)
 RECYCLE_AFTER = (Status.OOM, Status.CRASHED, Status.TIMEOUT)
 FINAL = (Status.OK, Status.UNSUPPORTED)  # a kernel unit with this status is not measured again
 HELLO_TIMEOUT_S = 600.0
-MAX_WORKERS = 1024
-MAX_TIMEOUT_S = 7 * 86_400.0
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 
 
@@ -61,7 +59,7 @@ class SweepSettings:
         # config, a million runs per worker.
         int_at_least("workers", self.workers, 1, MAX_WORKERS)
         number_at_least("timeout", self.timeout_s, 0.0, strict=True, high=MAX_TIMEOUT_S)
-        int_at_least("recycle_every", self.recycle_every, 1, 1_000_000)
+        int_at_least("recycle_every", self.recycle_every, 1, MAX_RECYCLE_EVERY)
         for flag in ("predict", "retry_failed", "force"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(flag, getattr(self, flag), "must be true or false")
