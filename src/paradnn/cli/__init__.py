@@ -7,6 +7,7 @@ the command list in help order, and `main()`: bad input of any kind is one line,
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Annotated
 
@@ -15,7 +16,7 @@ import typer
 from paradnn import __version__
 from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
 from paradnn.cli.common import error_line, out
-from paradnn.errors import ParadnnError
+from paradnn.errors import MAX_SHOWN, ParadnnError, shown
 
 app = typer.Typer(
     name="paradnn",
@@ -65,6 +66,9 @@ def _root(
 UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
+LONG_WORD = re.compile(rf"[^\s'\"]{{{MAX_SHOWN + 1},}}")  # a long word click echoes: cut
+
+
 def main() -> None:
     """Entry point: bad input of any kind is one line on stderr and exit status 2."""
     try:
@@ -73,7 +77,8 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already (as typer)
             sys.exit(0)
         hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        error_line(e.format_message().replace("Value error, ", "") + hint)
+        message = LONG_WORD.sub(lambda m: shown(m[0])[1:].replace("'…", "…", 1), e.format_message())
+        error_line(message.replace("Value error, ", "") + hint)
         code = 2
     except typer.Abort:  # Ctrl-C outside a run
         code = 130

@@ -357,7 +357,23 @@ class Format(StrEnum):
     json = "json"
 
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table, csv or json.")]
+def enum_choice(flag: str, cls: type[StrEnum]) -> Callable[[Any], Any]:
+    """A word from a StrEnum's values, read by the same rule as every choice."""
+    names = tuple(m.value for m in cls)
+
+    def read(v: Any) -> StrEnum:
+        one_of(flag, v, names)
+        return cls(v)
+
+    return option(flag, read)
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format", "-f", parser=enum_choice("--format", Format), help="table, csv or json."
+    ),
+]
 
 
 def timing(min_time: float | None, max_time: float | None, base: Any = None) -> Any:

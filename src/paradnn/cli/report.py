@@ -10,7 +10,16 @@ import typer
 from rich.markup import escape
 
 from paradnn import api, tables
-from paradnn.cli.common import LIMIT, DbsOpt, FamilyOpt, Format, err, number, out
+from paradnn.cli.common import (
+    LIMIT,
+    DbsOpt,
+    FamilyOpt,
+    Format,
+    enum_choice,
+    err,
+    number,
+    out,
+)
 from paradnn.store import DEFAULT_DB
 
 
@@ -64,7 +73,13 @@ def compare(
     ] = "examples_per_s",
     family: FamilyOpt = None,
     fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="table, csv (per config) or json.")
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            parser=enum_choice("--format", Format),
+            help="table, csv (per config) or json.",
+        ),
     ] = Format.table,
     limit: Annotated[
         int,
@@ -84,7 +99,11 @@ def compare(
     ] = None,
     fail_on: Annotated[
         FailOn,
-        typer.Option("--fail-on", help="What --fail-if-slower judges: each config or the geomean."),
+        typer.Option(
+            "--fail-on",
+            parser=enum_choice("--fail-on", FailOn),
+            help="What --fail-if-slower judges: each config or the geomean.",
+        ),
     ] = FailOn.config,
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy (left out by default).")

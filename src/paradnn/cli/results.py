@@ -17,6 +17,7 @@ from paradnn.cli.common import (
     FormatOpt,
     JsonOpt,
     choice,
+    enum_choice,
     integer,
     out,
 )
@@ -58,7 +59,12 @@ def results(
         typer.Option("--limit", parser=LIMIT, help="At most this many rows."),
     ] = None,
     table: Annotated[
-        Table_, typer.Option("--table", help="runs, ceilings (calibrate), ops, op_profile.")
+        Table_,
+        typer.Option(
+            "--table",
+            parser=enum_choice("--table", Table_),
+            help="runs, ceilings (calibrate), ops, op_profile.",
+        ),
     ] = "runs",
     run_id: Annotated[
         int | None,

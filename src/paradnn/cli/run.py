@@ -36,6 +36,7 @@ from paradnn.cli.common import (
     ProfileOpt,
     ThreadsOpt,
     choice,
+    enum_choice,
     err,
     infeed_axes,
     integer,
@@ -130,7 +131,11 @@ def run(
     max_time: MaxTimeOpt = None,
     progress_mode: Annotated[
         ProgressMode,
-        typer.Option("--progress", help="bar (default), jsonl (one JSON event per line), quiet."),
+        typer.Option(
+            "--progress",
+            parser=enum_choice("--progress", ProgressMode),
+            help="bar (default), jsonl (one JSON event per line), quiet.",
+        ),
     ] = ProgressMode.bar,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")] = False,
     profile: Annotated[bool, ProfileOpt] = False,

@@ -15,6 +15,7 @@ from paradnn.cli.common import (
     MinTimeOpt,
     ThreadsOpt,
     device_spec,
+    enum_choice,
     error_line,
     option,
     out,
@@ -84,7 +85,12 @@ def versions(
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     progress: Annotated[
-        ProgressMode, typer.Option("--progress", help="Each run's progress: bar, jsonl, quiet.")
+        ProgressMode,
+        typer.Option(
+            "--progress",
+            parser=enum_choice("--progress", ProgressMode),
+            help="Each run's progress: bar, jsonl, quiet.",
+        ),
     ] = ProgressMode.bar,
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy in the comparison.")
