@@ -754,3 +754,31 @@ def test_any_option_value_is_refused_by_the_rule_or_reaches_the_work(capsys, no_
         return
     err = _refused(capsys, args, opt.flag)
     assert _allowed(opt) in err, (value, err)
+
+
+def test_messages_with_brackets_print_them_literally(capsys, tmp_path):
+    empty = tmp_path / "empty.toml"
+    empty.write_text('name = "x"\n')
+    code, _, err = run_cli(capsys, "run", "--dry-run", "--preset", str(empty), "--db", "r.db")
+    assert code == 2 and "add a [families.NAME] table or [[runs]] entries" in err, err
+    code, _, err = run_cli(capsys, "bench", "fc", "layers=[bold]1[/]", "--db", "r.db")
+    assert code == 2 and "'[bold]1[/]'" in err, err
+
+
+@pytest.mark.parametrize("where", ["sweep", "chip"])
+def test_an_integer_of_thousands_of_digits_names_its_key_and_bound(capsys, tmp_path, where):
+    huge = "9" * 5000
+    path = tmp_path / "f.toml"
+    if where == "sweep":
+        path.write_text(f"[families.fc]\nnodes = 8\nlayers = {huge}\n")
+        args = ["run", "--dry-run", "--preset", str(path), "--db", str(tmp_path / "r.db")]
+        needle = "families.fc.layers (line 3) = an integer of 5,000 digits: too long to read;"
+    else:
+        path.write_text(CHIP.format(peak=huge, bw="1e12", extra=""))
+        args = ["simulate", "step", "fc", "--platform", str(path)]
+        needle = "my-chip.peak_dense.bf16 (line 5) = an integer of 5,000 digits: too long to read;"
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and needle in err, err
+    assert "set_int_max_str_digits" not in err and len(err) < 300
+    _one_line(code, err)
+    assert not (tmp_path / "r.db").exists()

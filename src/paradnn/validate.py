@@ -189,6 +189,7 @@ def coerce(field: str, value: Any, typ: Any, bounds: tuple[int, int] | None = No
     return value
 
 
+_KEY_EQ = re.compile(r"""([A-Za-z0-9_-]+|"[^"]*"|'[^']*')\s*=""")
 _TABLE = re.compile(r"\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
 
@@ -210,9 +211,9 @@ def huge_integer(text: str) -> str | None:
         found = numeral.search(raw)
         if not found:
             continue
-        before = raw[: found.start()].rpartition("=")[0]
-        key = re.split(r"[{,]", before)[-1].strip()
-        where = ".".join(k for k in (table, key) if k) or "a value"
+        *outer, inner = raw[: found.start()].split("{")  # inline tables: a key per level
+        keys = [_KEY_EQ.findall(part)[-1:] for part in [*outer, inner]]
+        where = ".".join([table, *(k[0] for k in keys if k)]).strip(".") or "a value"
         digits = len(found[0].replace("_", ""))
         return f"{where} (line {n}) = an integer of {digits:,} digits"
     return None
