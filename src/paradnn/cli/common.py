@@ -65,9 +65,18 @@ def integer(flag: str, low: int, high: int) -> Callable[[Any], Any]:
     return option(flag, lambda v: parse_int(flag, v, low, high))
 
 
-def number(flag: str, low: float, high: float, *, strict: bool = False) -> Callable[[Any], Any]:
-    """A finite number option in [low, high] ((low, high] with `strict`)."""
-    return option(flag, lambda v: parse_number(flag, v, low, high, strict=strict))
+def number(
+    flag: str, low: float, high: float, *, strict: bool = False, why: str = ""
+) -> Callable[[Any], Any]:
+    """A finite number option in [low, high] ((low, high] with `strict`); `why` the bound."""
+
+    def read(v: Any) -> float:
+        try:
+            return parse_number(flag, v, low, high, strict=strict)
+        except ConfigError as e:
+            raise ConfigError(flag, e.value, f"{e.allowed} ({why})" if why else e.allowed) from None
+
+    return option(flag, read)
 
 
 def choice(flag: str, allowed: Iterable[str]) -> Callable[[Any], Any]:
@@ -322,7 +331,9 @@ EnergyPeriodOpt = Annotated[
     float,
     typer.Option(
         "--energy-period",
-        parser=number("--energy-period", 0.05, 10.0),
+        parser=number(
+            "--energy-period", 0.05, 10.0, why="NVML polled faster than 50 ms returns zeros"
+        ),
         help="Power sampling period in seconds (0.05 to 10).",
     ),
 ]
