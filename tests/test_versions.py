@@ -63,7 +63,7 @@ def test_bad_input_is_one_line_before_anything_is_built(capsys, tmp_path):
     ("args", "needle"),
     [
         (["--threads", "3.0"], "--threads = '3.0': must be an integer in [1, 4096]"),
-        (["--max-time", "0.1"], "--max-time = 0.1: must be ≥ the minimum time (--min-time)"),
+        (["--max-time", "0.1"], "--max-time = 0.1: must be ≥ the minimum time, 0.3 s"),
         (["-p", "fp64"], "--precision = 'fp64': must be one of fp32"),
         (["--device", "gpu"], "--device = 'gpu': must be auto, cpu, cuda or cuda:N"),
     ],

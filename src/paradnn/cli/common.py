@@ -401,6 +401,10 @@ def timing(min_time: float | None, max_time: float | None, base: Any = None) -> 
         changes["max_time_s"] = max(policy.max_time_s, changes["min_time_s"])
     if max_time is not None and max_time < changes.get("min_time_s", policy.min_time_s):
         floor = changes.get("min_time_s", policy.min_time_s)
-        given = "--min-time" if min_time is not None else "the minimum time (--min-time)"
-        raise OptionError("--max-time", max_time, f"must be ≥ {given} ({floor:g} s)")
+        allowed = (
+            f"must be ≥ --min-time ({floor:g} s)"
+            if min_time is not None
+            else f"must be ≥ the minimum time, {floor:g} s (a lower one: --min-time)"
+        )
+        raise OptionError("--max-time", max_time, allowed)
     return dataclasses.replace(policy, **changes) if changes else policy
