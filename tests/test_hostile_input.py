@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paradnn import api, families, memory
-from paradnn.errors import ParadnnError
+from paradnn.errors import MAX_SHOWN, ParadnnError
 from paradnn.validate import INT64_MAX
 
 from conftest import run_cli
@@ -696,7 +696,7 @@ def test_every_option_refuses_hostile_values_in_one_line_before_any_work(capsys,
     for value in _bad_values(opt):
         err = _refused(capsys, [*opt.command, f"{opt.flag}={value}"], opt.flag)
         assert _allowed(opt) in err, (value, err)
-        if len(value) > 60:
+        if len(value) > MAX_SHOWN:
             assert f"({len(value):,} characters)" in err, err
         elif "[" in value and len(value) < 20:
             assert repr(value) in err, err  # brackets printed literally, not read as markup

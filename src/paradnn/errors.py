@@ -6,10 +6,10 @@ import math
 import reprlib
 
 ABSENT = object()  # "this error has no value to show": the line is `field: allowed`
-MAX_SHOWN = 60  # characters of a value quoted whole; a longer one is cut, with its length
+MAX_SHOWN = 200  # characters of a value quoted whole (a path, a word); longer: cut, with its length
 MAX_FIELD = 200  # a field (a user's key, a file and key) longer than this is cut too
 _SHORT = reprlib.Repr()  # containers inside a one-line message stay short
-_SHORT.maxstring = _SHORT.maxother = MAX_SHOWN
+_SHORT.maxstring = _SHORT.maxother = 60
 _SHORT.maxlong, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 40, 6, 4, 3
 
 
