@@ -150,7 +150,7 @@ def test_run_a_preset(capsys, tmp_path):
         (["bench", "fc", "--precision", "fp8"], "precision = 'fp8': must be one of"),
         (["bench", "fc", "--device", "tpu"], "device = 'tpu': must be auto, cpu, cuda"),
         (["bench", "fc", "--threads", "0"], "threads = 0: must be an integer in [1, 4096]"),
-        (["bench", "fc", "--max-time", "-1"], "timing.max_time_s = -1.0"),
+        (["bench", "fc", "--max-time", "-1"], "--max-time = -1.0: must be a number in [0, 86400]"),
         (["run", "--preset", "nope"], "preset = 'nope': must be one of quick"),
         (["run", "-p", "fp64"], "precision = 'fp64'"),
         (["results", "--status", "fine"], "--status = 'fine': must be one of ok, oom"),

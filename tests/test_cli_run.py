@@ -71,9 +71,9 @@ def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--workers", "0"], "workers = 0: must be an integer in [1, 1024]"),
+        (["--workers", "0"], "--workers = 0: must be an integer in [1, 1024]"),
         (["--timeout", "0"], "timeout = 0.0: must be a number in (0, 604800]"),
-        (["--recycle-every", "0"], "recycle_every = 0"),
+        (["--recycle-every", "0"], "--recycle-every = 0: must be an integer in [1, 1000000]"),
         (["--preset", "nope.toml"], "nope.toml: cannot read"),
         (["--optimizer", "adam"], "optimizer"),
         (["--device", "gpu"], "device = 'gpu': must be auto, cpu, cuda or cuda:N"),

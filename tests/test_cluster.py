@@ -149,9 +149,12 @@ def test_cluster_runs_refuse_what_only_local_workers_do(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--executor", "rey"], "executor = 'rey': must be one of local, ray, slurm"),
-        (["--executor", "slurm", "--configs-per-job", "0"], "configs_per_job = 0: must be"),
-        (["--cpus-per-task", "0"], "cpus_per_task = 0: must be"),
+        (["--executor", "rey"], "--executor = 'rey': must be one of local, ray, slurm"),
+        (
+            ["--executor", "slurm", "--configs-per-job", "0"],
+            "--configs-per-job = 0: must be an integer in [1, 10000]",
+        ),
+        (["--cpus-per-task", "0"], "--cpus-per-task = 0: must be an integer in [1, 4096]"),
     ],
 )
 def test_bad_executor_options_are_one_line_and_exit_2(tmp_path, args, message):

@@ -149,8 +149,8 @@ def test_cli_rejects_a_fast_energy_period_in_one_line(capsys, tmp_path):
     code, _, err = run_cli(capsys, *args)
     assert code == 2
     assert err.strip().splitlines() == [
-        "error: energy_period = 0.01: must be seconds in [0.05, 10] (NVML polled faster than "
-        "50 ms returns zeros)"
+        "error: --energy-period = 0.01: must be a number in [0.05, 10] (NVML polled faster "
+        "than 50 ms returns zeros)"
     ]
     assert not db.exists()
 

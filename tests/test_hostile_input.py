@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paradnn import api, families, memory
-from paradnn.errors import ParadnnError
+from paradnn.errors import MAX_SHOWN, ParadnnError
 from paradnn.validate import INT64_MAX
 
 from conftest import run_cli
@@ -456,3 +456,338 @@ def test_api_dry_run_raises_config_errors_only(tmp_path, preset):
             api.dry_run(preset, db=str(tmp_path / "none.db"), device="cpu")
         except ParadnnError as e:
             assert "\n" not in str(e)
+
+
+# -- every option of every command (issue 32) ----------------------------------------------
+#
+# Each int, float, choice, path and repeatable option of every command gets hostile values:
+# the answer is exit 2 and one line on stderr naming the option as typed, the value (cut when
+# long, its brackets kept) and what is allowed — while the command line is read, before any
+# work: every library function a command calls is replaced by one that fails the test.
+
+import functools  # noqa: E402
+import re  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import typer  # noqa: E402
+
+from paradnn import cli  # noqa: E402
+
+APP = cli.app
+MAX_T = 86400  # --min-time, --max-time: a day (docs/limits.md)
+STEP = ("simulate", "step", "fc", "--platform", "tpu-v3")
+SCALING = ("simulate", "scaling", "fc", "--platform", "tpu-v3")
+COMPARE = ("compare", "--by", "precision", "--a", "fp32", "--b", "bf16")
+VERSIONS = ("versions", "--torch", "2.13.0")
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option of one command: `kind` int, float, choice, device or path, its bounds or
+    choices, and whether the lower bound is excluded."""
+
+    command: tuple[str, ...]
+    flag: str
+    kind: str
+    low: float = 0
+    high: float = 0
+    choices: tuple[str, ...] = ()
+    strict: bool = False
+
+    def __str__(self) -> str:
+        return f"{' '.join(self.command[:2])} {self.flag}"
+
+
+def _ints(command, *specs):
+    return [Opt(command, flag, "int", low, high) for flag, low, high in specs]
+
+
+def _floats(command, *specs):
+    return [Opt(command, f, "float", lo, hi, strict=s) for f, lo, hi, s in specs]
+
+
+def _choices(command, *specs):
+    return [Opt(command, flag, "choice", choices=tuple(c)) for flag, c in specs]
+
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+OPTIMIZERS = ("rmsprop", "sgd", "momentum")
+FORMATS = ("table", "csv", "json")
+MEASURE_INTS = (("--threads", 1, 4096),)
+TIMES = (("--min-time", 0, MAX_T, False), ("--max-time", 0, MAX_T, False))
+ENERGY = (("--energy-period", 0.05, 10, False), ("--energy-idle", 0, 600, False))
+TIMEOUT = (("--timeout", 0, 604800, True),)
+INFEED_INTS = (("--loader-workers", 0, 256), ("--prefetch-factor", 1, 64))
+RUN_CHOICES = (
+    ("--precision", PRECISIONS),
+    ("--optimizer", OPTIMIZERS),
+    ("--mode", ("eager", "compile", "max-autotune", "reduce-overhead")),
+    ("--data", ("device", "host", "pipeline")),
+    ("--backend", ("torch", "jax")),
+)
+OPTIONS = [
+    *_ints(
+        ("run",),
+        *MEASURE_INTS,
+        *INFEED_INTS,
+        ("--workers", 1, 1024),
+        ("--recycle-every", 1, 1_000_000),
+        ("--cpus-per-task", 1, 4096),
+        ("--configs-per-job", 1, 10_000),
+        ("--max-array-size", 1, 1_000_000),
+    ),
+    *_floats(("run",), *TIMES, *ENERGY, *TIMEOUT, ("--remeasure-backoff", 0, 3600, False)),
+    *_ints(("run",), ("--remeasure", 0, 10)),
+    *_ints(("bench", "fc"), ("--remeasure", 0, 10)),
+    *_ints(COMPARE, ("--min-configs", 1, 10**9)),
+    *_floats(("doctor",), ("--budget", 1, 600, False)),
+    *_choices(
+        ("run",),
+        *RUN_CHOICES,
+        ("--executor", ("local", "ray", "slurm")),
+        ("--progress", ("bar", "jsonl", "quiet")),
+    ),
+    *_ints(("bench", "fc"), *MEASURE_INTS, *INFEED_INTS, ("--procs", 1, 4096)),
+    *_floats(("bench", "fc"), *TIMES, *ENERGY, *TIMEOUT),
+    *_choices(("bench", "fc"), *RUN_CHOICES),
+    *_ints(("scale", "fc"), *MEASURE_INTS),
+    *_floats(("scale", "fc"), *TIMES, *TIMEOUT),
+    *_choices(
+        ("scale", "fc"),
+        *RUN_CHOICES[:2],
+        ("--strategy", ("ddp", "fsdp")),
+        ("--scaling", ("weak", "strong")),
+    ),
+    *_ints(("results",), ("--limit", 1, 10**9), ("--run", 1, 2**63 - 1)),
+    *_choices(
+        ("results",),
+        ("--family", ("fc", "cnn", "rnn", "transformer")),
+        ("--status", ("ok", "oom")),
+        ("--quality", ("good", "noisy")),
+        ("--table", ("runs", "ceilings", "ops", "op_profile")),
+        ("--format", FORMATS),
+    ),
+    *_ints(COMPARE, ("--limit", 1, 10**9)),
+    *_floats(COMPARE, ("--fail-if-slower", 0, 100, False)),
+    *_choices(
+        COMPARE,
+        ("--family", ("fc", "cnn")),
+        ("--format", FORMATS),
+        ("--fail-on", ("config", "geomean")),
+    ),
+    *_ints(("calibrate",), *MEASURE_INTS),
+    *_floats(("calibrate",), ("--budget", 1, MAX_T, False)),
+    *_choices(("calibrate",), RUN_CHOICES[0]),
+    *_ints(("ops",), *MEASURE_INTS),
+    *_choices(("ops",), RUN_CHOICES[0]),
+    *_ints(VERSIONS, *MEASURE_INTS),
+    *_floats(VERSIONS, *TIMES),
+    *_choices(VERSIONS, RUN_CHOICES[0], ("--progress", ("bar", "jsonl", "quiet"))),
+    *_ints(STEP, ("--chips", 1, 2**20)),
+    *_floats(STEP, ("--overlap", 0, 1, False), ("--loader-rate", 0, 1e12, True)),
+    *_choices(STEP, *RUN_CHOICES[:2], ("--format", FORMATS)),
+    *_ints(SCALING, ("--max-chips", 1, 2**20)),
+    *_floats(SCALING, ("--overlap", 0, 1, False)),
+    *_choices(SCALING, *RUN_CHOICES[:2], ("--format", FORMATS)),
+    *_ints(("simulate", "mxu-study"), ("--batch", 1, 65536)),
+    *_choices(("simulate", "mxu-study"), ("--dataflow", ("os", "ws", "is")), ("--format", FORMATS)),
+    *_choices(("simulate", "precision-study"), ("--format", FORMATS)),
+    *_choices(("simulate", "validate"), ("--format", FORMATS)),
+    *_ints(("simulate", "fit"), ("--holdout", 0, 90)),
+    *_choices(("simulate", "fit"), ("--format", FORMATS)),
+]
+COMMANDS_WITH_DEVICE = [("run",), ("bench", "fc"), ("scale", "fc"), ("calibrate",), ("ops",)]
+OPTIONS += [Opt(c, "--device", "device") for c in [*COMMANDS_WITH_DEVICE, VERSIONS]]
+COMMANDS_WITH_DB = [
+    *COMMANDS_WITH_DEVICE,
+    ("results",),
+    ("report",),
+    COMPARE,
+    VERSIONS,
+    ("simulate", "validate"),
+    ("simulate", "fit"),
+]
+OPTIONS += [Opt(c, "--db", "path") for c in COMMANDS_WITH_DB]
+# Repeatable options (and --procs lists) naming a value twice: a typo, refused.
+REPEATS = [
+    (("run",), ["-p", "fp32", "-p", "fp32"], "--precision"),
+    (("run",), ["--mode", "eager", "--mode", "eager"], "--mode"),
+    (("run",), ["--data", "device", "--data", "device"], "--data"),
+    (("run",), ["--loader-workers", "2", "--loader-workers", "2"], "--loader-workers"),
+    (("run",), ["--backend", "torch", "--backend", "torch"], "--backend"),
+    (("run",), ["--procs", "2,2"], "--procs"),
+    (("scale", "fc"), ["--procs", "1,1"], "--procs"),
+    (("calibrate",), ["-p", "fp32", "-p", "fp32"], "--precision"),
+    (("ops",), ["-p", "fp32", "-p", "fp32"], "--precision"),
+    (("ops",), ["--name", "matmul-4096", "--name", "matmul-4096"], "--name"),
+    (VERSIONS, ["-p", "fp32", "-p", "fp32"], "--precision"),
+    (("report",), ["--db", "a.db", "--db", "a.db"], "--db"),
+    (COMPARE, ["--db", "a.db", "--db", "a.db"], "--db"),
+    (("bench", "fc", "layers=1", "layers=2"), [], "fc config"),  # a config key twice
+]
+
+LONG = "7" * 10_000  # echoed whole, it would be a 10,000-character error line
+ODD_WORDS = ["", " ", "[3]", "[bold]x[/]", LONG, "é", "0x10", "１２", "٣", "1_000"]
+
+
+def _bad_values(opt: Opt) -> list[str]:
+    """Values `opt` must refuse, each for a reason of its own."""
+    if opt.kind == "int":
+        low, high = int(opt.low), int(opt.high)
+        words = ["3.0", "+3", " 3", "3 ", "1e3", "nan", "9" * 30, "9" * 5000]
+        return [*ODD_WORDS, *words, str(low - 1), str(high + 1), str(-(10**25))]
+    if opt.kind == "float":
+        words = ["+1", " 1", "nan", "inf", "-inf", "1e400", "-1e400", "9" * 5000]
+        below = ["0"] if opt.strict else [f"{opt.low - 1:g}", f"{opt.low - 0.01:g}"]
+        return [*ODD_WORDS, *words, *below, f"{opt.high * 10:g}", repr(opt.high + 1.0)]
+    if opt.kind == "path":
+        return ["", " "]
+    first = opt.choices[0] if opt.choices else "cpu"
+    return [*ODD_WORDS, "bogus", first.upper(), f"{first} ", f" {first}", "cuda:99999"]
+
+
+def _allowed(opt: Opt) -> str:
+    if opt.kind == "int":
+        return f"must be an integer in [{int(opt.low)}, {int(opt.high)}]"
+    if opt.kind == "float":
+        return f"must be a number in {'(' if opt.strict else '['}{opt.low:g}, {opt.high:g}]"
+    if opt.kind == "device":
+        return "must be auto, cpu, cuda or cuda:N"
+    if opt.kind == "path":
+        return "must be a file path (not empty)"
+    return "must be one of " + ", ".join(opt.choices[:2])
+
+
+class WorkStarted(BaseException):
+    """A command got past reading its options (a BaseException: main()'s error boundary turns
+    every Exception into one line, and this one must reach the test)."""
+
+
+@functools.cache
+def _command():
+    return typer.main.get_command(APP)  # built once: 2 ms a case instead of 200
+
+
+@pytest.fixture
+def no_work(monkeypatch, tmp_path):
+    """Every library call a command makes fails the test; the command line is read by the
+    CLI's own click command, built once; the working folder is empty and must stay so."""
+    from paradnn import api
+
+    for name in api._HOMES:
+
+        def refuse(*args, _name=name, **kwargs):
+            raise WorkStarted(f"api.{_name} was called: an option was read too late")
+
+        monkeypatch.setattr(api, name, refuse)
+    monkeypatch.setattr(cli, "app", lambda **kw: _command()(**kw))
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    assert not list(tmp_path.iterdir()), "a refused command left a file behind"
+
+
+def _refused(capsys, args: list[str], flag: str) -> str:
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and not out, (args[:8], err)
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), (args[:8], err)
+    assert flag in err, (flag, err)
+    assert len(err) < 400, err  # a long value is cut, never echoed whole
+    return err
+
+
+CASES = [(opt, v) for opt in OPTIONS for v in _bad_values(opt)]
+
+
+@pytest.mark.parametrize("opt", OPTIONS, ids=str)
+def test_every_option_refuses_hostile_values_in_one_line_before_any_work(capsys, no_work, opt):
+    for value in _bad_values(opt):
+        err = _refused(capsys, [*opt.command, f"{opt.flag}={value}"], opt.flag)
+        assert _allowed(opt) in err, (value, err)
+        if len(value) > MAX_SHOWN:
+            assert f"({len(value):,} characters)" in err, err
+        elif "[" in value and len(value) < 20:
+            assert repr(value) in err, err  # brackets printed literally, not read as markup
+
+
+@pytest.mark.parametrize(("command", "args", "flag"), REPEATS, ids=lambda x: str(x)[:30])
+def test_a_value_given_twice_is_refused(capsys, no_work, command, args, flag):
+    err = _refused(capsys, [*command, *args], flag)
+    assert "twice" in err
+
+
+# A property over the same options: any word is either refused by the rule (one line, before
+# any work) or accepted by it — and only then does the command reach its library call.
+_INTEGER = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.I)
+
+
+def _valid(opt: Opt, value: str) -> bool:
+    if opt.kind == "int":
+        ok = _INTEGER.fullmatch(value) and len(value) <= 40
+        return bool(ok) and opt.low <= int(value) <= opt.high
+    if opt.kind == "float":
+        if not (_NUMBER.fullmatch(value) and len(value) <= 40):
+            return False
+        x = float(value)
+        return math.isfinite(x) and (x > opt.low if opt.strict else x >= opt.low) and x <= opt.high
+    if opt.kind == "device":
+        return bool(re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", value))
+    if opt.kind == "path":
+        return bool(value.strip()) and "\x00" not in value
+    return value in opt.choices or (opt.flag == "--family" and value in families.names())
+
+
+FEW = settings(FAST, max_examples=120)
+WORDS_OR_NUMBERS = (
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8)
+    | st.integers(-(2**70), 2**70).map(str)
+    | st.floats().map(repr)
+    | st.sampled_from(["0", "1", "2", "64", "0.5", "1e3", "cpu", "fp32", "json", "fc"])
+)
+
+
+@FEW
+@given(opt=st.sampled_from(OPTIONS), value=WORDS_OR_NUMBERS)
+def test_any_option_value_is_refused_by_the_rule_or_reaches_the_work(capsys, no_work, opt, value):
+    if "\x00" in value:
+        return  # argv cannot carry a NUL
+    args = [*opt.command, f"{opt.flag}={value}"]
+    if _valid(opt, value):
+        with pytest.raises(WorkStarted):  # accepted: the next stop is the library
+            code, _, err = run_cli(capsys, *args)
+            # a valid value can still meet a cross-option rule (--max-time under --min-time)
+            assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+            raise WorkStarted("refused by a cross-option rule, in one line")
+        return
+    err = _refused(capsys, args, opt.flag)
+    assert _allowed(opt) in err, (value, err)
+
+
+def test_messages_with_brackets_print_them_literally(capsys, tmp_path):
+    empty = tmp_path / "empty.toml"
+    empty.write_text('name = "x"\n')
+    code, _, err = run_cli(capsys, "run", "--dry-run", "--preset", str(empty), "--db", "r.db")
+    assert code == 2 and "add a [families.NAME] table or [[runs]] entries" in err, err
+    code, _, err = run_cli(capsys, "bench", "fc", "layers=[bold]1[/]", "--db", "r.db")
+    assert code == 2 and "'[bold]1[/]'" in err, err
+
+
+@pytest.mark.parametrize("where", ["sweep", "chip"])
+def test_an_integer_of_thousands_of_digits_names_its_key_and_bound(capsys, tmp_path, where):
+    huge = "9" * 5000
+    path = tmp_path / "f.toml"
+    if where == "sweep":
+        path.write_text(f"[families.fc]\nnodes = 8\nlayers = {huge}\n")
+        args = ["run", "--dry-run", "--preset", str(path), "--db", str(tmp_path / "r.db")]
+        needle = "families.fc.layers (line 3) = an integer of 5,000 digits: too long to read;"
+    else:
+        path.write_text(CHIP.format(peak=huge, bw="1e12", extra=""))
+        args = ["simulate", "step", "fc", "--platform", str(path)]
+        needle = "my-chip.peak_dense.bf16 (line 5) = an integer of 5,000 digits: too long to read;"
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and needle in err, err
+    assert "set_int_max_str_digits" not in err and len(err) < 300
+    _one_line(code, err)
+    assert not (tmp_path / "r.db").exists()

@@ -95,7 +95,7 @@ def test_the_cli_refuses_a_bad_data_source_before_any_work(tmp_path):
     cmd = [sys.executable, "-m", "paradnn", "bench", "cnn", "--data", "disk", "--db", str(db)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2
-    assert "data_source = 'disk': must be one of device, host, pipeline" in p.stderr
+    assert "--data = 'disk': must be one of device, host, pipeline" in p.stderr
     assert not db.exists()
 
 

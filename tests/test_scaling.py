@@ -247,8 +247,10 @@ def test_the_part_is_stored_and_read_back(store):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--procs", "1,x"], "procs = '1,x': comma-separated integers ≥ 1"),
-        (["--procs", "1,0"], "procs = 0: must be an integer in [1, 4096]"),
+        (["--procs", "1,x"], "--procs = '1,x': comma-separated integers in [1, 4096]"),
+        (["--procs", "1,٣"], "--procs = '1,٣': comma-separated integers in [1, 4096]"),
+        (["--procs", "1,1"], "--procs = '1,1': each value once (1 is given twice)"),
+        (["--procs", "1,0"], "--procs = 0: must be an integer in [1, 4096]"),
         (["--procs", "1,2", "--scaling", "strong", "batch=3"], "batch = 3: strong scaling"),
         (["--procs", "1,4096", "--device", "cpu"], "procs = 4096: × threads = 1 needs 4096"),
         (["--strategy", "zero"], "strategy = 'zero'"),

@@ -275,8 +275,8 @@ def test_validating_an_empty_frame_names_the_database():
 
     with pytest.raises(ConfigError) as e:
         validate_frame(pd.DataFrame(), [])
-    assert e.value.field == "--db" and e.value.value == "the database"
-    assert str(e.value).startswith("--db = 'the database': holds no runs")
+    assert e.value.field == "--db"
+    assert str(e.value).startswith("--db: holds no runs")
 
 
 def test_a_one_chip_upper_bound_is_compute_plus_memory_time():

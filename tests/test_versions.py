@@ -59,6 +59,40 @@ def test_bad_input_is_one_line_before_anything_is_built(capsys, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--threads", "3.0"], "--threads = '3.0': must be an integer in [1, 4096]"),
+        (["--max-time", "0.1"], "--max-time = 0.1: must be ≥ the minimum time, 0.3 s"),
+        (["-p", "fp64"], "--precision = 'fp64': must be one of fp32"),
+        (["--device", "gpu"], "--device = 'gpu': must be auto, cpu, cuda or cuda:N"),
+    ],
+)
+def test_every_option_is_checked_before_anything_is_installed(
+    capsys, tmp_path, monkeypatch, args, needle
+):
+    def build(*a, **kw):
+        raise AssertionError("an environment was built before the options were checked")
+
+    monkeypatch.setitem(api.versions.__kwdefaults__, "build", build)  # what the CLI gets
+    code, _, err = run_cli(
+        capsys, "versions", "--torch", "2.13.0", "--cache", str(tmp_path / "c"), *args
+    )
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "c").exists()
+
+
+def test_the_api_checks_its_options_before_building(tmp_path):
+    def build(*a, **kw):
+        raise AssertionError("built")
+
+    bad = [{"threads": 0}, {"device": "gpu"}, {"precisions": ["fp64"]}, {"max_time": -1.0}]
+    bad += [{"min_time": 5.0, "max_time": 1.0}, {"progress": "loud"}]
+    for kwargs in bad:
+        with pytest.raises(ConfigError):
+            api.versions("2.13.0", db=str(tmp_path / "r.db"), build=build, **kwargs)
+
+
 def test_commands_use_uv_when_present_else_venv_and_pip(monkeypatch, tmp_path):
     monkeypatch.setattr(envs.shutil, "which", lambda name: None)
     assert envs.installer() == "pip"

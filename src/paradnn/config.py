@@ -86,6 +86,10 @@ MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
 MAX_TIMING_COUNT = 1_000_000  # samples, warm-up steps, steps per chunk
+MAX_WORKERS = 1024  # a sweep's worker processes: more than any host's cores
+MAX_TIMEOUT_S = 7 * 86_400.0  # a week per config
+MAX_RECYCLE_EVERY = 1_000_000  # runs per worker before a fresh one
+MAX_CONFIGS_PER_JOB = 10_000  # configs one Slurm array element runs in turn
 
 
 def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
@@ -155,10 +159,13 @@ QUICK_POLICY = TimingPolicy(
 )
 
 
+MIN_BUDGET_S = 1.0  # `calibrate --budget`: a second of matmuls at least
+
+
 def check_budget(budget_s: float | None) -> None:
     """`calibrate --budget`: seconds of matmuls per precision, at least 1, at most a day."""
     if budget_s is not None:
-        number_in("budget", budget_s, 1.0, MAX_TIMING_S)
+        number_in("budget", budget_s, MIN_BUDGET_S, MAX_TIMING_S)
 
 
 def check_device(spec: str) -> None:
@@ -295,7 +302,7 @@ class ExecutorSettings:
             raise ConfigError("slurm_folder", self.folder, "must be a directory path")
         if self.partition is not None and not plain_text(self.partition, 200):
             raise ConfigError("partition", self.partition, "must be a Slurm partition name")
-        int_at_least("configs_per_job", self.configs_per_job, 1, 10_000)
+        int_at_least("configs_per_job", self.configs_per_job, 1, MAX_CONFIGS_PER_JOB)
         int_at_least("max_array_size", self.max_array_size, 1, MAX_ARRAY_SIZE)
         if self.cluster is not None:
             one_of("cluster", self.cluster, ("slurm", "local", "debug"))

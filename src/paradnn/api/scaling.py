@@ -40,7 +40,9 @@ def check_procs(procs: Sequence[int]) -> list[int]:
         raise ConfigError("procs", list(procs), f"at most {MAX_PROCS_LIST} values")
     for n in procs:
         RunOptions(procs=n)  # its ConfigError names the field, value and range
-    return list(dict.fromkeys(procs))
+    if len(set(procs)) < len(procs):  # `1,1`: a typo, not two measurements
+        raise ConfigError("procs", list(procs), "each process count once")
+    return list(procs)
 
 
 def scale(

@@ -8,9 +8,12 @@ from typing import Any
 
 from paradnn import families, presets
 from paradnn.api.runs import _mapping, _plan
-from paradnn.errors import ConfigError
+from paradnn.errors import ABSENT, ConfigError
 from paradnn.presets import RunSpec
 from paradnn.store import DEFAULT_DB
+
+MAX_LOADER_RATE = 1e12  # `--loader-rate`: examples/s per chip, far past any input pipeline
+MAX_HOLDOUT = 90  # `fit --holdout`: percent of configs held out; a fit needs the rest
 
 
 def default_precision(chip: Any) -> str:
@@ -49,7 +52,11 @@ def simulate(
     from paradnn.validate import int_at_least, number_in, one_of
 
     if (family is None) == (preset is None):
-        raise ConfigError("workload", family or preset, "give either --preset or a FAMILY")
+        if family is None:
+            raise ConfigError("FAMILY", ABSENT, "required (or --preset, to predict a sweep)")
+        raise ConfigError(
+            "--preset", preset, f"cannot be given with a FAMILY ({family}): give one of them"
+        )
     if precision is not None:
         one_of("--precision", precision, PRECISIONS)
     if optimizer is not None:
@@ -57,7 +64,7 @@ def simulate(
     int_at_least("--chips", chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
     if loader_rate is not None:
-        number_in("--loader-rate", loader_rate, 0.0, 1e12, strict=True)
+        number_in("--loader-rate", loader_rate, 0.0, MAX_LOADER_RATE, strict=True)
     one_of("--model", model, ("step", "roofline"))
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
@@ -232,7 +239,7 @@ def simulate_fit(
     from paradnn.validate import int_at_least, one_of
 
     one_of("--from", source, ("runs", "ops"))
-    int_at_least("--holdout", holdout, 0, 90)
+    int_at_least("--holdout", holdout, 0, MAX_HOLDOUT)
     if statistic not in sim_fit.STATISTICS:
         raise ConfigError("--statistic", statistic, "must be one of median, min")
     if out is not None and not out.endswith(".toml"):

@@ -5,6 +5,7 @@ See docs/versions.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import paths
-from paradnn.errors import ConfigError
+from paradnn.config import PRECISIONS, RunOptions, TimingPolicy
 from paradnn.runner import envs
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import check_writable
+from paradnn.validate import one_of
 
 SweepRunner = Callable[[envs.TorchEnv, list[str]], int]
 
@@ -89,9 +91,19 @@ def versions(
     from paradnn import presets
 
     wanted = envs.parse_versions(torch_versions)
-    presets.get(preset)  # a bad preset or sweep file: one line now, not once per environment
-    if device not in ("cpu", "auto") and not device.startswith("cuda"):
-        raise ConfigError("--device", device, "must be cpu, auto, cuda or cuda:N")
+    sweep_ = presets.get(preset)  # a bad preset or sweep file: one line now, not per env
+    # Every option is checked before anything is installed (each env's `run` checks again).
+    RunOptions(device=device, threads=threads)
+    for p in precisions or ():
+        one_of("precision", p, PRECISIONS)
+    changes = {"min_time_s": min_time, "max_time_s": max_time}
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if changes:
+        base = sweep_.timing or TimingPolicy()
+        if "max_time_s" not in changes:
+            changes["max_time_s"] = max(base.max_time_s, changes["min_time_s"])
+        dataclasses.replace(base, **changes)
+    one_of("progress", progress, ("bar", "jsonl", "quiet"))
     args = run_args(
         preset,
         db,

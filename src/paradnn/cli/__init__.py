@@ -8,18 +8,18 @@ the command list in help order, and `main()`: bad input of any kind is one line,
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import sys
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from paradnn import __version__
 from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
 from paradnn.cli import doctor as doctor_cmd
-from paradnn.cli.common import err, out
-from paradnn.errors import ParadnnError
+from paradnn.cli.common import error_line, out
+from paradnn.errors import MAX_SHOWN, ParadnnError, shown
 
 app = typer.Typer(
     name="paradnn",
@@ -80,7 +80,7 @@ class _Warnings(logging.Handler):
     """The library's warnings (a damaged row skipped, …) as `warning: …` lines on stderr."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        err.print(f"[yellow]warning:[/] {escape(record.getMessage())}", highlight=False)
+        error_line(record.getMessage(), "warning:", "yellow")
 
 
 _log = logging.getLogger("paradnn")
@@ -91,8 +91,7 @@ if not any(isinstance(h, _Warnings) for h in _log.handlers):
 
 def _fail(message: str, code: int) -> int:
     """One line on stderr, printed literally (a [bracket] in a path or value stays)."""
-    line = " | ".join(ln for ln in message.splitlines() if ln.strip())
-    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
+    error_line(" | ".join(ln for ln in message.splitlines() if ln.strip()))
     return code
 
 
@@ -108,6 +107,9 @@ def _os_error(e: OSError) -> str:
 UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
+LONG_WORD = re.compile(rf"[^\s'\"]{{{MAX_SHOWN + 1},}}")  # a long word click echoes: cut
+
+
 def main() -> None:
     """Entry point and every command's error boundary. Bad input (options, files, databases
     refused before any work) is one line on stderr and exit status 2; a failure during the
@@ -120,7 +122,8 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already (as typer)
             sys.exit(0)
         hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        code = _fail(f"{e.format_message()}{hint}", 2)
+        message = LONG_WORD.sub(lambda m: shown(m[0])[1:].replace("'…", "…", 1), e.format_message())
+        code = _fail(message.replace("Value error, ", "") + hint, 2)
     except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a run
         code = 130
     except ParadnnError as e:

@@ -6,10 +6,21 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from paradnn import api, tables
-from paradnn.cli.common import DbOpt, DeviceOpt, EmulatedOpt, ThreadsOpt, out
+from paradnn.cli.common import (
+    PRECISION,
+    DbOpt,
+    DeviceOpt,
+    EmulatedOpt,
+    ThreadsOpt,
+    number,
+    out,
+    unique,
+)
 from paradnn.cli.progress import say
+from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S
 from paradnn.store import DEFAULT_DB
 
 ForceOpt = Annotated[
@@ -25,7 +36,13 @@ ForceOpt = Annotated[
 def calibrate(
     precision: Annotated[
         list[str] | None,
-        typer.Option("--precision", "-p", help="Matmul precisions (default: all the device runs)."),
+        typer.Option(
+            "--precision",
+            "-p",
+            parser=PRECISION,
+            callback=unique("--precision"),
+            help="Matmul precisions (default: all the device runs).",
+        ),
     ] = None,
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
@@ -41,6 +58,7 @@ def calibrate(
         float | None,
         typer.Option(
             "--budget",
+            parser=number("--budget", MIN_BUDGET_S, MAX_TIMING_S),
             help="Seconds of matmuls per precision (default 60): sizes grow while the next one "
             "fits in what is left.",
         ),
@@ -67,16 +85,27 @@ def calibrate(
     kept = if_missing and rows and rows[0].get("id") is not None
     title = "measured ceilings" + (" (already in the database)" if kept else "")
     out.print(tables.side_table("ceilings", rows, title=title))
-    out.print(f"Stored in [bold]{db}[/].")
+    out.print(f"Stored in [bold]{escape(db)}[/].")
 
 
 def ops(
     precision: Annotated[
-        list[str] | None, typer.Option("--precision", "-p", help="Precisions (default fp32).")
+        list[str] | None,
+        typer.Option(
+            "--precision",
+            "-p",
+            parser=PRECISION,
+            callback=unique("--precision"),
+            help="Precisions (default fp32).",
+        ),
     ] = None,
     name: Annotated[
         list[str] | None,
-        typer.Option("--name", help="Only these ops, e.g. matmul-4096, conv2d-II (repeatable)."),
+        typer.Option(
+            "--name",
+            callback=unique("--name"),
+            help="Only these ops, e.g. matmul-4096, conv2d-II (repeatable).",
+        ),
     ] = None,
     thread_sweep: Annotated[
         bool, typer.Option("--thread-sweep", help="CPU: repeat at 1, 2, 4 … all cores.")
@@ -104,4 +133,4 @@ def ops(
         out.print("Nothing to measure: every op is already in the database (--force: again).")
         return
     out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
-    out.print(f"Stored in [bold]{db}[/].")
+    out.print(f"Stored in [bold]{escape(db)}[/].")

@@ -1,50 +1,206 @@
-"""What every command shares: the consoles, the options that recur, the output formats and the
-timing-policy override."""
+"""What every command shares: the consoles, the options that recur, the output formats, the
+timing-policy override, and the option parsers: every number, choice and path a user types is
+read by one of them, so a bad one is one line naming the option as typed, the value and what
+is allowed — while the command line is read, before any work (docs/limits.md)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
+
+from paradnn import families
+from paradnn.config import (
+    BACKENDS,
+    DATA_SOURCES,
+    MAX_ENERGY_IDLE_S,
+    MAX_LOADER_WORKERS,
+    MAX_PREFETCH,
+    MAX_THREADS,
+    MAX_TIMEOUT_S,
+    MAX_TIMING_S,
+    MODES,
+    OPTIMIZERS,
+    PRECISIONS,
+    check_device,
+)
+from paradnn.errors import ConfigError, OptionError
+from paradnn.validate import one_of, parse_int, parse_number
+
+MAX_ROWS = 1_000_000_000  # `--limit` of results and compare
 
 # Piped output (CI logs, `| less`) gets a wide table instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)  # an error stays one line
 
-DbOpt = Annotated[str, typer.Option("--db", help="Result database (SQLite file).")]
+
+def error_line(message: str, label: str = "error:", style: str = "bold red") -> None:
+    """`error: message` on stderr, the message printed literally: a user's `[x]` stays."""
+    err.print(Text.assemble((label, style), " ", message), highlight=False)
+
+
+def option(flag: str, read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A typer parser: `read` the value (None, an omitted option, passes); its ConfigError
+    becomes an OptionError naming `flag`, which the parser passes on unchanged."""
+
+    def parse(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return read(value)
+        except ConfigError as e:
+            raise OptionError(flag, e.value, e.allowed) from None
+
+    return parse
+
+
+def integer(flag: str, low: int, high: int) -> Callable[[Any], Any]:
+    """An integer option in [low, high]: ASCII digits only ('3.0', '1_000', '٣', '+3' and
+    ' 3' are refused, as config fields refuse them)."""
+    return option(flag, lambda v: parse_int(flag, v, low, high))
+
+
+def number(
+    flag: str, low: float, high: float, *, strict: bool = False, why: str = ""
+) -> Callable[[Any], Any]:
+    """A finite number option in [low, high] ((low, high] with `strict`); `why` the bound."""
+
+    def read(v: Any) -> float:
+        try:
+            return parse_number(flag, v, low, high, strict=strict)
+        except ConfigError as e:
+            raise ConfigError(flag, e.value, f"{e.allowed} ({why})" if why else e.allowed) from None
+
+    return option(flag, read)
+
+
+def choice(flag: str, allowed: Iterable[str]) -> Callable[[Any], Any]:
+    """A word from a closed set; the message lists the set."""
+    allowed = tuple(allowed)
+
+    def read(v: Any) -> str:
+        one_of(flag, v, allowed)
+        return v
+
+    return option(flag, read)
+
+
+def path(flag: str) -> Callable[[Any], Any]:
+    """A file path: not empty (`--db ''` would store the results nowhere anyone can find)."""
+
+    def read(v: Any) -> str:
+        if not isinstance(v, str) or not v.strip() or "\x00" in v:
+            raise ConfigError(flag, v, "must be a file path (not empty)")
+        return v
+
+    return option(flag, read)
+
+
+def _family(v: Any) -> str:
+    one_of("--family", v, families.names())  # registered now (a test may add one)
+    return v
+
+
+def device_spec(v: Any) -> str:
+    check_device(v)
+    return v
+
+
+def distinct(flag: str, values: Sequence[Any] | None) -> None:
+    """A repeatable option (or a list) names each value once: a repeat is a typo, not a wish."""
+    seen: set[Any] = set()
+    for v in values or ():
+        if v in seen:
+            raise OptionError(flag, v, "is given twice (give each value once)")
+        seen.add(v)
+
+
+def unique(flag: str) -> Callable[[Any], Any]:
+    """A typer callback refusing a repeated value of a repeatable option."""
+
+    def check(value: Any) -> Any:
+        distinct(flag, value)
+        return value
+
+    return check
+
+
+DbOpt = Annotated[
+    str, typer.Option("--db", parser=path("--db"), help="Result database (SQLite file).")
+]
 DbsOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--db", help="Result database; repeat to merge several (machines).", show_default=False
+        "--db",
+        parser=path("--db"),
+        callback=unique("--db"),
+        help="Result database; repeat to merge several (machines).",
+        show_default=False,
     ),
 ]
 DeviceOpt = Annotated[
-    str, typer.Option("--device", help="auto (first GPU, else CPU), cpu, cuda or cuda:N.")
+    str,
+    typer.Option(
+        "--device",
+        parser=option("--device", device_spec),
+        help="auto (first GPU, else CPU), cpu, cuda or cuda:N.",
+    ),
 ]
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
-        "--threads", help="CPU threads for torch (default: every core this process may use)."
+        "--threads",
+        parser=integer("--threads", 1, MAX_THREADS),
+        help="CPU threads for torch (default: every core this process may use).",
     ),
 ]
+LIMIT = integer("--limit", 1, MAX_ROWS)  # rows shown by results and compare
+FamilyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--family",
+        parser=option("--family", lambda v: _family(v)),
+        help="Only this family (`paradnn families`).",
+    ),
+]
+TIMEOUT = number("--timeout", 0.0, MAX_TIMEOUT_S, strict=True)  # seconds per config or run
+PRECISION = choice("--precision", PRECISIONS)  # -p too: the message names the long form
 OptimizerOpt = Annotated[
-    str, typer.Option("--optimizer", help="rmsprop (ParaDnn's default), sgd or momentum.")
+    str,
+    typer.Option(
+        "--optimizer",
+        parser=choice("--optimizer", OPTIMIZERS),
+        help="rmsprop (ParaDnn's default), sgd or momentum.",
+    ),
 ]
 ModeOpt = Annotated[
-    str, typer.Option("--mode", help="Execution mode (docs/modes.md); default eager.")
+    str,
+    typer.Option(
+        "--mode",
+        parser=choice("--mode", MODES),
+        help="Execution mode (docs/modes.md); default eager.",
+    ),
 ]
 ModesOpt = Annotated[
     list[str] | None,
-    typer.Option("--mode", help="Override the sweep's execution modes (repeatable)."),
+    typer.Option(
+        "--mode",
+        parser=choice("--mode", MODES),
+        callback=unique("--mode"),
+        help="Override the sweep's execution modes (repeatable).",
+    ),
 ]
 # Host data infeed (docs/infeed.md): where each step's batch comes from, and the loader's settings.
 DataOpt = Annotated[
     str,
     typer.Option(
         "--data",
+        parser=choice("--data", DATA_SOURCES),
         help="Data source: device (synthetic, on the device; default), host (pinned host "
         "tensors copied each step) or pipeline (JPEG/token files through a DataLoader).",
     ),
@@ -53,16 +209,29 @@ DatasOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--data",
+        parser=choice("--data", DATA_SOURCES),
+        callback=unique("--data"),
         help="Override the sweep's data sources (repeatable): device, host, "
         "pipeline (docs/infeed.md).",
     ),
 ]
+LOADER_WORKERS = integer("--loader-workers", 0, MAX_LOADER_WORKERS)
 LoaderWorkersOpt = Annotated[
-    int, typer.Option("--loader-workers", help="pipeline: DataLoader num_workers (0: in-process).")
+    int,
+    typer.Option(
+        "--loader-workers",
+        parser=LOADER_WORKERS,
+        help="pipeline: DataLoader num_workers (0: in-process).",
+    ),
 ]
 LoaderWorkersListOpt = Annotated[
     list[int] | None,
-    typer.Option("--loader-workers", help="pipeline: DataLoader num_workers (repeatable)."),
+    typer.Option(
+        "--loader-workers",
+        parser=LOADER_WORKERS,
+        callback=unique("--loader-workers"),
+        help="pipeline: DataLoader num_workers (repeatable).",
+    ),
 ]
 PinMemoryOpt = Annotated[
     bool | None,
@@ -75,7 +244,9 @@ PinMemoryOpt = Annotated[
 PrefetchOpt = Annotated[
     int | None,
     typer.Option(
-        "--prefetch-factor", help="pipeline: batches each loader worker keeps ready (default 2)."
+        "--prefetch-factor",
+        parser=integer("--prefetch-factor", 1, MAX_PREFETCH),
+        help="pipeline: batches each loader worker keeps ready (default 2).",
     ),
 ]
 PersistentOpt = Annotated[
@@ -112,12 +283,19 @@ def infeed_axes(
 BackendOpt = Annotated[
     str,
     typer.Option(
-        "--backend", help="torch (default) or jax: the same model on JAX/XLA (docs/jax.md)."
+        "--backend",
+        parser=choice("--backend", BACKENDS),
+        help="torch (default) or jax: the same model on JAX/XLA (docs/jax.md).",
     ),
 ]
 BackendsOpt = Annotated[
     list[str] | None,
-    typer.Option("--backend", help="Override the sweep's backends (repeatable): torch, jax."),
+    typer.Option(
+        "--backend",
+        parser=choice("--backend", BACKENDS),
+        callback=unique("--backend"),
+        help="Override the sweep's backends (repeatable): torch, jax.",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
@@ -127,10 +305,19 @@ ProfileOpt = typer.Option(
 )
 MinTimeOpt = Annotated[
     float | None,
-    typer.Option("--min-time", help="Seconds of timed steps before stopping is allowed."),
+    typer.Option(
+        "--min-time",
+        parser=number("--min-time", 0.0, MAX_TIMING_S),
+        help="Seconds of timed steps before stopping is allowed.",
+    ),
 ]
 MaxTimeOpt = Annotated[
-    float | None, typer.Option("--max-time", help="Cap on the timed phase per config, in seconds.")
+    float | None,
+    typer.Option(
+        "--max-time",
+        parser=number("--max-time", 0.0, MAX_TIMING_S),
+        help="Cap on the timed phase per config, in seconds.",
+    ),
 ]
 EnergyOpt = Annotated[
     bool,
@@ -141,11 +328,22 @@ EnergyOpt = Annotated[
     ),
 ]
 EnergyPeriodOpt = Annotated[
-    float, typer.Option("--energy-period", help="Power sampling period in seconds (≥ 0.05).")
+    float,
+    typer.Option(
+        "--energy-period",
+        parser=number(
+            "--energy-period", 0.05, 10.0, why="NVML polled faster than 50 ms returns zeros"
+        ),
+        help="Power sampling period in seconds (0.05 to 10).",
+    ),
 ]
 EnergyIdleOpt = Annotated[
     float,
-    typer.Option("--energy-idle", help="Seconds of idle power measured before the runs (0: none)."),
+    typer.Option(
+        "--energy-idle",
+        parser=number("--energy-idle", 0.0, MAX_ENERGY_IDLE_S),
+        help="Seconds of idle power measured before the runs (0: none).",
+    ),
 ]
 EmulatedOpt = Annotated[
     bool,
@@ -170,7 +368,23 @@ class Format(StrEnum):
     json = "json"
 
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table, csv or json.")]
+def enum_choice(flag: str, cls: type[StrEnum]) -> Callable[[Any], Any]:
+    """A word from a StrEnum's values, read by the same rule as every choice."""
+    names = tuple(m.value for m in cls)
+
+    def read(v: Any) -> StrEnum:
+        one_of(flag, v, names)
+        return cls(v)
+
+    return option(flag, read)
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format", "-f", parser=enum_choice("--format", Format), help="table, csv or json."
+    ),
+]
 
 
 def timing(min_time: float | None, max_time: float | None, base: Any = None) -> Any:
@@ -185,4 +399,12 @@ def timing(min_time: float | None, max_time: float | None, base: Any = None) -> 
     }
     if "min_time_s" in changes and "max_time_s" not in changes:
         changes["max_time_s"] = max(policy.max_time_s, changes["min_time_s"])
+    if max_time is not None and max_time < changes.get("min_time_s", policy.min_time_s):
+        floor = changes.get("min_time_s", policy.min_time_s)
+        allowed = (
+            f"must be ≥ --min-time ({floor:g} s)"
+            if min_time is not None
+            else f"must be ≥ the minimum time, {floor:g} s (a lower one: --min-time)"
+        )
+        raise OptionError("--max-time", max_time, allowed)
     return dataclasses.replace(policy, **changes) if changes else policy

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from paradnn import api
-from paradnn.cli.common import DeviceOpt, err, out
+from paradnn.cli.common import DeviceOpt, err, number, out
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
@@ -21,6 +21,7 @@ def doctor(
         float,
         typer.Option(
             "--budget",
+            parser=number("--budget", 1.0, 600.0),
             help="Seconds the checks aim for (1–600; at least 1 s of matmuls per native "
             "precision).",
         ),

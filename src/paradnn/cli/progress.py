@@ -8,8 +8,11 @@ import sys
 from enum import StrEnum
 from typing import Any
 
+from rich.markup import escape
+from rich.text import Text
+
 from paradnn import tables
-from paradnn.cli.common import err
+from paradnn.cli.common import err, error_line
 from paradnn.measure.timer import progress_words
 
 
@@ -21,7 +24,7 @@ class ProgressMode(StrEnum):
 
 def say(msg: str) -> None:
     """One line of progress on stderr (long commands are never silent for more than seconds)."""
-    err.print(f"[dim]{msg}[/]", highlight=False)
+    err.print(Text(msg, style="dim"), highlight=False)  # literally: a user's `[x]` stays
 
 
 def warn_noisy(rows: list[dict[str, Any]]) -> None:
@@ -32,7 +35,7 @@ def warn_noisy(rows: list[dict[str, Any]]) -> None:
         label = f"{r['family']} {tables.compact_config(r['config'])} {r['precision']}"
         line = warning_line(label, r.get("quality"), r.get("quality_reasons"))
         if line:
-            err.print(f"[yellow]warning[/]: {line}", highlight=False)
+            error_line(line, "warning:", "yellow")
 
 
 def reporter(mode: ProgressMode) -> BarReporter | JsonlReporter:
@@ -100,9 +103,13 @@ class BarReporter:
             f"{s.family} {s.precision} " + tables.compact_config(dict(s.config)) for s in e.running
         )
         eta = "" if e.eta_s is None else f"ETA {tables.duration(e.eta_s)}"
-        phase = f"  [dim]{self.phase}[/]" if self.phase else ""
+        phase = f"  [dim]{escape(self.phase)}[/]" if self.phase else ""
         self.bar.update(
-            self.task, total=e.total, completed=e.done, status=f"{counts}  {now}{phase}", eta=eta
+            self.task,
+            total=e.total,
+            completed=e.done,
+            status=f"{escape(counts)}  {escape(now)}{phase}",
+            eta=eta,
         )
 
     def _line(self, e: Any) -> None:

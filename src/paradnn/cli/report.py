@@ -7,9 +7,21 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from paradnn import api, tables
-from paradnn.cli.common import DbsOpt, Format, err, out
+from paradnn.cli.common import (
+    LIMIT,
+    MAX_ROWS,
+    DbsOpt,
+    FamilyOpt,
+    Format,
+    enum_choice,
+    err,
+    integer,
+    number,
+    out,
+)
 from paradnn.store import DEFAULT_DB
 
 
@@ -31,9 +43,10 @@ def report(
             include_noisy=include_noisy,
         )
     empty = sum(1 for s in rep.sections if s.empty)
+    html, folder = escape(str(rep.html)), escape(str(rep.html.parent))
     out.print(
-        f"Report: [bold]{rep.html}[/] ({len(rep.sections) - empty} sections with data, "
-        f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {rep.html.parent})"
+        f"Report: [bold]{html}[/] ({len(rep.sections) - empty} sections with data, "
+        f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {folder})"
     )
 
 
@@ -77,25 +90,39 @@ def compare(
     metric: Annotated[
         str, typer.Option("--metric", help="examples_per_s, achieved_flops or step_time_s.")
     ] = "examples_per_s",
-    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    family: FamilyOpt = None,
     fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="table, csv (per config) or json.")
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            parser=enum_choice("--format", Format),
+            help="table, csv (per config) or json.",
+        ),
     ] = Format.table,
     limit: Annotated[
-        int, typer.Option("--limit", help="Configs shown in the table (slowest and fastest).")
+        int,
+        typer.Option(
+            "--limit", parser=LIMIT, help="Configs shown in the table (slowest and fastest)."
+        ),
     ] = 10,
     fail_if_slower: Annotated[
         float | None,
         typer.Option(
             "--fail-if-slower",
             metavar="PCT",
+            parser=number("--fail-if-slower", 0.0, 100.0),
             help="Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI "
             "(the whole interval below it); configs without an interval by their estimate.",
         ),
     ] = None,
     fail_on: Annotated[
         FailOn,
-        typer.Option("--fail-on", help="What --fail-if-slower judges: each config or the geomean."),
+        typer.Option(
+            "--fail-on",
+            parser=enum_choice("--fail-on", FailOn),
+            help="What --fail-if-slower judges: each config or the geomean.",
+        ),
     ] = FailOn.config,
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy (left out by default).")
@@ -105,6 +132,7 @@ def compare(
         typer.Option(
             "--min-configs",
             metavar="N",
+            parser=integer("--min-configs", 1, MAX_ROWS),
             help=f"Exit {TOO_FEW_EXIT} when fewer than N configs were compared (matched in both "
             "groups, noisy ones left out). Default 1 under --fail-if-slower, so the gate never "
             "passes on nothing; given alone it is a gate of its own.",
@@ -119,14 +147,9 @@ def compare(
     3 when fewer configs were compared than --min-configs (default 1 under --fail-if-slower).
     A gate prints how many configs it compared, left out as noisy and found unmatched."""
     from paradnn.analysis import speedup
-    from paradnn.validate import int_at_least
 
-    if fail_if_slower is not None:
-        speedup.check_pct(fail_if_slower)  # bad input fails before any work
-    if min_configs is not None:
-        int_at_least("--min-configs", min_configs, 1, 1_000_000_000)
-    elif fail_if_slower is not None:
-        min_configs = 1
+    if min_configs is None and fail_if_slower is not None:
+        min_configs = 1  # a gate never passes on nothing
     c = api.compare(
         db or [DEFAULT_DB], by, a, b, metric=metric, family=family, include_noisy=include_noisy
     )

@@ -9,8 +9,21 @@ from typing import Annotated, Any
 import typer
 
 from paradnn import api, tables
-from paradnn.cli.common import DbOpt, Format, FormatOpt, JsonOpt, out
+from paradnn.cli.common import (
+    LIMIT,
+    DbOpt,
+    FamilyOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    choice,
+    enum_choice,
+    integer,
+    out,
+)
+from paradnn.records import QUALITIES, STATUSES
 from paradnn.store import DEFAULT_DB
+from paradnn.validate import INT64_MAX
 
 
 class Table_(StrEnum):
@@ -23,16 +36,27 @@ class Table_(StrEnum):
 def results(
     db: DbOpt = DEFAULT_DB,
     fmt: FormatOpt = Format.table,
-    family: Annotated[str | None, typer.Option("--family", help="Only this family.")] = None,
+    family: FamilyOpt = None,
     status: Annotated[
-        str | None, typer.Option("--status", help="Only this status (ok, oom, …).")
+        str | None,
+        typer.Option(
+            "--status", parser=choice("--status", STATUSES), help="Only this status (ok, oom, …)."
+        ),
     ] = None,
     sweep: Annotated[
         str | None, typer.Option("--sweep", help="Only runs of this preset/sweep.")
     ] = None,
     quality: Annotated[
         str | None,
-        typer.Option("--quality", help="Only runs of this quality: good or noisy."),
+        typer.Option(
+            "--quality",
+            parser=choice("--quality", QUALITIES),
+            help="Only runs of this quality: good or noisy.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", parser=LIMIT, help="At most this many rows."),
     ] = None,
     chosen: Annotated[
         bool,
@@ -42,26 +66,24 @@ def results(
             "(the one compare, report and findings use; docs/runner.md#attempts-which-one-counts).",
         ),
     ] = False,
-    limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
     table: Annotated[
-        Table_, typer.Option("--table", help="runs, ceilings (calibrate), ops, op_profile.")
+        Table_,
+        typer.Option(
+            "--table",
+            parser=enum_choice("--table", Table_),
+            help="runs, ceilings (calibrate), ops, op_profile.",
+        ),
     ] = "runs",
     run_id: Annotated[
-        int | None, typer.Option("--run", help="With --table op_profile: one run's profile.")
+        int | None,
+        typer.Option(
+            "--run",
+            parser=integer("--run", 1, INT64_MAX),
+            help="With --table op_profile: one run's profile.",
+        ),
     ] = None,
 ) -> None:
     """Show stored results: training runs (default), ceilings, op benchmarks or op profiles."""
-    from paradnn.records import QUALITIES, STATUSES
-    from paradnn.validate import int_at_least, one_of
-
-    if status is not None:
-        one_of("--status", status, STATUSES)
-    if quality is not None:
-        one_of("--quality", quality, QUALITIES)
-    if limit is not None:
-        int_at_least("--limit", limit, 1, 1_000_000_000)
-    if run_id is not None:
-        int_at_least("--run", run_id, 1, 2**63 - 1)
     if table != "runs":
         rows = api.side_table(table, db, run_id=run_id)
         rows = rows[:limit] if limit else rows

@@ -6,9 +6,12 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from paradnn import api, families, presets, tables
 from paradnn.cli.common import (
+    PRECISION,
+    TIMEOUT,
     AssignmentsArg,
     BackendOpt,
     BackendsOpt,
@@ -32,15 +35,29 @@ from paradnn.cli.common import (
     PrefetchOpt,
     ProfileOpt,
     ThreadsOpt,
+    choice,
+    enum_choice,
     err,
     infeed_axes,
+    integer,
+    number,
     out,
     timing,
+    unique,
 )
 from paradnn.cli.progress import ProgressMode, reporter, say, warn_noisy
 from paradnn.cli.scale import ProcsListOpt, ProcsOpt, parse_procs
+from paradnn.config import (
+    EXECUTORS,
+    MAX_ARRAY_SIZE,
+    MAX_CONFIGS_PER_JOB,
+    MAX_RECYCLE_EVERY,
+    MAX_THREADS,
+    MAX_WORKERS,
+    OPTIMIZERS,
+)
 from paradnn.measure.timer import progress_words
-from paradnn.runner.supervisor import REMEASURE_BACKOFF_S
+from paradnn.runner.supervisor import MAX_REMEASURE, REMEASURE_BACKOFF_S
 from paradnn.store import DEFAULT_DB
 
 # Re-measures of a noisy run (docs/runner.md#re-measuring-noisy-runs): a sweep tries twice more
@@ -53,6 +70,7 @@ RemeasureOpt = Annotated[
         "--remeasure",
         metavar="N",
         envvar="PARADNN_REMEASURE",
+        parser=integer("--remeasure", 0, MAX_REMEASURE),
         help="Measure a run flagged noisy again, up to N times, each a new attempt (0: never); "
         "compare and the report use each config's best good attempt.",
     ),
@@ -62,6 +80,7 @@ RemeasureBackoffOpt = Annotated[
     typer.Option(
         "--remeasure-backoff",
         metavar="SECONDS",
+        parser=number("--remeasure-backoff", 0.0, 3600.0),
         help="Wait before the first re-measure; each next one waits twice as long.",
     ),
 ]
@@ -82,6 +101,8 @@ def run(
         typer.Option(
             "--precision",
             "-p",
+            parser=PRECISION,
+            callback=unique("--precision"),
             help="Override the sweep's precisions (repeatable): fp32, tf32, bf16, fp16.",
         ),
     ] = None,
@@ -89,17 +110,34 @@ def run(
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     optimizer: Annotated[
-        str | None, typer.Option("--optimizer", help="Override the sweep's optimizers.")
+        str | None,
+        typer.Option(
+            "--optimizer",
+            parser=choice("--optimizer", OPTIMIZERS),
+            help="Override the sweep's optimizers.",
+        ),
     ] = None,
     workers: Annotated[
         int,
-        typer.Option("--workers", help="Parallel worker processes (CPU only; cores are split)."),
+        typer.Option(
+            "--workers",
+            parser=integer("--workers", 1, MAX_WORKERS),
+            help="Parallel worker processes (CPU only; cores are split).",
+        ),
     ] = 1,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds one config may take before it is killed.")
+        float,
+        typer.Option(
+            "--timeout", parser=TIMEOUT, help="Seconds one config may take before it is killed."
+        ),
     ] = 900.0,
     recycle_every: Annotated[
-        int, typer.Option("--recycle-every", help="Start a fresh worker after this many runs.")
+        int,
+        typer.Option(
+            "--recycle-every",
+            parser=integer("--recycle-every", 1, MAX_RECYCLE_EVERY),
+            help="Start a fresh worker after this many runs.",
+        ),
     ] = 50,
     predict: Annotated[
         bool,
@@ -121,7 +159,11 @@ def run(
     max_time: MaxTimeOpt = None,
     progress_mode: Annotated[
         ProgressMode,
-        typer.Option("--progress", help="bar (default), jsonl (one JSON event per line), quiet."),
+        typer.Option(
+            "--progress",
+            parser=enum_choice("--progress", ProgressMode),
+            help="bar (default), jsonl (one JSON event per line), quiet.",
+        ),
     ] = ProgressMode.bar,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")] = False,
     profile: Annotated[bool, ProfileOpt] = False,
@@ -134,6 +176,7 @@ def run(
         str | None,
         typer.Option(
             "--executor",
+            parser=choice("--executor", EXECUTORS),
             help="Where runs execute: local (default: worker processes here), ray or slurm "
             "(docs/cluster.md). Default: the sweep's [executor], else local.",
         ),
@@ -144,7 +187,9 @@ def run(
     cpus_per_task: Annotated[
         int | None,
         typer.Option(
-            "--cpus-per-task", help="ray/slurm: CPUs per run, its thread count (ray: a node)."
+            "--cpus-per-task",
+            parser=integer("--cpus-per-task", 1, MAX_THREADS),
+            help="ray/slurm: CPUs per run, its thread count (ray: a node).",
         ),
     ] = None,
     slurm_folder: Annotated[
@@ -155,11 +200,19 @@ def run(
     ] = None,
     configs_per_job: Annotated[
         int | None,
-        typer.Option("--configs-per-job", help="slurm: configs per array element (default 4)."),
+        typer.Option(
+            "--configs-per-job",
+            parser=integer("--configs-per-job", 1, MAX_CONFIGS_PER_JOB),
+            help="slurm: configs per array element (default 4).",
+        ),
     ] = None,
     max_array_size: Annotated[
         int | None,
-        typer.Option("--max-array-size", help="slurm: split arrays below this (default 1000)."),
+        typer.Option(
+            "--max-array-size",
+            parser=integer("--max-array-size", 1, MAX_ARRAY_SIZE),
+            help="slurm: split arrays below this (default 1000).",
+        ),
     ] = None,
     procs: ProcsListOpt = None,
     data: DatasOpt = None,
@@ -234,7 +287,7 @@ def run(
             )
     except KeyboardInterrupt:
         err.print(
-            f"[yellow]interrupted[/]: every finished run is stored in {db}; run the same "
+            f"[yellow]interrupted[/]: every finished run is stored in {escape(db)}; run the same "
             "command again to resume (finished configs are skipped)."
         )
         raise typer.Exit(130) from None
@@ -302,6 +355,7 @@ def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, ene
         for line in tables.energy_notes(rows):
             out.print(line)
     warn_noisy(rows)
+    db = escape(db)
     out.print(f"Stored in [bold]{db}[/]. See them again with `paradnn results --db {db}`.")
     if rows and all(r["utilization_measured"] is None for r in rows):
         out.print(
@@ -320,7 +374,7 @@ def bench(
     ],
     assignments: AssignmentsArg = None,
     precision: Annotated[
-        str, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16.")
+        str, typer.Option("--precision", "-p", parser=PRECISION, help="fp32, tf32, bf16 or fp16.")
     ] = "fp32",
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
@@ -329,7 +383,10 @@ def bench(
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds the run may take before it is killed.")
+        float,
+        typer.Option(
+            "--timeout", parser=TIMEOUT, help="Seconds the run may take before it is killed."
+        ),
     ] = 900.0,
     remeasure: RemeasureOpt = REMEASURE_BENCH,
     remeasure_backoff: RemeasureBackoffOpt = REMEASURE_BACKOFF_S,
@@ -418,7 +475,7 @@ def _show_bench(rec: Any, db: str, energy: bool) -> None:
     row = rec.as_dict()
     out.print(tables.rich_table([row]))
     if rec.error:
-        out.print(f"[bold]{rec.status}[/]: {rec.error}")
+        out.print(f"[bold]{rec.status}[/]: {escape(str(rec.error))}")
     elif rec.step_time_s is not None:
         ci = (
             f"95% CI {rec.step_time_ci_low_s * 1e3:.4g}–{rec.step_time_ci_high_s * 1e3:.4g} ms"
@@ -447,4 +504,4 @@ def _show_bench(rec: Any, db: str, energy: bool) -> None:
     if energy:
         for line in tables.energy_notes([row]):
             out.print(line)
-    out.print(f"Stored in [bold]{db}[/].")
+    out.print(f"Stored in [bold]{escape(db)}[/].")

@@ -8,9 +8,12 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from paradnn import api, families, tables
 from paradnn.cli.common import (
+    PRECISION,
+    TIMEOUT,
     AssignmentsArg,
     DbOpt,
     DeviceOpt,
@@ -18,13 +21,17 @@ from paradnn.cli.common import (
     MinTimeOpt,
     OptimizerOpt,
     ThreadsOpt,
+    choice,
+    integer,
     out,
     timing,
 )
 from paradnn.cli.progress import say, warn_noisy
-from paradnn.errors import ConfigError
+from paradnn.config import MAX_PROCS, SCALINGS, STRATEGIES
+from paradnn.errors import ConfigError, OptionError
 from paradnn.measure.timer import progress_words
 from paradnn.store import DEFAULT_DB
+from paradnn.validate import parse_int
 
 ProcsListOpt = Annotated[
     str | None,
@@ -35,42 +42,68 @@ ProcsListOpt = Annotated[
     ),
 ]
 ProcsOpt = Annotated[
-    int, typer.Option("--procs", help="Data-parallel processes (ranks); docs/scaling.md.")
+    int,
+    typer.Option(
+        "--procs",
+        parser=integer("--procs", 1, MAX_PROCS),
+        help="Data-parallel processes (ranks); docs/scaling.md.",
+    ),
 ]
 StrategyOpt = Annotated[
-    str, typer.Option("--strategy", help="ddp (DistributedDataParallel) or fsdp (FSDP2).")
+    str,
+    typer.Option(
+        "--strategy",
+        parser=choice("--strategy", STRATEGIES),
+        help="ddp (DistributedDataParallel) or fsdp (FSDP2).",
+    ),
 ]
 ScalingOpt = Annotated[
     str,
     typer.Option(
-        "--scaling", help="weak (batch per rank) or strong (the batch split across the ranks)."
+        "--scaling",
+        parser=choice("--scaling", SCALINGS),
+        help="weak (batch per rank) or strong (the batch split across the ranks).",
     ),
 ]
 
 
 def parse_procs(text: str | None) -> list[int] | None:
-    """`1,2,4` → [1, 2, 4]; one line naming the value when it is not a list of integers."""
+    """`1,2,4` → [1, 2, 4]: each an integer in [1, MAX_PROCS], each once, at most
+    MAX_PROCS_LIST of them; one line naming --procs and the value otherwise."""
     if text is None:
         return None
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise ConfigError("procs", text, "comma-separated integers ≥ 1, e.g. 1,2,4") from None
-    from paradnn.api.scaling import check_procs
+    from paradnn.api.scaling import MAX_PROCS_LIST, check_procs
 
-    return check_procs(values)
+    allowed = f"comma-separated integers in [1, {MAX_PROCS}], each once, e.g. 1,2,4"
+    words = text.split(",")
+    if len(words) > MAX_PROCS_LIST:
+        raise OptionError("--procs", text, f"at most {MAX_PROCS_LIST} values")
+    try:
+        values = [parse_int("--procs", w, 1, MAX_PROCS) for w in words]
+    except ConfigError as e:  # an integer out of range is named alone; other words, the list
+        if isinstance(e.value, int):
+            raise OptionError("--procs", e.value, e.allowed) from None
+        raise OptionError("--procs", text, allowed) from None
+    repeated = next((n for i, n in enumerate(values) if n in values[:i]), None)
+    if repeated is not None:  # `1,1`: a typo, not two measurements
+        raise OptionError("--procs", text, f"each value once ({repeated} is given twice)")
+    try:
+        return check_procs(values)
+    except ConfigError as e:
+        raise OptionError("--procs", text, e.allowed) from None
 
 
 def scale(
     family: Annotated[str, typer.Argument(help=f"Model family: {', '.join(families.names())}.")],
     assignments: AssignmentsArg = None,
     procs: Annotated[
-        str, typer.Option("--procs", help="Process counts, comma-separated (N = 1 first).")
+        str,
+        typer.Option("--procs", help="Process counts, comma-separated (N = 1 first), each once."),
     ] = "1,2",
     strategy: StrategyOpt = "ddp",
     scaling: ScalingOpt = "weak",
     precision: Annotated[
-        str, typer.Option("--precision", "-p", help="fp32, tf32, bf16 or fp16.")
+        str, typer.Option("--precision", "-p", parser=PRECISION, help="fp32, tf32, bf16 or fp16.")
     ] = "fp32",
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
@@ -79,7 +112,10 @@ def scale(
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds each run may take before it is killed.")
+        float,
+        typer.Option(
+            "--timeout", parser=TIMEOUT, help="Seconds each run may take before it is killed."
+        ),
     ] = 900.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the scaling table as JSON.")
@@ -123,10 +159,11 @@ def scale(
     out.print(tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs"))
     for r in rows:
         if r["status"] != "ok":
-            out.print(f"N = {r['procs']}: [bold]{r['status']}[/]: {r['error']}")
+            out.print(f"N = {r['procs']}: [bold]{r['status']}[/]: {escape(str(r['error']))}")
     for line in lines(res):
         out.print(line)
     warn_noisy(rows)
+    db = escape(db)
     out.print(f"Stored in [bold]{db}[/]. The report's scaling section: `paradnn report --db {db}`.")
 
 

@@ -9,12 +9,15 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from paradnn import api, tables
-from paradnn.cli.common import DbOpt, Format, FormatOpt, out
-from paradnn.errors import ConfigError, ParadnnError
+from paradnn.cli.common import PRECISION, DbOpt, Format, FormatOpt, choice, number, option, out
+from paradnn.config import OPTIMIZERS
+from paradnn.errors import ABSENT, ConfigError, ParadnnError
 from paradnn.store import DEFAULT_DB
+from paradnn.validate import parse_int, parse_number
 
 # The flags that chose a mode before `simulate` had subcommands, and the subcommand now.
 MOVED_FLAGS = {
@@ -83,20 +86,51 @@ AssignmentsArg = Annotated[
     list[str] | None,
     typer.Argument(help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False),
 ]
+
+
+def _const(module: str, name: str) -> Any:
+    """A bound or a list of choices from its home module, imported when an option is read (the
+    simulator's modules stay out of every command's start-up)."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def _bounded(flag: str, module: str, name: str, low: int = 1) -> Any:
+    """An integer option in [low, module.name]."""
+    return option(flag, lambda v: parse_int(flag, v, low, _const(module, name)))
+
+
+def _dataflow(v: Any) -> str:
+    _const("paradnn.sim.systolic", "check_dataflow")(v)
+    return v
+
+
+CHIPS = _bounded("--chips", "paradnn.sim.interconnect", "MAX_CHIPS")
+OVERLAP = number("--overlap", 0.0, 1.0)
 PrecisionOpt = Annotated[
     str | None,
     typer.Option(
         "--precision",
         "-p",
+        parser=PRECISION,
         help="fp32, tf32, bf16 or fp16 (default fp32 as in bench and run; bf16 on a chip without "
         "an fp32 peak, e.g. a TPU).",
     ),
 ]
 OptimizerOpt = Annotated[
-    str | None, typer.Option("--optimizer", help="rmsprop (default), sgd or momentum.")
+    str | None,
+    typer.Option(
+        "--optimizer",
+        parser=choice("--optimizer", OPTIMIZERS),
+        help="rmsprop (default), sgd or momentum.",
+    ),
 ]
 OverlapOpt = Annotated[
-    float, typer.Option("--overlap", help="Share of backward that hides the all-reduce.")
+    float,
+    typer.Option(
+        "--overlap", parser=OVERLAP, help="Share of backward that hides the all-reduce (0 to 1)."
+    ),
 ]
 ConcurrentOpt = Annotated[
     bool, typer.Option("--concurrent", help="Torus: drive all dimensions at once.")
@@ -114,7 +148,7 @@ def _csv(path: str | None) -> None:
 
 def _platform(platform: str | None) -> str:
     if platform is None:
-        raise ConfigError("--platform", None, "required: a platform id or a chip .toml file")
+        raise ConfigError("--platform", ABSENT, "required: a platform id or a chip .toml file")
     return platform
 
 
@@ -131,7 +165,7 @@ def step(
     ] = None,
     precision: PrecisionOpt = None,
     optimizer: OptimizerOpt = None,
-    chips: Annotated[int, typer.Option("--chips", help="Data-parallel chips.")] = 1,
+    chips: Annotated[int, typer.Option("--chips", parser=CHIPS, help="Data-parallel chips.")] = 1,
     topology: Annotated[
         str | None,
         typer.Option("--topology", help="e.g. torus2d:16x16, torus3d:4x4x4, ring:8, biring:8."),
@@ -142,6 +176,16 @@ def step(
         float | None,
         typer.Option(
             "--loader-rate",
+            parser=option(
+                "--loader-rate",
+                lambda v: parse_number(
+                    "--loader-rate",
+                    v,
+                    0.0,
+                    _const("paradnn.api.simulation", "MAX_LOADER_RATE"),
+                    strict=True,
+                ),
+            ),
             help="Examples/s the host's input pipeline delivers per chip (a run's measured "
             "loader_examples_per_s): adds the input term, bottleneck `input` when it is the "
             "slower side (docs/infeed.md).",
@@ -208,7 +252,12 @@ def scaling(
     assignments: AssignmentsArg = None,
     platform: PlatformOpt = None,
     max_chips: Annotated[
-        int, typer.Option("--max-chips", help="The curve: 1, 2, 4 … up to this many chips.")
+        int,
+        typer.Option(
+            "--max-chips",
+            parser=_bounded("--max-chips", "paradnn.sim.interconnect", "MAX_CHIPS"),
+            help="The curve: 1, 2, 4 … up to this many chips.",
+        ),
     ] = 1024,
     precision: PrecisionOpt = None,
     optimizer: OptimizerOpt = None,
@@ -238,8 +287,18 @@ def scaling(
 
 @app.command("mxu-study")
 def mxu_study(
-    batch: Annotated[int, typer.Option("--batch", help="Batch of the CNNs.")] = 8,
-    dataflow: Annotated[str, typer.Option("--dataflow", help="ws, os or is.")] = "ws",
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch",
+            parser=_bounded("--batch", "paradnn.sim.studies", "MAX_BATCH"),
+            help="Batch of the CNNs.",
+        ),
+    ] = 8,
+    dataflow: Annotated[
+        str,
+        typer.Option("--dataflow", parser=option("--dataflow", _dataflow), help="ws, os or is."),
+    ] = "ws",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
@@ -291,7 +350,12 @@ def fit(
         typer.Option("--platform", help="Peaks and bandwidth from this chip, not the ceilings."),
     ] = None,
     holdout: Annotated[
-        int, typer.Option("--holdout", help="Percent of configs held out (by config hash).")
+        int,
+        typer.Option(
+            "--holdout",
+            parser=_bounded("--holdout", "paradnn.api.simulation", "MAX_HOLDOUT", low=0),
+            help="Percent of configs held out (by config hash).",
+        ),
     ] = 30,
     statistic: Annotated[
         str,
@@ -361,7 +425,8 @@ def fit(
     for w in res.get("warnings", ()):
         out.print(f"Warning: {w}", markup=False)
     if out_path:
-        out.print(f"Wrote [bold]{out_path}[/]: use it as `--platform {out_path}`.")
+        shown = escape(out_path)
+        out.print(f"Wrote [bold]{shown}[/]: use it as `--platform {shown}`.")
 
 
 FIT_SHOWN = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "source")
@@ -412,4 +477,4 @@ def emit(
             title = "median absolute % error per family (prediction)"
             out.print(sim_table(summary, title=title, width=out.width))
     if csv_path:
-        out.print(f"Wrote [bold]{csv_path}[/].")
+        out.print(f"Wrote [bold]{escape(csv_path)}[/].")

@@ -8,7 +8,20 @@ from typing import Annotated
 import typer
 
 from paradnn import api, tables
-from paradnn.cli.common import DbOpt, MaxTimeOpt, MinTimeOpt, ThreadsOpt, err, out
+from paradnn.cli.common import (
+    PRECISION,
+    DbOpt,
+    MaxTimeOpt,
+    MinTimeOpt,
+    ThreadsOpt,
+    device_spec,
+    enum_choice,
+    error_line,
+    option,
+    out,
+    timing,
+    unique,
+)
 from paradnn.cli.progress import ProgressMode, say
 from paradnn.store import DEFAULT_DB
 
@@ -52,16 +65,32 @@ def versions(
             "libraries); --no-deps installs torch alone (enough for a CPU wheel: faster, smaller).",
         ),
     ] = True,
-    device: Annotated[str, typer.Option("--device", help="cpu, auto, cuda or cuda:N.")] = "cpu",
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device", parser=option("--device", device_spec), help="cpu, auto, cuda or cuda:N."
+        ),
+    ] = "cpu",
     precision: Annotated[
         list[str] | None,
-        typer.Option("--precision", "-p", help="Override the sweep's precisions (repeatable)."),
+        typer.Option(
+            "--precision",
+            "-p",
+            parser=PRECISION,
+            callback=unique("--precision"),
+            help="Override the sweep's precisions (repeatable).",
+        ),
     ] = None,
     threads: ThreadsOpt = None,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     progress: Annotated[
-        ProgressMode, typer.Option("--progress", help="Each run's progress: bar, jsonl, quiet.")
+        ProgressMode,
+        typer.Option(
+            "--progress",
+            parser=enum_choice("--progress", ProgressMode),
+            help="Each run's progress: bar, jsonl, quiet.",
+        ),
     ] = ProgressMode.bar,
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy in the comparison.")
@@ -71,6 +100,9 @@ def versions(
     uv (else venv + pip), run the same sweep in each into one database, and show each
     version's speedup over the first per config, with 95% intervals. A version that cannot be
     installed is one line; the others go on. See docs/versions.md."""
+    from paradnn import presets
+
+    timing(min_time, max_time, presets.get(preset).timing)  # --max-time under --min-time: now
     study = api.versions(
         torch,
         preset,
@@ -87,11 +119,11 @@ def versions(
         progress=progress.value,
         include_noisy=include_noisy,
         say=say,
-        on_failure=lambda line: err.print(f"[bold red]error:[/] {line}", highlight=False),
+        on_failure=error_line,
     )
     for v, code in study.sweep_codes.items():
         if code != 0:
-            err.print(f"[yellow]torch {v}[/]: its sweep exited {code} (runs so far are stored)")
+            error_line(f"its sweep exited {code} (runs so far are stored)", f"torch {v}:", "yellow")
     for c in study.comparisons:
         out.print(tables.speedup_summary(c))
         if len(c.pairs):

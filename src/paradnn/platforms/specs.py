@@ -15,8 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from paradnn.errors import ConfigError
+from paradnn.errors import ABSENT, ConfigError
 from paradnn.precisions import PRECISIONS
+from paradnn.validate import huge_integer
 
 # Precisions a spec may list: the ones paradnn measures, plus lower ones datasheets quote.
 PEAK_PRECISIONS = (*PRECISIONS, "fp8", "fp4", "int8")
@@ -128,7 +129,7 @@ def parse_entry(pid: str, data: Any, *, require_sources: bool = True) -> Platfor
     required = (*REQUIRED, "sources") if require_sources else REQUIRED
     for key in required:
         if key not in data:
-            raise ConfigError(f"{pid}.{key}", None, "required key is missing")
+            raise ConfigError(f"{pid}.{key}", ABSENT, "required key is missing")
 
     def text(key: str, optional: bool = False) -> str | None:
         v = data.get(key)
@@ -238,6 +239,12 @@ def _parse_toml(text: str, where: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(where, "…", f"invalid TOML: {' '.join(str(e).split())}") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
+        if huge := huge_integer(text):
+            raise ConfigError(
+                f"{where}: {huge}",
+                ABSENT,
+                "too long to read; a chip file's figures are at most 1e24 (docs/limits.md)",
+            ) from None
         raise ConfigError(where, "…", f"invalid TOML: {' '.join(str(e).split())}") from None
 
 

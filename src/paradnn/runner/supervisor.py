@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from paradnn import host, utilization
-from paradnn.config import RunOptions
+from paradnn.config import MAX_RECYCLE_EVERY, MAX_TIMEOUT_S, MAX_WORKERS, RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import Prediction, RunRecord, Status, now
@@ -40,8 +40,6 @@ FAILURES = (Status.OOM, Status.TIMEOUT, Status.CRASHED, Status.PREDICTED_OOM)
 RECYCLE_AFTER = (Status.OOM, Status.CRASHED, Status.TIMEOUT)
 FINAL = (Status.OK, Status.UNSUPPORTED)  # a kernel unit with this status is not measured again
 HELLO_TIMEOUT_S = 600.0
-MAX_WORKERS = 1024
-MAX_TIMEOUT_S = 7 * 86_400.0
 MAX_REMEASURE = 10  # re-measures of one noisy run: beyond this the machine is not going quiet
 REMEASURE_BACKOFF_S = 10.0  # the first re-measure's wait; each next one waits twice as long
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
@@ -68,7 +66,7 @@ class SweepSettings:
         # config, a million runs per worker.
         int_at_least("workers", self.workers, 1, MAX_WORKERS)
         number_at_least("timeout", self.timeout_s, 0.0, strict=True, high=MAX_TIMEOUT_S)
-        int_at_least("recycle_every", self.recycle_every, 1, 1_000_000)
+        int_at_least("recycle_every", self.recycle_every, 1, MAX_RECYCLE_EVERY)
         int_at_least("remeasure", self.remeasure, 0, MAX_REMEASURE)
         number_at_least("remeasure_backoff", self.remeasure_backoff_s, 0.0, high=3600.0)
         for flag in ("predict", "retry_failed", "force"):

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from paradnn.attempts import choose
-from paradnn.errors import ConfigError
+from paradnn.errors import ABSENT, ConfigError
 from paradnn.precisions import PRECISIONS
 from paradnn.sim import chip as chips
 from paradnn.sim.chip import Chip
@@ -164,13 +164,14 @@ def validate_frame(
     ceilings: list[dict[str, Any]],
     platform: str | None = None,
     *,
-    db: str = "the database",
+    db: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, per-family summary) for every ok run of ``frame`` (`Store.frame()`, with
     the store's ``ceilings`` rows; the caller reads the store, ``db`` names it in errors).
     ``platform`` forces one chip for all runs; by default each device gets `device_chips`."""
     if frame.empty:
-        raise ConfigError("--db", db, "holds no runs: run `paradnn run --db ...` first")
+        shown = ABSENT if db is None else db
+        raise ConfigError("--db", shown, "holds no runs: run `paradnn run --db ...` first")
     target: Chip | Mapping[str, Chip] = (
         chips.load(platform) if platform else device_chips(frame, ceilings)
     )

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from paradnn.attempts import choose
-from paradnn.errors import ConfigError
+from paradnn.errors import ABSENT, ConfigError
 from paradnn.sim.chip import Chip
 from paradnn.sim.stepparams import StepParams
 from paradnn.sim.steptime import Plan, build_plan, evaluate, params_of
@@ -161,8 +161,9 @@ def fit(
     if len(train) < 5:
         raise ConfigError(
             "--db",
-            f"{len(train)} runs to fit",
-            "needs at least 5 ok single-process runs outside the held-out part: measure a "
+            ABSENT,
+            f"has {len(train)} runs to fit; a fit needs at least 5 ok single-process runs "
+            "outside the held-out part: measure a "
             "larger sweep (`paradnn run --preset quick`)",
         )
     precisions = sorted({s.precision for s in train})
@@ -240,11 +241,13 @@ def device_chip(
     from paradnn.sim.fidelity import device_chips
 
     if frame.empty:
-        raise ConfigError("--db", "the database", "holds no runs: run `paradnn run` first")
+        raise ConfigError("--db", ABSENT, "holds no runs: run `paradnn run` first")
     names = sorted(set(frame["device_name"].dropna()))
     if device is None:
         if len(names) != 1:
-            raise ConfigError("--device", None, "required: the database holds " + ", ".join(names))
+            raise ConfigError(
+                "--device", ABSENT, "required: the database holds " + ", ".join(names)
+            )
         device = names[0]
     if device not in names:
         raise ConfigError("--device", device, "must be one of " + ", ".join(names))

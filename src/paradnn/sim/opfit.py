@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from paradnn.errors import ConfigError
+from paradnn.errors import ABSENT, ConfigError
 from paradnn.families.lowering import lower
 from paradnn.families.shapes import Conv2d, Gemm, Shape
 from paradnn.precisions import itemsize
@@ -288,8 +288,9 @@ def fit(
     if len(train) < 2:
         raise ConfigError(
             "--db",
-            f"{len(train)} op rows to fit",
-            "needs at least 2 ok op rows outside the held-out ops: measure more "
+            ABSENT,
+            f"has {len(train)} op rows to fit; a fit needs at least 2 ok op rows outside the "
+            "held-out ops: measure more "
             "(`paradnn ops --db ...`) or hold fewer out (--holdout-ops)",
         )
     precisions = sorted({s.precision for s in train})
@@ -442,7 +443,7 @@ def device_chip(
     names = sorted(set(ok["device_name"].dropna()))
     if device is None:
         if len(names) != 1:
-            raise ConfigError("--device", None, "required: the op rows hold " + ", ".join(names))
+            raise ConfigError("--device", ABSENT, "required: the op rows hold " + ", ".join(names))
         device = names[0]
     if device not in names:
         raise ConfigError("--device", device, "must be one of " + ", ".join(names))

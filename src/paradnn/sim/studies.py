@@ -17,6 +17,8 @@ from paradnn.sim.systolic import Arrays, array_cycles, check_dataflow
 from paradnn.sim.topologies import resnet50_forward
 from paradnn.validate import int_at_least
 
+MAX_BATCH = 1 << 16  # `mxu-study --batch`: 64× the largest batch the papers use
+
 DESIGNS = (Arrays(256, 256, 1), Arrays(128, 128, 4), Arrays(64, 64, 16))
 
 
@@ -47,7 +49,7 @@ def mxu_study(
 ) -> list[dict[str, Any]]:
     """One row per workload: utilization of each design and the ratio of the second to the
     first (the seed's 1.6×). Predictions of a cycle model, labelled so."""
-    int_at_least("--batch", batch, 1, 1 << 16)
+    int_at_least("--batch", batch, 1, MAX_BATCH)
     check_dataflow(dataflow)
     rows = []
     for name, ops in workloads(batch):

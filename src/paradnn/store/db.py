@@ -260,7 +260,10 @@ class Store:
 
     def _skip(self, table: str, row: sqlite3.Row, column: str, problem: str) -> None:
         rid = dict(row).get("id")
-        self.skipped.append({"table": table, "id": rid, "column": column, "problem": problem})
+        entry = {"table": table, "id": rid, "column": column, "problem": problem}
+        if entry in self.skipped:  # read again (a second query): named once
+            return
+        self.skipped.append(entry)
         what = "run" if table == "runs" else f"{table} row"
         log.warning("%s: skipped %s %s: its %s %s", self.path, what, rid, column, problem)
 

@@ -55,7 +55,6 @@ import itertools
 import math
 import os
 import re
-import reprlib
 import tomllib
 import typing
 from collections.abc import Mapping, Sequence
@@ -65,14 +64,14 @@ from typing import Any
 
 from paradnn import families
 from paradnn.config import AXES, ExecutorSettings, RunOptions, TimingPolicy, relevant_axes
-from paradnn.errors import ConfigError, ParadnnError
+from paradnn.errors import ABSENT, ConfigError, ParadnnError, line, shown
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
 from paradnn.precisions import NATIVE, PRECISIONS
 from paradnn.space import parse_range
 from paradnn.sweep.runspec import RunSpec
 from paradnn.sweep.sampling import METHODS, Sampling
-from paradnn.validate import SEED_MAX, coerce, from_mapping, one_of, plain_text
+from paradnn.validate import SEED_MAX, coerce, from_mapping, huge_integer, one_of, plain_text
 
 # Per family. Bigger grids are nearly always a typo in a range (and would take seconds and
 # hundreds of MB just to list); sample them with method = "random" or "lhs" instead.
@@ -87,10 +86,8 @@ TOP_KEYS = (
     "sampling", "filters", "timing", "executor", "families", "runs",
 )  # fmt: skip
 
-_ABSENT = object()  # "this error has no value to show"
-_SHORT = reprlib.Repr()  # values inside a one-line message stay short
-_SHORT.maxstring = _SHORT.maxother = 60
-_SHORT.maxlong, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 40, 6, 4, 3
+_ABSENT = ABSENT  # "this error has no value to show"
+HUGE_ALLOWED = "too long to read; no number in a sweep file needs over 19 digits (docs/limits.md)"
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _TOML_WHERE = re.compile(r" \(at (line \d+, column \d+|end of document)\)$")
@@ -101,8 +98,7 @@ class SweepError(ConfigError):
 
     def __init__(self, where: str, value: object, allowed: str) -> None:
         self.field, self.value, self.allowed = where, value, allowed
-        shown = "" if value is _ABSENT else f" = {_SHORT.repr(value)}"
-        ParadnnError.__init__(self, f"{where}{shown}: {_one_line(allowed)}")
+        ParadnnError.__init__(self, line(where, value, allowed))
 
 
 @dataclass(frozen=True)
@@ -284,11 +280,11 @@ class _At:
 def _key(key: object) -> str:
     """A key as TOML writes it: bare when it can be, else quoted with escapes (so one line)."""
     if not isinstance(key, str):
-        return _SHORT.repr(key)
+        return shown(key)
     if _BARE_KEY.fullmatch(key):
         return key
-    shown = key if len(key) <= 40 else key[:40] + "..."
-    return '"' + "".join(map(_toml_char, shown)) + '"'
+    cut = key if len(key) <= 40 else key[:40] + "..."
+    return '"' + "".join(map(_toml_char, cut)) + '"'
 
 
 def _toml_char(c: str) -> str:
@@ -297,10 +293,6 @@ def _toml_char(c: str) -> str:
     if c.isprintable():
         return c
     return f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _looks_like_path(text: str) -> bool:
@@ -316,6 +308,8 @@ def _decode(text: str, label: str) -> Any:
         where, why = (f"{label}: {m[1]}", msg[: m.start()]) if m else (label, msg)
         raise SweepError(where, _ABSENT, f"invalid TOML: {why}") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
+        if where := huge_integer(text):
+            raise SweepError(f"{label}: {where}", _ABSENT, HUGE_ALLOWED) from None
         raise SweepError(label, _ABSENT, f"invalid TOML: {e}") from None
 
 
@@ -528,7 +522,8 @@ def _axis(at: _At, family: Family, name: str, hint: Any, raw: object) -> tuple[A
     for here, v, origin in values:
         if (type(v), v) not in checked:
             try:
-                cfg = family.config_cls(**{name: coerce(str(here), v, hint)})
+                bounds = getattr(family.config_cls, "LIMITS", {}).get(name)
+                cfg = family.config_cls(**{name: coerce(str(here), v, hint, bounds)})
             except ConfigError as e:
                 raise here.error(e.value, e.allowed + origin) from None
             checked[type(v), v] = getattr(cfg, name)
