@@ -18,6 +18,7 @@ from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.host import LoadSample
     from paradnn.runner.supervisor import Event
 
 
@@ -38,12 +39,15 @@ def bench(
     allow_emulated: bool = False,
     db: str = DEFAULT_DB,
     on_event: Callable[[Event], None] | None = None,
+    load: LoadSample | None = None,
     **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
     environment, same run key), and store it; a config measured before gets a new attempt.
     `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
-    `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases."""
+    `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases.
+    `load` (host.sample_load) is the machine's load the thread count is chosen from; without
+    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores)."""
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
@@ -64,7 +68,7 @@ def bench(
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
     with open_store(db) as store:
-        (rec,) = Supervisor(store, options, settings, on_event=on_event).run([spec])
+        (rec,) = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return rec
 
 
@@ -86,12 +90,14 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     axes: Mapping[str, Sequence[Any]] | None = None,
     executor: ExecutorSettings | None = None,
+    load: LoadSample | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
     a second call with the same arguments resumes where the first stopped. `axes` replaces
     the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
     `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
-    cluster or Slurm instead (docs/cluster.md); this process still stores every result."""
+    cluster or Slurm instead (docs/cluster.md); this process still stores every result.
+    `load`: as for `bench` (`paradnn run` measures it for a second before the sweep)."""
     from paradnn.runner.supervisor import Supervisor
 
     sweep, specs = _plan(preset, precisions, optimizer, axes)
@@ -114,7 +120,7 @@ def run(
     if executor.kind != "local":
         return _run_on_cluster(sweep.name, specs, options, settings, executor, db, on_event)
     with open_store(db) as store:
-        sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event)
+        sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event, load=load)
         return sup.run(specs)
 
 

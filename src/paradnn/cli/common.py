@@ -27,7 +27,9 @@ DeviceOpt = Annotated[
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
-        "--threads", help="CPU threads for torch (default: every core this process may use)."
+        "--threads",
+        help="CPU threads for torch (default: the cores this process may use that other "
+        "processes leave free, within the cgroup's CPU quota; docs/runner.md).",
     ),
 ]
 OptimizerOpt = Annotated[

@@ -37,10 +37,18 @@ from paradnn.cli.common import (
     out,
     timing,
 )
-from paradnn.cli.progress import ProgressMode, reporter, say, warn_noisy
+from paradnn.cli.progress import (
+    MAX_WAIT_S,
+    ProgressMode,
+    quiet_check,
+    reporter,
+    say,
+    warn_noisy,
+)
 from paradnn.cli.scale import ProcsListOpt, ProcsOpt, parse_procs
 from paradnn.measure.timer import progress_words
 from paradnn.store import DEFAULT_DB
+from paradnn.validate import number_in
 
 DRY_RUN_ROWS = 200  # a dry run lists at most this many runs; its totals cover every run
 DRY_RUN_SAMPLE = 500
@@ -143,6 +151,17 @@ def run(
     prefetch_factor: PrefetchOpt = None,
     persistent_workers: PersistentOpt = None,
     backend: BackendsOpt = None,
+    wait_for_idle: Annotated[
+        bool,
+        typer.Option(
+            "--wait-for-idle",
+            help="Before the sweep, wait (at most --max-wait) until other processes leave the "
+            "CPUs quiet; without it a busy machine is only reported.",
+        ),
+    ] = False,
+    max_wait: Annotated[
+        float, typer.Option("--max-wait", help="Seconds --wait-for-idle waits at most.")
+    ] = 600.0,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -173,17 +192,19 @@ def run(
     axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
     axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
-    if dry_run:
-        from paradnn.config import RunOptions
+    number_in("max_wait", max_wait, 0.0, MAX_WAIT_S)
+    from paradnn.config import RunOptions
 
-        RunOptions(
-            device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
-        )
+    RunOptions(  # checked before the dry run and the load check: one line, exit 2, no work
+        device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
+    )
+    if dry_run:
         plan = dict(precisions=precision, optimizer=optimizer, device=device, axes=axes)
         return _show_dry_run(
             sweep.name, preset, plan, timing=policy, db=db, recycle_every=recycle_every
         )
     mode = ProgressMode.quiet if quiet else progress_mode
+    load = quiet_check(wait_for_idle, max_wait) if where.kind == "local" else None
     report = reporter(mode)
     try:
         with report:
@@ -204,6 +225,7 @@ def run(
                 on_event=report,
                 axes=axes,
                 executor=where,
+                load=load,
             )
     except KeyboardInterrupt:
         err.print(
@@ -371,6 +393,9 @@ def _heartbeat(label: str) -> Any:
     last = [0.0]
 
     def heard(e: Any) -> None:
+        if e.kind == "start":  # e.g. the threads chosen from the load, or a --threads warning
+            for note in e.notes:
+                say(note)
         if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
             last[0] = time.monotonic()
             say(f"{label}: {progress_words(e.progress)}")

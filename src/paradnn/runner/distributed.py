@@ -312,7 +312,6 @@ def merge(rec: RunRecord, res: dict[str, Any], options: RunOptions, plan: RankPl
         ci_rel=step["ci_rel"],
         n_samples=step["n"],
         steps_per_sample=step["steps_per_sample"],
-        converged=step["converged"],
         stop_reason=step["stop_reason"],
         first_step_s=step["first_step_s"],
         warmup_steps=step["warmup_steps"],
