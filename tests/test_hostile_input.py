@@ -218,6 +218,7 @@ RUN_OPTIONS = st.sampled_from(
         "--energy-idle",
         "--workers",
         "--recycle-every",
+        "--max-wait",
     ]
 )
 
