@@ -93,6 +93,9 @@ def test_the_sampler_leaves_out_its_own_time_and_processes_elsewhere(tmp_path):
     # this process are not named
     assert s.others_cores == pytest.approx(0.1) and s.processes == ()
     assert host.choose_threads(None, s).threads == 2  # 0.1 of a core holds none
+    assert s.words() == "other processes use 0.1 of 2 cores"
+    one = host.LoadSample((0, 1), 1.0, 1.0, {}, (host.BusyProcess(3, "yes", 1.0),), None, None)
+    assert one.words() == "1 other process uses 1.0 of 2 cores (yes 1.0)"
 
 
 @pytest.mark.parametrize(

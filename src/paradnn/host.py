@@ -312,8 +312,9 @@ class LoadSample:
         if self.others_cores is None:
             return f"load unknown: {self.reason}"
         n = len(self.processes)
-        who = "other processes" if n != 1 else "other process"
-        count = f"{n} {who} use" if n else "other processes use"
+        count = {0: "other processes use", 1: "1 other process uses"}.get(
+            n, f"{n} other processes use"
+        )
         top = ", ".join(f"{p.name} {p.cores:.1f}" for p in self.processes[:3])
         return f"{count} {self.others_cores:.1f} of {len(self.cpus)} cores" + (
             f" ({top}{', …' if n > 3 else ''})" if top else ""
