@@ -172,6 +172,11 @@ def test_quiet_check_warns_waits_and_gives_up(capsys, monkeypatch):
     err = " ".join(capsys.readouterr().err.split())  # rich wraps at the console's width
     assert s.others_cores == 1.8 and "2 other processes use 1.8 of 2 cores" in err
     assert err.startswith("warning: busy machine:") and "--wait-for-idle" in err
+    # a process name that looks like console markup is shown as it is
+    bracket = host.LoadSample((0, 1), 1.0, 1.0, {}, (host.BusyProcess(3, "[kworker]", 1.0),),
+                              None, None)  # fmt: skip
+    progress.quiet_check(False, 60.0, sampler=lambda: bracket)
+    assert "([kworker] 1.0)" in capsys.readouterr().err
     assert progress.quiet_check(False, 60.0, sampler=lambda: _busy(0.0)).others_cores == 0.0
     assert capsys.readouterr().err == ""  # quiet: nothing said
     # --wait-for-idle: holds while busy, says so (not on every sample), then says it is quiet

@@ -48,6 +48,7 @@ def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
     import time
 
     import typer
+    from rich.markup import escape
 
     from paradnn import host
     from paradnn.measure.quality import busy_line, wait_for_quiet
@@ -57,7 +58,7 @@ def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
         sample = take()
         line = busy_line(sample)
         if line:
-            err.print(f"[yellow]warning[/]: {line}", highlight=False)
+            err.print(f"[yellow]warning[/]: {escape(line)}", highlight=False)
         return sample
     said = [-math.inf]
 
@@ -66,7 +67,7 @@ def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
             said[0] = time.monotonic()
             say(
                 f"waiting for a quiet machine ({waited:.0f} of at most {max_wait_s:.0f} s): "
-                f"{sample.words()}"
+                f"{escape(sample.words())}"
             )
 
     try:
@@ -76,12 +77,12 @@ def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
         raise typer.Exit(130) from None
     if not quiet:
         err.print(
-            f"[yellow]warning[/]: still busy after {max_wait_s:.0f} s ({sample.words()}): "
+            f"[yellow]warning[/]: still busy after {max_wait_s:.0f} s ({escape(sample.words())}): "
             "running anyway; runs under load are flagged noisy",
             highlight=False,
         )
     elif math.isfinite(said[0]):
-        say(f"quiet now: {sample.words()}")
+        say(f"quiet now: {escape(sample.words())}")
     return sample
 
 
