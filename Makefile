@@ -19,7 +19,7 @@ AVX2_TESTS ?= tests/test_families.py tests/test_memory.py tests/test_calibrate_o
               tests/test_native.py
 DEMO_BUDGET ?= 20
 
-.PHONY: demo test test-native test-avx2 lint setup bench mutation clean
+.PHONY: demo test test-native test-avx2 lint setup bench mutation gpu-check gpu-check-dry clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,16 @@ MUTATION_ARGS ?=
 mutation: $(STAMP)
 	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[mutation]'
 	$(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
+
+# The GPU acceptance run (docs/gpu.md): every GPU path once, each step capped, 8 minutes on one
+# H100/H200, no network and no install — the machine's own python3 with torch, paradnn from src/.
+# Results: benchmarks/results/gpu/<device>/ (summary.md). `gpu-check-dry` rehearses it on a CPU.
+GPU_CHECK_ARGS ?=
+gpu-check:
+	PYTHONPATH=src $(PYTHON) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
+gpu-check-dry:
+	PYTHONPATH=src $(PYTHON) benchmarks/gpu_check.py --dry --out $${TMPDIR:-/tmp}/paradnn-gpu-check $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache $(REPORT)

@@ -12,6 +12,7 @@ of steps long, where denormal arithmetic makes each step 6–80× slower; which 
 to sample would then decide the ratio, and that is not harness overhead.
 
     python benchmarks/harness_overhead.py [--device auto] [--precision fp32 bf16] [--rounds 3]
+        [--preset quick|FILE.toml] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -105,12 +106,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     ap.add_argument("--denormals", choices=["flush", "keep"], default="flush", help="CPU only")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--preset",
+        default="quick",
+        help="The configs to time: a shipped preset or a sweep file (benchmarks/gpu_check.py "
+        "passes one FC, one CNN and one RNN)",
+    )
     args = ap.parse_args(argv)
 
     device = resolve(args.device)
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(args.denormals == "flush")  # global: execute() inherits it too
-    preset = presets.get("quick")
+    preset = presets.get(args.preset)
     policy = preset.timing if args.timing == "quick" else TimingPolicy()
     rows: list[dict[str, Any]] = []
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else None

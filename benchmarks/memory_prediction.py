@@ -19,6 +19,7 @@ step measure/step.py times) on the local device, runs two warm-up steps, then me
 below the hooks sum. Results go to benchmarks/results/memory_prediction_<device type>.json.
 
     python benchmarks/memory_prediction.py [--device cpu] [--precision fp32 bf16] [--threads 2]
+        [--configs 0 4 8]
 """
 
 from __future__ import annotations
@@ -164,7 +165,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=prec.PRECISIONS)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--configs",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"Only these entries of CONFIGS, by index 0-{len(CONFIGS) - 1} (default: all)",
+    )
     args = ap.parse_args(argv)
+    if args.configs is not None and not all(0 <= i < len(CONFIGS) for i in args.configs):
+        ap.error(f"--configs: indices must be in 0..{len(CONFIGS) - 1}, got {args.configs}")
+    chosen = CONFIGS if args.configs is None else [CONFIGS[i] for i in args.configs]
 
     device = resolve(args.device)
     torch.set_num_threads(args.threads)
@@ -175,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if reason:
             print(f"skip {precision}: {reason}")
             continue
-        for name, values, optimizer in CONFIGS:
+        for name, values, optimizer in chosen:
             row = measure_one(name, values, precision, optimizer, device)
             rows.append(row)
             _print(row)

@@ -12,7 +12,7 @@ timeout, suspicious and unchecked counts, the score, every surviving mutant with
 mutants judged equivalent (same behaviour: no test can fail for them) with the reason, the wall
 time, and the tool version, date and CPU.
 
-    python benchmarks/mutation.py [--group analysis sim timer-stats store memory]
+    python benchmarks/mutation.py [--group analysis sim timer-stats store memory measure]
         [--only survivors|unchecked | --sample N --seed S] [--timeout S] [--max-children N]
 
 `--sample N` checks a uniform random sample of N of a group's not-yet-checked mutants (seeded
@@ -45,11 +45,24 @@ OUT = ROOT / "benchmarks" / "results" / "mutation.json"
 
 # name -> (module globs as mutmut names them, target score)
 GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
-    "analysis": (("paradnn.analysis.*",), 0.90),
+    "analysis": (("paradnn.analysis.*", "paradnn.attempts.*"), 0.90),  # attempts: the choice
     "sim": (("paradnn.sim.*",), 0.90),
     "timer-stats": (("paradnn.measure.timer.*", "paradnn.measure.stats.*"), 0.95),
     "store": (("paradnn.store.*",), 0.95),
     "memory": (("paradnn.memory.*",), 0.90),
+    # the numbers a run is judged by: its quality verdict, the infeed share, the all-reduce
+    # bandwidth and overlap, and what a failure was (an exception's class; a dead worker's exit)
+    "measure": (
+        (
+            "paradnn.measure.quality.*",
+            "paradnn.measure.infeed.*",
+            "paradnn.measure.collectives.*",
+            "paradnn.measure.faults.*",
+            "paradnn.runner.supervisor.x__death__mutmut_*",
+            "paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_*",
+        ),
+        0.90,
+    ),
 }
 
 # Mutants no test can kill because the program behaves the same with them. Keyed by mutmut's
@@ -230,7 +243,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "max keeps the first of a tie",
         '(k[0] == "PIPELINE", k[1] or 0)',
     ),
-    "paradnn.analysis.frames.x_add_quality__mutmut_12": (
+    "paradnn.attempts.x_add_quality__mutmut_12": (  # add_quality moved from analysis.frames
         "the stand-in quality series is read only through .notna() and == 'noisy', all False "
         "for an all-NaN series as for an all-None one, and it is never written to the runs",
         "pd.Series(index=runs.index)",

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from paradnn.families.base import Built, Family
@@ -16,6 +17,12 @@ from paradnn.families.shapes import Gemm, Shape
 from paradnn.validate import int_at_least, one_of
 
 FAULTS = ("none", "oom", "nan", "crash", "unsupported", "build_oom", "segfault", "hang", "sigkill")
+FAULTS += ("noisy",)  # judged noisy while a load file says so (_judge_by_load_file)
+# "noisy": the path of a file holding how many more measurements are judged noisy (a count the
+# fake load decrements; 0 or missing: the load has stopped and runs are judged good), whatever
+# the machine really does, so a test of re-measuring is deterministic on a busy machine.
+NOISY_LOAD_FILE = "PARADNN_FAULT_NOISY_FILE"
+INJECTED = "injected load: other processes used 60% of the run's CPUs"
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class Faulty(Family):
                 return y * float("nan") if cfg.fault == "nan" else y
 
         module = Broken().to(device)
+        if cfg.fault == "noisy" and str(device) != "meta":
+            _judge_by_load_file()
 
         def make_batch() -> tuple[torch.Tensor, torch.Tensor]:
             x = torch.randn(cfg.batch, cfg.width, device=device)
@@ -83,3 +92,28 @@ class Faulty(Family):
 
 
 FAMILY = Faulty()
+
+
+def _judge_by_load_file() -> None:
+    """Replace the worker's quality verdict by one the test controls (see NOISY_LOAD_FILE):
+    the real verdict's numbers, with quality and reasons from the load file."""
+    import dataclasses
+
+    from paradnn.runner import execute
+
+    real = getattr(execute.judge, "real", execute.judge)
+
+    def judge(**kw: Any) -> Any:
+        v = real(**kw)
+        path = os.environ[NOISY_LOAD_FILE]
+        try:
+            left = int(Path(path).read_text().strip() or 0)
+        except FileNotFoundError:
+            left = 0
+        if left > 0:
+            Path(path).write_text(str(left - 1))
+            return dataclasses.replace(v, quality="noisy", reasons=[INJECTED])
+        return dataclasses.replace(v, quality="good", reasons=[])
+
+    judge.real = real
+    execute.judge = judge

@@ -18,6 +18,7 @@ from paradnn import families
 from paradnn.records import RunRecord
 from paradnn.store import open_store
 
+_KEYED = ("mode", "backend", "data_source", "procs", "strategy", "optimizer", "threads")
 PEAK = 1e12  # FLOP/s of the synthetic platforms: utilization = achieved / PEAK
 
 
@@ -52,8 +53,10 @@ def row(
     c = fam.config(cfg)
     full = {f.name: getattr(c, f.name) for f in fam.fields()}
     flops = fam.train_flops(c)
+    # what a real run key holds (records.run_key): the study axes a row sets are part of it
+    axes = sorted((k, str(v)) for k, v in extra.items() if k in _KEYED)
     key = hashlib.sha1(
-        json.dumps([family, full, platform, precision, torch_version, hostname]).encode()
+        json.dumps([family, full, platform, precision, torch_version, hostname, *axes]).encode()
     ).hexdigest()[:16]
     base = dict(
         run_key=key,
@@ -149,3 +152,45 @@ def op_row(
         achieved_flops=flops / time_s,
         measured_at="2026-11-21T00:00:00",
     )
+
+
+def _other_family(family: str) -> tuple[str, dict[str, Any]]:
+    if family == "rnn":
+        return "fc", {"layers": 1, "nodes": 16, "input": 8, "output": 4}
+    return "rnn", {"layers": 1, "embed": 8, "length": 5, "vocab": 7}
+
+
+def pair_rows(
+    family: str,
+    configs: list[dict[str, Any]],
+    lead: Callable[[dict[str, Any]], float],
+    *,
+    fast: str = "Fast",
+    slow: str = "Slow",
+    util: float = 0.05,
+    n_samples: int = 9,
+    spread: float = 0.02,
+    extra_runs: int = 0,
+    extra_on: str | None = None,
+) -> list[dict[str, Any]]:
+    """Runs of `configs` on two platforms: `fast` trains lead(cfg) times the examples/s of
+    `slow` (a lead below 1 makes it the slower one there). Each run has `n_samples` raw step
+    times, so speedups carry bootstrap intervals. `extra_runs` runs of another family, only on
+    `extra_on`, give that platform the most runs without adding a matched config (so a finding
+    can be checked not to orient a pair by run counts)."""
+    out = []
+    for i, cfg in enumerate(configs):
+        out.append(
+            row(family, cfg, util, platform=slow, n_samples=n_samples, spread=spread, seed=i)
+        )
+        out.append(
+            row(
+                family, cfg, util * lead(cfg), platform=fast, device="cuda",
+                n_samples=n_samples, spread=spread, seed=1000 + i,
+            )
+        )  # fmt: skip
+    fam, base = _other_family(family)
+    for j in range(extra_runs):
+        dev = "cuda" if extra_on == fast else "cpu"
+        out.append(row(fam, {**base, "batch": j + 1}, util, platform=extra_on, device=dev))
+    return out

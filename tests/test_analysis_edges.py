@@ -74,7 +74,8 @@ def _two_platforms(util_a: float, util_b: float):
 
 @pytest.mark.parametrize(("ua", "ub", "faster"), [(0.4, 0.1, "PlatA"), (0.1, 0.4, "PlatB")])
 def test_platform_pairs_are_oriented_faster_over_slower_either_way(ua, ub, faster):
-    p, fast, slow = findings._platform_pairs(_two_platforms(ua, ub), "fc", "x", "c", "s", "r")
+    p, fast, slow, s = findings._platform_pairs(_two_platforms(ua, ub), "fc", "x", "c", "s", "r")
+    assert s["geomean"] == pytest.approx(4.0) and s["geomean_ci_low"] > 1
     assert (fast, slow) == (faster, ({"PlatA", "PlatB"} - {faster}).pop())
     assert len(p) == 8 and p["speedup"].tolist() == pytest.approx([4.0] * 8)
 

@@ -316,16 +316,17 @@ def test_pooled_samples_keep_the_runs_order():
         assert list(pooled) == [i + 1.0 for i in range(cfg, n, 3)]
 
 
-def test_latest_keeps_only_the_newest_attempt_of_each_run_key():
-    from paradnn.analysis.frames import latest
+def test_choose_keeps_one_attempt_of_each_run_key():
+    from paradnn.analysis.frames import choose
 
     runs = pd.DataFrame(
         {"db_index": 0, "run_key": ["a", "a", "b", "a"], "attempt": [1, 3, 1, 2],
          "status": ["failed", "ok", "ok", "failed"]}
     )  # fmt: skip
-    # a ran 3 times: only attempt 3 (row 1) is kept; b once; the rows keep their order
-    out = latest(runs)
+    # a ran 3 times: only its ok attempt 3 (row 1) is kept; b once; the rows keep their order
+    out = choose(runs)
     assert out.index.tolist() == [1, 2] and out["attempt"].tolist() == [3, 1]
+    assert out["attempts"].tolist() == [3, 1] and out["good_attempts"].tolist() == [1, 1]
 
 
 def test_mode_failures_of_no_runs_are_empty_with_their_columns():

@@ -272,7 +272,7 @@ def test_the_report_leaves_noisy_runs_out_and_says_so(tmp_path):
     rep = report.build([db], tmp_path / "out")
     sec = {s.id: s for s in rep.sections}
     note = next(n for n in sec["summary"].notes if "noisy" in n)
-    assert note.startswith("2 of 16 ok runs were flagged noisy") and "--include-noisy" in note
+    assert note.startswith("2 of 16 ok configs have no good attempt") and "--include-noisy" in note
     assert any("noisy" in n for n in sec["speedups"].notes)
     speed = pd.read_csv(tmp_path / "out" / "tables" / "speedup-precision-bf16-over-fp32.csv")
     assert speed.iloc[-1]["n"] == 6  # two configs lost one side each

@@ -122,13 +122,15 @@ def _fc_batch(data: A.Data) -> F.Finding:
     return next(f for f in (check(data) for check in F.CHECKS) if f.id == "fc-batch")
 
 
-def test_an_effect_whose_interval_straddles_zero_does_not_hold():
+def test_an_effect_whose_interval_straddles_zero_is_inconclusive():
     data = _fc_runs(batch_effect=0.0)
     s = A.sensitivity(data, "fc", F.UTIL)
     row = s.table.set_index("hyperparameter").loc["batch"]
     assert row.ci_low < 0 < row.ci_high  # no detectable effect of batch
-    assert _fc_batch(data).verdict == F.FAILS
-    assert F.depth_unexploited(data).verdict == F.HOLDS  # layers: no effect either
+    f = _fc_batch(data)
+    assert f.verdict == F.INCONCLUSIVE and (f.ci_low, f.ci_high) == (row.ci_low, row.ci_high)
+    # layers: no effect either, so "does not rise" is not shown either way
+    assert F.depth_unexploited(data).verdict == F.INCONCLUSIVE
 
 
 def test_an_effect_whose_interval_is_above_zero_holds_and_below_zero_does_not():

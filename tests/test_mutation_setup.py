@@ -50,3 +50,39 @@ def test_the_mutation_test_selection_names_existing_files():
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]
     missing = [p for p in config["pytest_add_cli_args_test_selection"] if not (root / p).exists()]
     assert missing == []
+
+
+def test_every_mutation_group_names_modules_mutmut_mutates_and_tests_that_reach_them():
+    """A group whose modules are not in `only_mutate` has no mutants, and one whose tests are
+    not in the selection has mutants no test can kill: either reads as a score it is not."""
+    import importlib.util
+    import tomllib
+    from fnmatch import fnmatch
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    spec = importlib.util.spec_from_file_location("mutation_tool", ROOT / "benchmarks/mutation.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    mutated = [p.removeprefix("src/").removesuffix(".py").replace("/", ".").replace("*", "")
+               for p in config["only_mutate"]]  # fmt: skip
+    for name, (globs, target) in tool.GROUPS.items():
+        assert 0.9 <= target <= 1.0, name
+        for g in globs:
+            module = g.split(".x", 1)[0].removesuffix(".*")
+            assert any(module.startswith(m.rstrip(".")) for m in mutated), (name, g)
+    measure, target = tool.GROUPS["measure"]
+    assert target == 0.90
+    for module in ("quality", "infeed", "collectives", "faults"):
+        assert f"paradnn.measure.{module}.*" in measure
+        assert f"src/paradnn/measure/{module}.py" in config["only_mutate"]
+    # the supervisor's failure classification, not its process loop
+    member = lambda n: any(fnmatch(n, g) for g in measure)  # noqa: E731
+    assert member("paradnn.runner.supervisor.x__death__mutmut_3")
+    assert member("paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_1")
+    assert not member("paradnn.runner.supervisor.xǁSupervisorǁ_collect__mutmut_1")
+    assert not member("paradnn.runner.supervisor.x__cpu_sets__mutmut_1")
+    assert not member("paradnn.measure.timer.x_measure__mutmut_1")
+    tests = ("test_quality", "test_infeed", "test_supervisor", "test_execute", "test_scaling",
+             "test_collectives")  # fmt: skip
+    for test in tests:
+        assert f"tests/{test}.py" in config["pytest_add_cli_args_test_selection"], test

@@ -151,3 +151,26 @@ def test_an_incomplete_group_meets_its_target_only_when_it_must(tool, ci, unchec
     if ci:
         g["fresh_sample"] = {"score_ci95": ci}
     assert tool._verdict(g) is meets
+
+
+def test_the_measure_group_samples_its_own_mutants_only(tool, monkeypatch, tmp_path):
+    (tmp_path / "mutants").mkdir()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    names = [
+        "paradnn.measure.quality.x_judge__mutmut_1",
+        "paradnn.measure.infeed.xǁFeedǁstats__mutmut_2",
+        "paradnn.measure.collectives.x_busbw__mutmut_3",
+        "paradnn.measure.faults.x_classify__mutmut_4",
+        "paradnn.runner.supervisor.x__death__mutmut_5",
+        "paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_6",
+        "paradnn.runner.supervisor.xǁSupervisorǁ_collect__mutmut_7",  # the process loop: out
+        "paradnn.measure.timer.x_measure__mutmut_8",  # timer-stats' own
+        "paradnn.measure.quality.x_judge__mutmut_9",  # already checked: not drawn again
+    ]
+    results = {n: (Path("m.py"), None, 1.0, 1.0) for n in names}
+    results[names[-1]] = (Path("m.py"), 1, 1.0, 1.0)
+    monkeypatch.setattr(tool, "_load_results", lambda: results)
+    drawn = tool._sample("measure", 100, seed=1)
+    assert sorted(int(n.rsplit("_", 1)[1]) for n in drawn) == [1, 2, 3, 4, 5, 6]
+    assert len(tool._sample("measure", 2, seed=1)) == 2
+    assert tool._names("measure", None) == list(tool.GROUPS["measure"][0])

@@ -181,6 +181,26 @@ def test_per_op_breakdown_and_per_op_speedups_in_the_report(two_platform_report)
     assert sp["speedup"].round(9).eq(2).all()  # PlatB's ops take half the time
 
 
+def test_the_breakdown_shows_the_memory_bound_share_per_run_beside_the_seeds(two_platform_report):
+    rep, out = two_platform_report
+    s = _sec(rep, "breakdown")
+    bs = pd.read_csv(out / "tables" / "op-bound-shares.csv")
+    a, b = bs[bs["platform"] == "PlatA"], bs[bs["platform"] == "PlatB"]
+    assert len(a) == 2 and len(b) == 2  # both profiled runs of each platform
+    # PlatA's measured ridge 1.628e11 / 2e10 = 8.14 FLOP/byte: the matmuls (100) above it,
+    # add_ (0.2) below, t (no bytes) unclassified; of 11.1 ms profiled per step
+    assert (a["roof"] == "measured").all() and a["ridge"].round(6).eq(8.14).all()
+    assert a["memory_bound"].round(9).eq(round(1 / 11.1, 9)).all()
+    assert a["compute_bound"].round(9).eq(round(10 / 11.1, 9)).all()
+    assert a["unclassified"].round(9).eq(round(0.1 / 11.1, 9)).all()
+    assert b["memory_bound"].isna().all() and b["reason"].str.startswith("no roof").all()
+    notes = " ".join(s.notes)
+    assert "ResNet-50 (resnet50) 13%" in notes and "Transformer (transformer_base) 19.9%" in notes
+    assert "measured on TPU v2" in notes and "PlatB fp32: no roof" in notes
+    shown = next(html for cap, html in s.tables if "memory-bound and compute-bound" in cap)
+    assert "memory-bound (below the ridge)" in shown and "seed 000 §4.2" in shown
+
+
 def test_examples_per_s_maps_and_speedup_maps_with_regression(two_platform_report):
     rep, _ = two_platform_report
     heat = {f.name for f in _sec(rep, "heatmaps").figures}
@@ -211,7 +231,8 @@ def test_observation_8_holds_when_small_and_large_fc_prefer_different_platforms(
     _, out = two_platform_report
     f = pd.read_csv(out / "tables" / "findings-all.csv").set_index("id")
     assert f.loc["fc-size-platform", "verdict"] == "holds"
-    assert "smallest third 2.00×, largest third 0.50×" in f.loc["fc-size-platform", "evidence"]
+    ev = f.loc["fc-size-platform", "evidence"]
+    assert "smallest third 2.00× [2.00, 2.00], largest third 0.50× [0.50, 0.50]" in ev
 
 
 # -- observations 9 and 11, one platform ---------------------------------------------------

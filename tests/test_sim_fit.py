@@ -290,3 +290,13 @@ def test_op_summary_gives_median_and_mean_error_per_op_and_split():
         {"op": "b", "split": "holdout", "rows": 1, "mdape": pytest.approx(0.3),
          "mape": pytest.approx(0.3), "kind": "prediction"},
     ]  # fmt: skip
+
+
+def test_a_ceiling_row_without_a_value_is_no_ceiling():
+    """calibrate stores a matmul whose budget stopped below a ceiling-sized n with value None;
+    the chip built from the ceilings leaves it out instead of failing (found by gpu_check --dry)."""
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    stopped = {**CEILINGS[0], "kind": "matmul", "precision": "fp16", "value": None}
+    again = sim_chip.from_ceilings([*CEILINGS, stopped], CPU)
+    assert dict(again.platform.peak_dense) == dict(chip.platform.peak_dense) == {"fp32": 2e11}
+    assert sim_chip.from_ceilings([stopped], CPU) is None

@@ -112,13 +112,20 @@ def energy_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _attempt_cell(r: dict[str, Any]) -> str:
+    """The attempt number; ' chosen' on the attempt compare and the report use (`results`)."""
+    return f"{r.get('attempt') or 1}" + (" chosen" if r.get("attempt_choice") else "")
+
+
 def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
     t = Table(title=title, header_style="bold", show_lines=False)
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
     with_backend = any((r.get("backend") or "torch") != "torch" for r in rows)  # docs/jax.md
     with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
+    with_attempt = any((r.get("attempt") or 1) > 1 for r in rows)  # a re-measured config
     for col, just in ((("id", "right"),) if with_id else ()) + (
+        *((("attempt", "right"),) if with_attempt else ()),
         *((("backend", "left"),) if with_backend else ()),
         ("family", "left"),
         ("config", "left"),
@@ -139,6 +146,7 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         status = r["status"]
         t.add_row(
             *((str(r.get("id")),) if with_id else ()),
+            *((_attempt_cell(r),) if with_attempt else ()),
             *((r.get("backend") or "torch",) if with_backend else ()),
             r["family"],
             compact_config(r["config"]),
@@ -297,6 +305,7 @@ def comparison_json(c: Any, slower: Any = None) -> str:
         "b": c.b,
         "metric": c.metric,
         "key": list(c.key),
+        "compared": len(c.pairs),  # configs matched in both groups: what a gate rests on
         "unmatched": c.unmatched,
         "noisy_left_out": c.noisy_left_out,
         "noisy_reasons": c.noisy_reasons,
@@ -347,7 +356,7 @@ def speedup_summary(c: Any) -> Table:
         header_style="bold",
     )
     cols = ("family", "configs", "faster", "slower", "no change", "geomean", "95% CI")
-    for col in (*cols, "median", "min", "max"):
+    for col in (*cols, "median", "p90", "min", "max"):
         t.add_column(col, justify="left" if col == "family" else "right")
     for r in c.summary.to_dict("records"):
         t.add_row(
@@ -359,11 +368,12 @@ def speedup_summary(c: Any) -> Table:
             _x(r["geomean"]),
             _ci(r["geomean_ci_low"], r["geomean_ci_high"]),
             _x(r["median"]),
+            _x(r.get("p90")),
             _x(r["min"]),
             _x(r["max"]),
         )
     if not len(c.summary):
-        t.add_row("(no configuration ran ok in both groups)", *[""] * 9)
+        t.add_row("(no configuration ran ok in both groups)", *[""] * 10)
     notes = []
     overall = c.overall()
     if overall:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, choose
 from paradnn.analysis.speedup import Comparison, compare, values
 
 JAX = "jax"
@@ -57,7 +57,7 @@ def study(
 
 
 def _jax_rows(data: Data) -> pd.DataFrame:
-    runs = latest(data.runs) if len(data.runs) else data.runs
+    runs = choose(data.runs) if len(data.runs) else data.runs
     if not len(runs) or "backend" not in runs:
         return runs.iloc[0:0]
     return runs[runs["backend"] == JAX]

@@ -8,6 +8,12 @@ elementwise, softmax and loss, reduction, embedding, layout and copy, other), de
 name alone (`op_type`). A share is an op type's profiled device time over the run's profiled
 time of counted ops (the composite wrappers' own overhead is not in the table), so the shares of
 one run add to 1; the run's measured step time is beside it, for scale.
+
+`bound_shares` splits the same profiled time by each op's counted arithmetic intensity against
+the ridge of the platform's roofline (seed 000 §4.2: even compute-bound models spend 13 %
+(ResNet-50) and 19.9 % (Transformer) of their time in memory-bound ops): below the ridge is
+memory-bound, at or above it compute-bound, and an op the counter gave no FLOPs or no bytes is
+counted in a share of its own, never dropped.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import re
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, chosen_ok
+from paradnn.analysis.roofline import Roof, roofs
 from paradnn.analysis.speedup import pair_key
 
 # (type, patterns on the aten name without its namespace and trailing underscore); first wins.
@@ -69,14 +76,14 @@ def op_type(name: str) -> str:
 
 
 def _profiled(data: Data) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(profile rows with op_type, the latest ok runs that have a profile)."""
+    """(profile rows with op_type, the chosen ok attempts that have a profile)."""
     prof = data.op_profile
     if not len(prof) or "run_uid" not in prof or "device_time_s" not in prof:
         return pd.DataFrame(), pd.DataFrame()
     prof = prof[pd.to_numeric(prof["device_time_s"], errors="coerce").notna()].copy()
     prof["device_time_s"] = prof["device_time_s"].astype(float)
     prof["op_type"] = prof["op"].map(op_type)
-    runs = latest(data.ok)
+    runs = chosen_ok(data)
     runs = runs[runs["uid"].isin(set(prof["run_uid"]))] if len(runs) else runs
     return prof, runs
 
@@ -175,10 +182,128 @@ def op_speedups(data: Data, by: str, a: str, b: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
+# Seed 000 §4.2 (TPU v2, TensorFlow): share of step time in memory-bound ops of two
+# compute-bound real models, as published (not measured here); keyed by our zoo's family name.
+SEED_MEMORY_BOUND = {"resnet50": 0.13, "transformer_base": 0.199}
+SEED_MEMORY_BOUND_SOURCE = "seed 000 §4.2, TPU v2 (published figure, not measured here)"
+BOUND_COLUMNS = [
+    "family", "platform", "precision", "config_key", "run_uid", "roof", "ridge",
+    "memory_bound", "compute_bound", "no_flops", "unclassified", "profiled_s", "ops",
+    "untimed_ops", "reason", "seed_memory_bound",
+]  # fmt: skip
+
+
+def ridge_roof(data: Data, platform: str, precision: str) -> Roof | None:
+    """The roof whose ridge splits memory- from compute-bound ops: the measured one (`paradnn
+    calibrate`) where it has both a peak and a bandwidth, else the datasheet one, else None."""
+    found = {r.kind: r for r in roofs(data, platform, precision) if r.ridge}
+    return found.get("measured") or found.get("datasheet")
+
+
+def bound_class(flops, nbytes, ridge: float | None) -> str:
+    """'memory' (intensity below the ridge), 'compute' (at or above it: the op can reach the
+    peak), 'no_flops' (bytes moved, no FLOPs counted: data movement, and elementwise ops
+    torch's FLOP counter does not count), 'unclassified' (no bytes or no FLOP count, or no
+    ridge to compare with)."""
+    f, b = _num(flops), _num(nbytes)
+    if f is None or b is None or b <= 0:
+        return "unclassified"
+    if f <= 0:
+        return "no_flops"
+    if ridge is None:
+        return "unclassified"
+    return "memory" if f / b < ridge else "compute"
+
+
+def _num(v) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if x == x else None  # NaN: not counted
+
+
+def bound_shares(data: Data) -> pd.DataFrame:
+    """One row per profiled run: the shares of its profiled time in memory-bound ops (counted
+    intensity below the ridge), compute-bound ops (at or above it), ops that move bytes with
+    no counted FLOPs, and unclassified ops (no bytes or FLOPs counted); they add to 1 over the
+    ops with a time. The ridge is the measured roof's where present, else the datasheet's
+    (`roof` says which); with neither, memory_bound and compute_bound are null with a reason.
+    Ops without a time are counted in `untimed_ops`. The seed's published share sits beside
+    the models it measured (resnet50, transformer_base)."""
+    prof = data.op_profile
+    if not len(prof) or "run_uid" not in prof or "device_time_s" not in prof:
+        return pd.DataFrame(columns=BOUND_COLUMNS)
+    runs = chosen_ok(data)
+    runs = runs[runs["uid"].isin(set(prof["run_uid"]))] if len(runs) else runs
+    if not len(runs):
+        return pd.DataFrame(columns=BOUND_COLUMNS)
+    rows, cache = [], {}
+    by_run = {uid: g for uid, g in prof.groupby("run_uid", sort=False)}
+    for r in runs.itertuples(index=False):
+        key = (str(r.platform), str(r.precision))
+        if key not in cache:
+            cache[key] = ridge_roof(data, *key)
+        roof = cache[key]
+        ridge = roof.ridge if roof else None
+        ops = by_run[r.uid]
+        t = pd.to_numeric(ops["device_time_s"], errors="coerce")
+        timed = ops[t.notna()]
+        t = t[t.notna()].astype(float)
+        flops = timed["flops"] if "flops" in timed else pd.Series(None, index=timed.index)
+        nbytes = timed["bytes"] if "bytes" in timed else pd.Series(None, index=timed.index)
+        kind = [bound_class(f, b, ridge) for f, b in zip(flops, nbytes, strict=True)]
+        per = t.groupby(pd.Series(kind, index=t.index, dtype=object)).sum()
+        total = float(t.sum())
+        share = {k: (float(per.get(k, 0.0)) / total if total > 0 else None) for k in
+                 ("memory", "compute", "no_flops", "unclassified")}  # fmt: skip
+        reason = None
+        if roof is None:
+            reason = "no roof: no datasheet entry matches and no `paradnn calibrate` ceilings"
+            share["memory"] = share["compute"] = None
+        elif total <= 0:
+            reason = "no profiled time"
+        rows.append(
+            {
+                "family": r.family,
+                "platform": r.platform,
+                "precision": r.precision,
+                "config_key": r.config_key,
+                "run_uid": r.uid,
+                "roof": roof.kind if roof else None,
+                "ridge": ridge,
+                "memory_bound": share["memory"],
+                "compute_bound": share["compute"],
+                "no_flops": share["no_flops"],
+                "unclassified": share["unclassified"],
+                "profiled_s": total,
+                "ops": len(ops),
+                "untimed_ops": int(len(ops) - len(timed)),
+                "reason": reason,
+                "seed_memory_bound": SEED_MEMORY_BOUND.get(str(r.family)),
+            }
+        )
+    out = pd.DataFrame(rows, columns=BOUND_COLUMNS)
+    out["_b"] = out["config_key"].map(_batch)
+    out = out.sort_values(["family", "platform", "precision", "_b", "config_key"])
+    return out[BOUND_COLUMNS].reset_index(drop=True)
+
+
 def _shape_text(v) -> str:
     if isinstance(v, str):
         return v
     return json.dumps(v, separators=(",", ":")) if v is not None else ""
 
 
-__all__ = ["BREAKDOWN_COLUMNS", "breakdown", "op_speedups", "op_type", "shares"]
+__all__ = [
+    "BOUND_COLUMNS",
+    "BREAKDOWN_COLUMNS",
+    "SEED_MEMORY_BOUND",
+    "bound_class",
+    "bound_shares",
+    "breakdown",
+    "op_speedups",
+    "op_type",
+    "ridge_roof",
+    "shares",
+]

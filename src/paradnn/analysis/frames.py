@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from paradnn.errors import ConfigError
+from paradnn.attempts import OLD_UNCONVERGED as OLD_UNCONVERGED  # re-exported
+from paradnn.attempts import add_quality as add_quality  # the quality flags live with the choice
+from paradnn.attempts import choice_note as choice_note
+from paradnn.attempts import choose as choose  # the one choice of a config's attempt
+from paradnn.errors import ConfigError, StoreError
 from paradnn.store import open_store
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
@@ -36,6 +40,10 @@ class Data:
     op_profile: pd.DataFrame
     sources: list[dict] = field(default_factory=list)
     hyperparameters: dict[str, list[str]] = field(default_factory=dict)  # family -> config keys
+    # without_noisy: the chosen attempts it left out as noisy (a finding's "no fc runs" says so)
+    noisy_left_out: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # rows left out because a column could not be read: {"db", "table", "id", "column", "problem"}
+    skipped: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -46,12 +54,13 @@ class Data:
 
 
 def load(paths: Sequence[str | Path]) -> Data:
-    """Read and merge result databases; a missing one is a one-line error before any work."""
+    """Read and merge result databases; a missing one is a one-line error before any work. A
+    row with a column that cannot be read is left out and listed in `Data.skipped`."""
     paths = [str(p) for p in paths]
     for p in paths:
         if not Path(p).exists():
-            raise ConfigError("--db", p, "an existing paradnn result database")
-    runs, sides, sources = [], {t: [] for t in SIDE_TABLES}, []
+            raise StoreError(f"{p}: no such database (run `paradnn run` first, or pass --db)")
+    runs, sides, sources, skipped = [], {t: [] for t in SIDE_TABLES}, [], []
     for i, p in enumerate(dict.fromkeys(paths)):
         with open_store(p, readonly=True) as store:
             r = pd.DataFrame(store.runs())
@@ -66,12 +75,14 @@ def load(paths: Sequence[str | Path]) -> Data:
                         s["run_uid"] = s["run_id"].map(lambda x, i=i: f"{i}:{x}")
                 sides[t].append(s)
             sources.append(_source(p, r, {t: len(sides[t][-1]) for t in SIDE_TABLES}))
+            skipped += [{"db": p, **row} for row in store.skipped]
     data = Data(
         runs=_runs_frame(runs),
         ceilings=_concat(sides["ceilings"]),
         ops=_concat(sides["ops"]),
         op_profile=_concat(sides["op_profile"]),
         sources=sources,
+        skipped=skipped,
     )
     data.runs, data.hyperparameters = _flatten_configs(data.runs)
     _fill_measured_utilization(data)
@@ -142,63 +153,6 @@ def engine(df: pd.DataFrame) -> pd.Series:
     return backend.where(backend != "torch", "torch-" + mode)
 
 
-OLD_UNCONVERGED = "did not reach its CI target (recorded before quality flags)"
-
-
-def add_quality(runs: pd.DataFrame) -> pd.DataFrame:
-    """Boolean `noisy` and `emulated` columns and a `quality_reasons` list per run, in place.
-
-    A run is noisy when the store rated it so (`quality` = 'noisy', schema v5). A timed run
-    stored before the ratings (NULL quality, status ok or nan with a step time) is noisy when
-    its timer did not converge to the CI target. `emulated` is False where the column is absent.
-    Comparisons and the report leave noisy runs out by default; both read these columns.
-    """
-    n = len(runs)
-    quality = runs["quality"] if "quality" in runs else pd.Series([None] * n, index=runs.index)
-    reasons = (
-        runs["quality_reasons"].map(_reason_list)
-        if "quality_reasons" in runs
-        else pd.Series([[] for _ in range(n)], index=runs.index, dtype=object)
-    )
-    rated = quality.notna()
-    noisy = rated & (quality == "noisy")
-    status = runs["status"] if "status" in runs else pd.Series([None] * n, index=runs.index)
-    step = (
-        pd.to_numeric(runs["step_time_s"], errors="coerce")
-        if "step_time_s" in runs
-        else pd.Series(float("nan"), index=runs.index)
-    )
-    timed = status.isin(["ok", "nan"]) & step.notna()
-    unconverged = (
-        runs["converged"].map(lambda v: v is not None and not pd.isna(v) and not bool(v))
-        if "converged" in runs
-        else pd.Series(False, index=runs.index)
-    )
-    old_noisy = ~rated & timed & unconverged.astype(bool)
-    reasons = reasons.where(~old_noisy, pd.Series([[OLD_UNCONVERGED]] * n, index=runs.index))
-    flagged = noisy & (reasons.map(len) == 0)
-    reasons = reasons.where(~flagged, pd.Series([["rated noisy"]] * n, index=runs.index))
-    runs["noisy"] = (noisy | old_noisy).astype(bool)
-    runs["quality_reasons"] = reasons
-    runs["emulated"] = (
-        runs["emulated"].map(lambda v: v is not None and not pd.isna(v) and bool(v)).astype(bool)
-        if "emulated" in runs
-        else False
-    )
-    return runs
-
-
-def _reason_list(v) -> list[str]:
-    if isinstance(v, str):
-        try:
-            v = json.loads(v)
-        except ValueError:
-            return [v]
-    if isinstance(v, (list, tuple)):
-        return [str(x) for x in v]
-    return []
-
-
 def noisy_ok(runs: pd.DataFrame) -> pd.Series:
     """Rows that finished ok but are flagged noisy: the ones comparisons leave out."""
     if not len(runs) or "noisy" not in runs:
@@ -216,12 +170,12 @@ def reason_counts(runs: pd.DataFrame) -> dict[str, int]:
 
 
 def without_noisy(data: Data) -> tuple[Data, pd.DataFrame]:
-    """The data with noisy ok runs left out, and those runs.
+    """The data reduced to each config's chosen attempt (paradnn.attempts.choose: its best good
+    attempt, else its latest) with the noisy ok ones left out, and those left out.
 
-    The newest attempt of each run key is chosen first, so a noisy re-run does not bring back
-    an older attempt (or an older failure) in its place; the other tables are shared.
-    """
-    runs = latest(data.runs)
+    A config with one good attempt keeps it however many noisy re-runs followed; one with no
+    good attempt is left out when its latest is noisy. The other tables are shared."""
+    runs = choose(data.runs)
     drop = noisy_ok(runs)
     kept = Data(
         runs=runs[~drop],
@@ -230,6 +184,7 @@ def without_noisy(data: Data) -> tuple[Data, pd.DataFrame]:
         op_profile=data.op_profile,
         sources=data.sources,
         hyperparameters=data.hyperparameters,
+        noisy_left_out=runs[drop],
     )
     return kept, runs[drop]
 
@@ -369,9 +324,7 @@ def select(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
     return runs[mask]
 
 
-def latest(runs: pd.DataFrame) -> pd.DataFrame:
-    """The newest attempt of each run key (a retried failure supersedes the failure)."""
-    if not len(runs) or "run_key" not in runs:
-        return runs
-    order = runs.sort_values(["db_index", "run_key", "attempt"])
-    return order.groupby(["db_index", "run_key"], sort=False).tail(1).sort_index()
+def chosen_ok(data: Data) -> pd.DataFrame:
+    """The chosen attempt of each config (paradnn.attempts.choose) where it finished ok."""
+    runs = choose(data.runs)
+    return runs[runs["status"] == "ok"] if len(runs) else runs

@@ -15,9 +15,9 @@ import pandas as pd
 from paradnn.analysis.frames import (
     Data,
     check_metric,
+    choose,
     default_metric,
     largest_group,
-    latest,
     select,
     slice_columns,
 )
@@ -62,6 +62,34 @@ def paper_fixed(family: str) -> dict[str, Any]:
         return {}
 
 
+# Seed 000 Fig. 7 (examples/s over batch × nodes, one map per platform) fixes FC at 64 layers,
+# where Fig. 2 fixes 32 (the family's `paper_fixed`).
+FIGURE7_FIXED: dict[str, dict[str, Any]] = {"fc": {"layers": 64}}
+
+
+def closest(values: Any, target: float) -> Any:
+    """The value nearest `target` (absolute difference; a tie goes to the larger value), or
+    None when there is none."""
+    vals = sorted({_clean(v) for v in pd.Series(values).dropna()})
+    if not vals:
+        return None
+    return min(vals, key=lambda v: (abs(float(v) - target), -float(v)))
+
+
+def figure7_fixed(runs: pd.DataFrame, family: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(fixed, paper) for a family's Fig. 7 map over `runs`: each value Fig. 7 fixes where a run
+    has it, else the closest value the runs have; `paper` is what Fig. 7 fixes (for the
+    not-the-paper's-value mark). A family Fig. 7 does not show: ({}, {})."""
+    paper = FIGURE7_FIXED.get(family, {})
+    fixed = {}
+    for k, v in paper.items():
+        if k in runs:
+            found = closest(runs[k], v)
+            if found is not None:
+                fixed[k] = found
+    return fixed, dict(paper)
+
+
 def heatmap(
     data: Data,
     family: str,
@@ -70,8 +98,12 @@ def heatmap(
     metric: str | None = None,
     fixed: Mapping[str, Any] | None = None,
     where: Mapping[str, Any] | None = None,
+    paper: Mapping[str, Any] | None = None,
 ) -> HeatMap:
-    runs = latest(data.runs[data.runs["family"] == family])
+    """A metric over x and y with the other hyperparameters fixed: `fixed` where given, else
+    the paper's value where the data has it, else the most common one. `paper` replaces the
+    family's paper values for this figure (Fig. 7 fixes FC at 64 layers, Fig. 2 at 32)."""
+    runs = choose(data.runs[data.runs["family"] == family])
     hps = data.hyperparameters.get(family, [])
     if not len(runs):
         raise ConfigError("family", family, "a family with runs in the database")
@@ -87,7 +119,8 @@ def heatmap(
         pool = ok if len(ok) else runs
         where = largest_group(pool, slice_columns(pool))
     runs = select(runs, dict(where))
-    chosen, is_paper = _fixed_values(runs, family, [h for h in hps if h not in (x, y)], fixed)
+    others = [h for h in hps if h not in (x, y)]
+    chosen, is_paper = _fixed_values(runs, family, others, fixed, paper)
     cell_runs = select(runs, chosen).copy()
     for axis in (x, y):  # a family mixed with others has float columns: 256.0 -> 256
         cell_runs[axis] = cell_runs[axis].map(_clean)
@@ -131,11 +164,16 @@ def _second_axis(family: str, hps: list[str], x: str) -> str:
 
 
 def _fixed_values(
-    runs: pd.DataFrame, family: str, others: list[str], fixed: Mapping[str, Any] | None
+    runs: pd.DataFrame,
+    family: str,
+    others: list[str],
+    fixed: Mapping[str, Any] | None,
+    figure: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, bool]]:
     """Each other hyperparameter's value: the user's, else the paper's when the data has it,
-    else the value most runs share (said so in `paper_fixed`)."""
-    paper = paper_fixed(family)
+    else the value most runs share (said so in `paper_fixed`). `figure` overrides the
+    family's paper values (a figure that fixes another value)."""
+    paper = paper_fixed(family) | dict(figure or {})
     fixed = dict(fixed or {})
     for k in fixed:
         if k not in others:

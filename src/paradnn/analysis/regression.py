@@ -21,9 +21,9 @@ import pandas as pd
 from paradnn.analysis.frames import (
     Data,
     check_metric,
+    choose,
     default_metric,
     largest_group,
-    latest,
     numeric_hyperparameters,
     select,
     slice_columns,
@@ -68,7 +68,7 @@ def sensitivity(
 
     `frame` replaces the ok runs (e.g. a speedup table, whose metric column is `speedup`)."""
     if frame is None:
-        runs = latest(data.runs[data.runs["family"] == family])
+        runs = choose(data.runs[data.runs["family"] == family])
         runs = runs[runs["status"] == "ok"]
         metric = check_metric(metric) if metric else default_metric(runs)
         if where is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, chosen_ok
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def model_points(data: Data) -> pd.DataFrame:
         "bytes_per_step",
         "config_key",
     ]
-    runs = latest(data.ok)
+    runs = chosen_ok(data)
     if not len(runs):
         return pd.DataFrame(columns=cols)
     rows, cache = [], {}

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest, noisy_ok, reason_counts
+from paradnn.analysis.frames import Data, choose, noisy_ok, reason_counts
 from paradnn.errors import ConfigError
 
 # What a group may be defined by, and what must otherwise be equal for two runs to pair.
@@ -74,7 +74,7 @@ class Comparison:
     b: str
     metric: str
     pairs: pd.DataFrame  # one row per matched config: identity, values, speedup, CI and call
-    summary: pd.DataFrame  # per family and 'all': n, calls, geomean with CI, median, min, max
+    summary: pd.DataFrame  # per family and 'all': n, calls, geomean with CI, median, p90, range
     unmatched: dict[str, int]  # runs ok in one group whose config the other never ran ok
     failed: pd.DataFrame  # configs ok in one group and failed in the other (with the status)
     key: list[str] = field(default_factory=list)  # the identity columns pairs are matched on
@@ -134,7 +134,7 @@ def compare(
     _check_by(by)
     if metric not in HIGHER_IS_BETTER:
         raise ConfigError("metric", metric, "one of " + ", ".join(HIGHER_IS_BETTER))
-    runs = data.runs if by == "attempt" else latest(data.runs)
+    runs = data.runs if by == "attempt" else choose(data.runs)
     if family is not None:
         if family not in set(runs["family"]):
             raise ConfigError("family", family, "a family with runs in the database")
@@ -188,6 +188,31 @@ def compare(
         noisy_left_out=left_out,
         noisy_reasons=reasons,
         include_noisy=include_noisy,
+    )
+
+
+def counts(c: Comparison) -> dict[str, int | dict[str, int]]:
+    """What a gate rests on: configs compared (matched in both groups), configs left out as
+    noisy and configs ok in one group only, per group, and configs ok in one group and failed
+    in the other. A gate that compared fewer configs than it was asked for must not pass."""
+    return {
+        "compared": len(c.pairs),
+        "noisy_left_out": dict(c.noisy_left_out),
+        "unmatched": dict(c.unmatched),
+        "failed_in_one": len(c.failed),
+    }
+
+
+def counts_line(c: Comparison) -> str:
+    """'compared 0 configs; left out as noisy: eager 2, compile 2; ok in one group only: …'."""
+    n = counts(c)
+    per = lambda d: ", ".join(f"{k} {v}" for k, v in d.items())  # noqa: E731
+    kept = " (--include-noisy: kept)" if c.include_noisy else ""
+    return (
+        f"compared {n['compared']} config{'' if n['compared'] == 1 else 's'}; "
+        f"left out as noisy: {per(n['noisy_left_out'])}{kept}; "
+        f"ok in one group only: {per(n['unmatched'])}; "
+        f"ok in one group and failed in the other: {n['failed_in_one']}"
     )
 
 
@@ -453,10 +478,12 @@ SUMMARY_COLUMNS = [
     "geomean_ci_high",
     "geomean_call",
     "median",
+    "p90",
     "min",
     "max",
     "emulated",
 ]
+P90 = 0.9  # seed 000 §6 states 90th-percentile speedups per family (Fig. 12); linear interpolation
 
 
 def _summary(pairs: pd.DataFrame, logs: np.ndarray, seed: int) -> pd.DataFrame:
@@ -485,6 +512,7 @@ def _summary(pairs: pd.DataFrame, logs: np.ndarray, seed: int) -> pd.DataFrame:
                 "geomean_ci_high": hi,
                 "geomean_call": _call(lo, hi),
                 "median": float(s.median()),
+                "p90": float(s.quantile(P90)),
                 "min": float(s.min()),
                 "max": float(s.max()),
                 "emulated": int(emu.iloc[idx].sum()),

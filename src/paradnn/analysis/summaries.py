@@ -8,7 +8,7 @@ from itertools import product
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, latest
+from paradnn.analysis.frames import Data, choose, chosen_ok
 
 SPACE_LIMIT = 20_000  # configs enumerated per family for the analytic parameter range
 
@@ -51,7 +51,7 @@ def param_ranges(data: Data, include_space: bool = True) -> pd.DataFrame:
 
     cols = ["family", "kind", "source", "configs", "min", "median", "max"]
     rows = []
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     if len(runs):
         params = runs["params"].where(runs["params"].notna(), runs.get("params_analytic"))
         runs = runs.assign(p=pd.to_numeric(params, errors="coerce")).dropna(subset=["p"])
@@ -166,7 +166,7 @@ ENERGY_ROWS = {
 
 def energy_null_reasons(data: Data) -> dict[str, int]:
     """How many runs asked for energy and got none, by reason (`nulls['energy_j']`)."""
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     if not len(runs) or "nulls" not in runs:
         return {}
     out: dict[str, int] = {}
@@ -182,7 +182,7 @@ def table8(data: Data, max_models: int = 16) -> pd.DataFrame:
     platform/precision; throughput always, power and energy rows when they were measured.
 
     Models are the real-world ones when present, else the configs run on the most platforms."""
-    runs = latest(data.ok)
+    runs = chosen_ok(data)
     if not len(runs):
         return pd.DataFrame()
     runs = runs.assign(
@@ -218,7 +218,7 @@ def batch_effect(data: Data, metric: str) -> pd.DataFrame:
     """Median metric per batch size and its ratio to the smallest batch, per family/platform/
     precision, over configs that ran at two or more batch sizes (other hyperparameters equal)."""
     cols = ["family", "platform", "precision", "batch", "median", "ratio", "configs"]
-    runs = latest(data.ok)
+    runs = chosen_ok(data)
     if not len(runs) or "batch" not in runs or metric not in runs:
         return pd.DataFrame(columns=cols)
     runs = runs[runs["batch"].notna()].copy()

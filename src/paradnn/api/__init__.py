@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.catalog import family_info
     from paradnn.api.ceilings import calibrate, ops
     from paradnn.api.devices import device_capacity, native_precisions
+    from paradnn.api.doctor import doctor
     from paradnn.api.runs import (
         bench,
         dry_run,
@@ -46,6 +47,7 @@ _HOMES = {
     "ops": "ceilings",
     "device_capacity": "devices",
     "native_precisions": "devices",
+    "doctor": "doctor",
     "bench": "runs",
     "dry_run": "runs",
     "dry_run_count": "runs",
@@ -83,6 +85,7 @@ __all__ = [
     "calibrate",
     "compare",
     "device_capacity",
+    "doctor",
     "dry_run",
     "dry_run_count",
     "dry_run_total",

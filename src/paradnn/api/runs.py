@@ -16,6 +16,7 @@ from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
 from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
+from paradnn.store.db import EmptyDatabase, check_writable
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.host import LoadSample
@@ -39,11 +40,15 @@ def bench(
     allow_emulated: bool = False,
     db: str = DEFAULT_DB,
     on_event: Callable[[Event], None] | None = None,
+    remeasure: int = 0,
+    remeasure_backoff_s: float | None = None,
     load: LoadSample | None = None,
     **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
     environment, same run key), and store it; a config measured before gets a new attempt.
+    `remeasure`: measure a noisy result again (each a new attempt) up to this many times; the
+    last attempt is returned (the good one when one was good: re-measuring stops there).
     `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
     `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases.
     `load` (host.sample_load) is the machine's load the thread count is chosen from; without
@@ -66,10 +71,13 @@ def bench(
     _check_study(study)
     options = dataclasses.replace(options, **study)
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
-    settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
+    backoff = {} if remeasure_backoff_s is None else {"remeasure_backoff_s": remeasure_backoff_s}
+    settings = SweepSettings(
+        timeout_s=timeout_s, predict=False, force=True, remeasure=remeasure, **backoff
+    )
     with open_store(db) as store:
-        (rec,) = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
-    return rec
+        records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
+    return records[-1]
 
 
 def run(
@@ -153,6 +161,7 @@ def _run_on_cluster(
             f"needs --executor local ({executor.kind} tasks run one rank; across machines "
             "use torchrun, docs/scaling.md)",
         )
+    check_writable(db)  # before the cluster is reached: every result is stored here
     engine = open_engine(executor, options, settings.timeout_s)
     try:
         with open_store(db) as store:
@@ -331,10 +340,15 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
         "ceilings": {},
     }
     if not Path(db).exists():
+        check_writable(db)  # where `run` would make it: a file in the way is refused now
+        return found
+    try:
+        store = open_store(db, readonly=True)
+    except EmptyDatabase:  # `run` adopts an empty file: nothing in it to plan from
         return found
     by: dict[tuple[str, str], list[float]] = {}
     overheads: list[float] = []
-    with open_store(db, readonly=True) as store:
+    with store:
         rows = store.runs()
         found["latest"] = store.latest_status()
         for c in store.rows("ceilings", {"kind": "matmul"}):
@@ -400,9 +414,21 @@ def _stored_status(
     return history["latest"].get(key)
 
 
-def results(db: str = DEFAULT_DB, **filters: Any) -> list[dict[str, Any]]:
+def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> list[dict[str, Any]]:
+    """Stored runs (every attempt), each with `attempt_choice`: how paradnn.attempts.choose
+    picked it as its config's attempt (the one compare, report and findings use), or None for
+    an attempt they pass over. `chosen`: only those. The choice is made over every row of the
+    database, before the filters."""
+    from paradnn.attempts import chosen_ids
+
     with open_store(db, readonly=True) as store:
-        return store.runs(**filters)
+        picked = chosen_ids(store.runs())
+        limit = filters.pop("limit", None)
+        rows = store.runs(**filters, limit=None if chosen else limit)
+    rows = [{**r, "attempt_choice": picked.get(r["id"])} for r in rows]
+    if chosen:
+        rows = [r for r in rows if r["attempt_choice"] is not None][:limit]
+    return rows
 
 
 def store_info(db: str = DEFAULT_DB) -> dict[str, Any]:

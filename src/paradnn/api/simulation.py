@@ -226,6 +226,7 @@ def simulate_fit(
     Returns {"params": ..., "summary": [...], "rows": [...], "chip_toml": text, "out": path}."""
     from pathlib import Path
 
+    from paradnn import paths
     from paradnn.sim import fit as sim_fit
     from paradnn.store import open_store
     from paradnn.validate import int_at_least, one_of
@@ -234,8 +235,10 @@ def simulate_fit(
     int_at_least("--holdout", holdout, 0, 90)
     if statistic not in sim_fit.STATISTICS:
         raise ConfigError("--statistic", statistic, "must be one of median, min")
-    if out is not None and (not out.endswith(".toml") or not Path(out).parent.is_dir()):
+    if out is not None and not out.endswith(".toml"):
         raise ConfigError("--out", out, "must be a .toml path in an existing folder")
+    if out is not None:
+        paths.output_file("--out", out)
     if holdout_ops is not None and source != "ops":
         raise ConfigError("--holdout-ops", holdout_ops, "applies to --from ops only")
     if source == "ops":

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paradnn import paths
 from paradnn.errors import ConfigError
 from paradnn.runner import envs
 from paradnn.store import DEFAULT_DB, open_store
+from paradnn.store.db import check_writable
 
 SweepRunner = Callable[[envs.TorchEnv, list[str]], int]
 
@@ -101,6 +103,10 @@ def versions(
         progress=progress,
     )
     where = Path(cache) if cache is not None else envs.default_cache()
+    paths.output_folder("--cache", cache) if cache is not None else paths.output_folder(
+        "$PARADNN_ENV_CACHE", where
+    )
+    check_writable(db)  # each environment's `run` stores into it: refused now, not N times
     study = VersionStudy()
     for v in wanted:
         try:

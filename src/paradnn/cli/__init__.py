@@ -7,13 +7,17 @@ the command list in help order, and `main()`: bad input of any kind is one line,
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from paradnn import __version__
 from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
+from paradnn.cli import doctor as doctor_cmd
 from paradnn.cli.common import err, out
 from paradnn.errors import ParadnnError
 
@@ -43,6 +47,7 @@ app.command()(report.report)
 app.command()(report.compare)
 app.add_typer(simulate.app, name="simulate")
 app.command()(versions.versions)
+app.command()(doctor_cmd.doctor)
 
 
 def _version(value: bool) -> None:
@@ -51,13 +56,51 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+_DEBUG = {"on": False}
+
+
 @app.callback()
 def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="On an error, show Python's traceback instead of the one-line message "
+            "(before the command: `paradnn --debug results`).",
+        ),
+    ] = False,
 ) -> None:
-    pass
+    _DEBUG["on"] = debug
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings (a damaged row skipped, …) as `warning: …` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(f"[yellow]warning:[/] {escape(record.getMessage())}", highlight=False)
+
+
+_log = logging.getLogger("paradnn")
+if not any(isinstance(h, _Warnings) for h in _log.handlers):
+    _log.addHandler(_Warnings(logging.WARNING))
+    _log.propagate = False
+
+
+def _fail(message: str, code: int) -> int:
+    """One line on stderr, printed literally (a [bracket] in a path or value stays)."""
+    line = " | ".join(ln for ln in message.splitlines() if ln.strip())
+    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
+    return code
+
+
+def _os_error(e: OSError) -> str:
+    """An OSError as one line: what went wrong and the path it went wrong on."""
+    names = " -> ".join(str(n) for n in (e.filename, e.filename2) if n is not None)
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{names}: {what}" if names else what
 
 
 # Recent typer vendors click (and raises the vendored click's errors), older typer raises
@@ -66,20 +109,37 @@ UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageE
 
 
 def main() -> None:
-    """Entry point: bad input of any kind is one line on stderr and exit status 2."""
+    """Entry point and every command's error boundary. Bad input (options, files, databases
+    refused before any work) is one line on stderr and exit status 2; a failure during the
+    work (a file that cannot be written, a database error, a bug) is one line and exit status
+    1. `paradnn --debug …` lets the exception through with its traceback."""
+    _DEBUG["on"] = False
     try:
         code = app(standalone_mode=False)
     except UsageError as e:  # click's own checks: unknown option, not an integer, …
         if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already (as typer)
             sys.exit(0)
         hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        err.print(f"[bold red]error:[/] {e.format_message()}{hint}", highlight=False)
-        code = 2
-    except typer.Abort:  # Ctrl-C outside a run
+        code = _fail(f"{e.format_message()}{hint}", 2)
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a run
         code = 130
     except ParadnnError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        code = 2
+        if _DEBUG["on"]:
+            raise
+        code = _fail(str(e), 2)
+    except OSError as e:
+        if _DEBUG["on"]:
+            raise
+        code = _fail(_os_error(e), 1)
+    except sqlite3.Error as e:
+        if _DEBUG["on"]:
+            raise
+        code = _fail(f"database: {e}", 1)
+    except Exception as e:
+        if _DEBUG["on"]:
+            raise
+        what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        code = _fail(f"{what} (a paradnn bug: `paradnn --debug …` shows where)", 1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -133,6 +133,10 @@ class BarReporter:
                 for note in e.notes:
                     say(note)
                 say(f"{e.total} runs to do" + (f", {e.skipped} already done" if e.skipped else ""))
+        if e.kind == "remeasure" and not self.quiet:  # when and why a config is measured again
+            for note in e.notes:
+                say(note)
+            return
         if not self.quiet and not err.is_terminal:  # a log, not a live bar: one line per news
             self._line(e)
             return
@@ -195,6 +199,8 @@ class JsonlReporter:
         }
         if e.kind == "start":
             event["skipped"] = e.skipped
+        if e.kind == "remeasure":
+            event["notes"] = e.notes
         if getattr(e, "nodes", None):
             event["nodes"] = e.nodes
         if e.record is not None:

@@ -37,6 +37,23 @@ def report(
     )
 
 
+# `compare` exit status when a gate compared fewer configs than asked (docs/report.md#compare):
+# distinct from 1 (slower) so CI can tell "regressed" from "measured nothing".
+TOO_FEW_EXIT = 3
+
+
+def _too_few_hint(c: Any) -> str:
+    """What would give the gate something to compare."""
+    if any(c.noisy_left_out.values()):
+        return (
+            "Runs flagged noisy were left out: re-measure them (`paradnn run --remeasure N`, "
+            "`paradnn bench`) on a quieter machine, or pass --include-noisy to judge them anyway."
+        )
+    if any(c.unmatched.values()) or len(c.failed):
+        return f"Run the same configs in both groups ({c.a} and {c.b})."
+    return f"No config ran ok in both {c.a} and {c.b}."
+
+
 class FailOn(StrEnum):
     config = "config"
     geomean = "geomean"
@@ -83,15 +100,33 @@ def compare(
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy (left out by default).")
     ] = False,
+    min_configs: Annotated[
+        int | None,
+        typer.Option(
+            "--min-configs",
+            metavar="N",
+            help=f"Exit {TOO_FEW_EXIT} when fewer than N configs were compared (matched in both "
+            "groups, noisy ones left out). Default 1 under --fail-if-slower, so the gate never "
+            "passes on nothing; given alone it is a gate of its own.",
+        ),
+    ] = None,
 ) -> None:
     """Speedup of group B over group A for every configuration both ran (matched on family,
     config and every other identity column), each with a 95% bootstrap CI from the raw samples
-    and a call: faster, slower or no detectable change. Exit 1 under --fail-if-slower when a
-    config (or the geomean) is slower beyond its interval."""
+    and a call: faster, slower or no detectable change. Each config counts with its chosen
+    attempt (its best good attempt, else its latest). Exit status: 0 passed; 1 under
+    --fail-if-slower when a config (or the geomean) is slower beyond its interval; 2 bad input;
+    3 when fewer configs were compared than --min-configs (default 1 under --fail-if-slower).
+    A gate prints how many configs it compared, left out as noisy and found unmatched."""
     from paradnn.analysis import speedup
+    from paradnn.validate import int_at_least
 
     if fail_if_slower is not None:
         speedup.check_pct(fail_if_slower)  # bad input fails before any work
+    if min_configs is not None:
+        int_at_least("--min-configs", min_configs, 1, 1_000_000_000)
+    elif fail_if_slower is not None:
+        min_configs = 1
     c = api.compare(
         db or [DEFAULT_DB], by, a, b, metric=metric, family=family, include_noisy=include_noisy
     )
@@ -99,8 +134,18 @@ def compare(
     if fail_if_slower is not None:
         slower = speedup.slower_than(c, fail_if_slower, fail_on.value)
     _show_comparison(c, slower, fmt, limit)
+    if min_configs is not None:  # a gate: what it rests on, always
+        err.print(speedup.counts_line(c) + ".", markup=False, highlight=False)
     if slower is not None and not _judge(c, slower, fail_if_slower, fail_on):
         raise typer.Exit(1)
+    if min_configs is not None and len(c.pairs) < min_configs:
+        err.print(
+            f"gate not passed: {len(c.pairs)} config{'' if len(c.pairs) == 1 else 's'} compared, "
+            f"fewer than --min-configs {min_configs} (exit {TOO_FEW_EXIT}). " + _too_few_hint(c),
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(TOO_FEW_EXIT)
 
 
 def _show_comparison(c: Any, slower: Any, fmt: Format, limit: int) -> None:
@@ -128,6 +173,8 @@ def _judge(c: Any, slower: Any, pct: float, fail_on: FailOn) -> bool:
     """The --fail-if-slower verdict on stderr; True when nothing is slower beyond its CI."""
     limit_x = f"{1 - pct / 100:.3g}×"
     head = f"--fail-if-slower {pct:g} ({c.b} over {c.a})"
+    if not len(c.pairs):  # nothing judged: not a pass (the caller exits TOO_FEW_EXIT)
+        return True
     if not len(slower):
         what = "the geomean is not" if fail_on is FailOn.geomean else "no config is"
         err.print(f"{head}: {what} slower than {limit_x} beyond its 95% CI.", markup=False)

@@ -34,6 +34,14 @@ def results(
         str | None,
         typer.Option("--quality", help="Only runs of this quality: good or noisy."),
     ] = None,
+    chosen: Annotated[
+        bool,
+        typer.Option(
+            "--chosen",
+            help="Only each config's chosen attempt: its best good attempt, else its latest "
+            "(the one compare, report and findings use; docs/runner.md#attempts-which-one-counts).",
+        ),
+    ] = False,
     limit: Annotated[int | None, typer.Option("--limit", help="At most this many rows.")] = None,
     table: Annotated[
         Table_, typer.Option("--table", help="runs, ceilings (calibrate), ops, op_profile.")
@@ -62,7 +70,13 @@ def results(
             return
     else:
         rows = api.results(
-            db, family=family, status=status, sweep=sweep, quality=quality, limit=limit
+            db,
+            chosen=chosen,
+            family=family,
+            status=status,
+            sweep=sweep,
+            quality=quality,
+            limit=limit,
         )
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))

@@ -47,9 +47,32 @@ from paradnn.cli.progress import (
 )
 from paradnn.cli.scale import ProcsListOpt, ProcsOpt, parse_procs
 from paradnn.measure.timer import progress_words
+from paradnn.runner.supervisor import REMEASURE_BACKOFF_S
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import number_in
 
+# Re-measures of a noisy run (docs/runner.md#re-measuring-noisy-runs): a sweep tries twice more
+# (other configs run during the back-off, so the load has time to pass); `bench` once, so one
+# command costs at most twice its run. PARADNN_REMEASURE sets both (0: off).
+REMEASURE_RUN, REMEASURE_BENCH = 2, 1
+RemeasureOpt = Annotated[
+    int,
+    typer.Option(
+        "--remeasure",
+        metavar="N",
+        envvar="PARADNN_REMEASURE",
+        help="Measure a run flagged noisy again, up to N times, each a new attempt (0: never); "
+        "compare and the report use each config's best good attempt.",
+    ),
+]
+RemeasureBackoffOpt = Annotated[
+    float,
+    typer.Option(
+        "--remeasure-backoff",
+        metavar="SECONDS",
+        help="Wait before the first re-measure; each next one waits twice as long.",
+    ),
+]
 DRY_RUN_ROWS = 200  # a dry run lists at most this many runs; its totals cover every run
 DRY_RUN_SAMPLE = 500
 
@@ -97,6 +120,8 @@ def run(
         bool,
         typer.Option("--retry-failed", help="Re-run oom, timeout, crashed, predicted_oom runs."),
     ] = False,
+    remeasure: RemeasureOpt = REMEASURE_RUN,
+    remeasure_backoff: RemeasureBackoffOpt = REMEASURE_BACKOFF_S,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the configs and estimates; run nothing.")
     ] = False,
@@ -188,6 +213,8 @@ def run(
         recycle_every=recycle_every,
         predict=predict,
         retry_failed=retry_failed,
+        remeasure=remeasure,
+        remeasure_backoff_s=remeasure_backoff,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
     axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
     axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
@@ -326,6 +353,8 @@ def bench(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds the run may take before it is killed.")
     ] = 900.0,
+    remeasure: RemeasureOpt = REMEASURE_BENCH,
+    remeasure_backoff: RemeasureBackoffOpt = REMEASURE_BACKOFF_S,
     profile: Annotated[bool, ProfileOpt] = False,
     energy: EnergyOpt = False,
     energy_period: EnergyPeriodOpt = 0.05,
@@ -344,9 +373,11 @@ def bench(
     backend: BackendOpt = "torch",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
+    from paradnn.runner.supervisor import SweepSettings
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
+    SweepSettings(remeasure=remeasure, remeasure_backoff_s=remeasure_backoff)  # exit 2 now
     rec = api.bench(
         family,
         values,
@@ -363,6 +394,8 @@ def bench(
         allow_emulated=allow_emulated,
         db=db,
         on_event=_heartbeat(f"bench {family}"),
+        remeasure=remeasure,
+        remeasure_backoff_s=remeasure_backoff,
         mode=mode,
         **({"procs": procs} if procs != 1 else {}),
         **_infeed(data, loader_workers, pin_memory, prefetch_factor, persistent_workers),
@@ -396,6 +429,9 @@ def _heartbeat(label: str) -> Any:
         if e.kind == "start":  # e.g. the threads chosen from the load, or a --threads warning
             for note in e.notes:
                 say(note)
+        if e.kind == "remeasure":
+            for note in e.notes:
+                say(f"{label}: {note}")
         if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
             last[0] = time.monotonic()
             say(f"{label}: {progress_words(e.progress)}")

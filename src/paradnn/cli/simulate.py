@@ -104,6 +104,14 @@ ConcurrentOpt = Annotated[
 CsvOpt = Annotated[str | None, typer.Option("--csv", help="Also write the rows to this CSV file.")]
 
 
+def _csv(path: str | None) -> None:
+    """--csv checked before any work: a file that can be written, in an existing folder."""
+    if path is not None:
+        from paradnn import paths
+
+        paths.output_file("--csv", path)
+
+
 def _platform(platform: str | None) -> str:
     if platform is None:
         raise ConfigError("--platform", None, "required: a platform id or a chip .toml file")
@@ -163,6 +171,7 @@ def step(
     --chips N."""
     from paradnn.validate import parse_assignments
 
+    _csv(csv_path)
     values = parse_assignments(assignments or [], what=f"{family} config")
     rows = api.simulate(
         _platform(platform),
@@ -212,6 +221,7 @@ def scaling(
     --max-chips chips, with the topology's bisection bandwidth."""
     from paradnn.validate import parse_assignments
 
+    _csv(csv_path)
     values = parse_assignments(assignments or [], what=f"{family} config")
     rows = api.simulate_scaling(
         _platform(platform),
@@ -234,6 +244,7 @@ def mxu_study(
     csv_path: CsvOpt = None,
 ) -> None:
     """Seed 001's MXU-size argument: utilization of 1×256², 4×128² and 16×64² arrays on CNNs."""
+    _csv(csv_path)
     rows = api.simulate_mxu_study(batch, dataflow)
     title = f"MXU size study (prediction; compute-only, {dataflow.upper()}, 65,536 MACs each)"
     emit(rows, title, fmt, csv_path)
@@ -242,6 +253,7 @@ def mxu_study(
 @app.command("precision-study")
 def precision_study(fmt: FormatOpt = Format.table, csv_path: CsvOpt = None) -> None:
     """bf16 vs fp16 vs fp32 inputs to a matmul (fp32 accumulation), error against float64."""
+    _csv(csv_path)
     rows = api.simulate_precision_study()
     title = "Matmul error vs float64, inputs rounded, fp32 accumulation (emulated)"
     emit(rows, title, fmt, csv_path)
@@ -260,6 +272,7 @@ def validate(
     csv_path: CsvOpt = None,
 ) -> None:
     """Predict every ok run measured in --db and compare: error per run and per family."""
+    _csv(csv_path)
     rows, summary = api.simulate_validate(db, platform)
     emit(rows, f"predicted vs measured: {len(rows)} runs from {db}", fmt, csv_path, summary)
 

@@ -18,8 +18,9 @@ def _label(v: object) -> str:
 
 
 def share_map(grid: pd.DataFrame, family: str, source: str, y: str, x: str) -> Figure:
-    """Seed 000 Fig. 5's analogue: the infeed share (wait + copy over the step) per (y, x)
-    cell, 0-100 %; empty cells ran no `source` run."""
+    """The infeed share (wait + copy over the step) per (y, x) cell, 0-100 %, like Fig. 2's
+    heat maps (seed 000 Fig. 5 plots infeed per real model instead); empty cells ran no
+    `source` run."""
     vals = grid.to_numpy(dtype=float) * 100
     fig, ax = plt.subplots(
         figsize=(1.5 + 0.9 * max(2, vals.shape[1]), 1.4 + 0.6 * max(2, vals.shape[0]))

@@ -21,18 +21,22 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 import paradnn
 from paradnn import analysis as A
+from paradnn import paths
 from paradnn import plots as P
 from paradnn.analysis.frames import (
     METRICS,
+    choice_note,
+    choose,
     default_metric,
     largest_group,
-    latest,
     noisy_ok,
     reason_counts,
+    select,
     slice_columns,
     where_text,
     without_noisy,
 )
+from paradnn.analysis.heatmap import figure7_fixed
 from paradnn.errors import ConfigError
 from paradnn.report import backends as _backends
 from paradnn.report import cells
@@ -128,9 +132,7 @@ def build(
     say = progress or (lambda _msg: None)
     if not dbs:
         raise ConfigError("--db", "(none)", "at least one result database")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError("--out", str(out), "a directory (it is an existing file)")
+    out = paths.output_folder("--out", out)  # before any work: a file in the way, read-only
     full = A.load(dbs)
     data, noisy = (full, None) if include_noisy else without_noisy(full)
     w = _Writer(out)
@@ -141,30 +143,43 @@ def build(
             sections.append(_summary(data, w, every=full))
         else:
             sections.append(fn(full if fn in _EVERY_RUN else data, w))
-    note = _noisy_note(full, noisy)
-    if note:
+    notes = [n for n in (_noisy_note(full, noisy), choice_note(choose(full.runs))) if n]
+    for note in reversed(notes):
         for sec in sections:
             if sec.id in ("summary", "speedups") and not sec.empty:
-                sec.notes.insert(0, note)
+                sec.notes.insert(0, note + ".")
+    if full.skipped:
+        sections[0].notes.insert(0, _skipped_note(full.skipped))
     html = _render(data, sections)
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
     return Report(path, w.figures, w.tables, sections)
 
 
+def _skipped_note(skipped: list[dict]) -> str:
+    """One line: the rows a database held that could not be read, each named (the first 10)."""
+    named = "; ".join(
+        f"{r['db']} {'run' if r['table'] == 'runs' else r['table']} {r['id']}: {r['column']} "
+        f"{r['problem']}"
+        for r in skipped[:10]
+    )
+    more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+    return f"{len(skipped)} stored rows could not be read and are left out: {named}{more}."
+
+
 def _noisy_note(full: A.Data, left_out: pd.DataFrame | None) -> str | None:
     """One line: how many noisy runs were left out (or kept) and the commonest reasons."""
-    runs = latest(full.runs)
+    runs = choose(full.runs)
     n = int(noisy_ok(runs).sum())
     if not n:
         return None
     reasons = "; ".join(f"{r} ({k})" for r, k in list(reason_counts(runs).items())[:4])
     if left_out is None:
-        return f"{n} runs flagged noisy are included (--include-noisy): {reasons}."
+        return f"{n} runs flagged noisy are included (--include-noisy): {reasons}"
     return (
-        f"{n} of {int((runs['status'] == 'ok').sum())} ok runs were flagged noisy and are left "
-        f"out of every figure, table and comparison below: {reasons}. "
-        "`paradnn report --include-noisy` keeps them."
+        f"{n} of {int((runs['status'] == 'ok').sum())} ok configs have no good attempt (their "
+        f"latest is flagged noisy) and are left out of every figure, table and comparison "
+        f"below: {reasons}. `paradnn report --include-noisy` keeps them"
     )
 
 
@@ -175,8 +190,8 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
     """Run counts from every run (`every`: noisy ones too, as a column of their own); the
     per-group medians from `data`."""
     s = Section("summary", "Summary")
-    all_runs = latest((every or data).runs)
-    runs = latest(data.runs)
+    all_runs = choose((every or data).runs)
+    runs = choose(data.runs)
     if not len(all_runs):
         s.empty = "No runs yet: `paradnn run` (default preset) or `paradnn run --preset paper`."
         return s
@@ -192,7 +207,8 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
         w.table(
             "status-by-family",
             counts,
-            "Runs by family and status (latest attempt of each configuration)",
+            "Runs by family and status (the chosen attempt of each configuration: its best "
+            "good attempt, else its latest; as in compare and the findings)",
         )
     )
     ok = runs[runs["status"] == "ok"]
@@ -204,7 +220,9 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
                 median_examples_per_s=("examples_per_s", "median"),
                 max_achieved_flops=("achieved_flops", "max"),
                 max_util_measured=("utilization_measured", "max"),
+                p90_util_measured=("utilization_measured", _p90),
                 max_util_datasheet=("utilization_datasheet", "max"),
+                p90_util_datasheet=("utilization_datasheet", _p90),
             )
             .reset_index()
         )
@@ -221,11 +239,17 @@ def _summary(data: A.Data, w: _Writer, every: A.Data | None = None) -> Section:
             w.table(
                 "summary",
                 agg,
-                "Successful runs per family, platform and "
-                "precision (utilization: of the measured ceiling / datasheet peak)",
+                "Successful runs per family, platform and precision (utilization: of the "
+                "measured ceiling / datasheet peak; its maximum and 90th percentile over runs)",
             )
         )
     return s
+
+
+def _p90(x: pd.Series) -> float:
+    """The 90th percentile (linear interpolation) of the numbers in a column; NaN if none."""
+    v = pd.to_numeric(x, errors="coerce").dropna()
+    return float(v.quantile(0.9)) if len(v) else float("nan")
 
 
 def _provenance(data: A.Data, w: _Writer) -> Section:
@@ -282,12 +306,22 @@ def _provenance(data: A.Data, w: _Writer) -> Section:
     return s
 
 
+FINDING_HEADERS = {
+    "interval": "95% interval vs threshold",
+    "decide": "what would decide it",
+    "quote": "the seed says",
+}
+
+
 def _findings(data: A.Data, w: _Writer) -> Section:
     s = Section(
         "findings",
         "Findings: the seeds' observations, tested on this data",
-        "Each verdict is computed from the data in this report by the stated rule; "
-        "observations about hardware or run kinds the data lacks are untestable, not guessed. "
+        "Each verdict is computed from the data in this report by the stated rule: holds or "
+        "does not hold only when the 95% interval of the number it is decided on lies wholly "
+        "on one side of the rule's threshold, inconclusive when the interval straddles it "
+        "(with what more data would decide it); observations about hardware or run kinds the "
+        "data lacks are untestable, not guessed. Beside each citation, a phrase of the seed. "
         "The seeds: " + "; ".join(f"{k} is {v}" for k, v in A.findings.SEEDS.items()) + ".",
     )
     fs = A.findings.as_frame(A.evaluate(data, include_noisy=True))  # `data` is already filtered
@@ -297,7 +331,9 @@ def _findings(data: A.Data, w: _Writer) -> Section:
     s.tables.append(
         w.table(
             "findings",
-            tested[["verdict", "claim", "evidence", "source", "rule"]],
+            tested[
+                ["verdict", "claim", "evidence", "interval", "decide", "source", "quote", "rule"]
+            ].rename(columns=FINDING_HEADERS),
             "Verdicts",
         )
     )
@@ -351,7 +387,9 @@ def _heatmaps(data: A.Data, w: _Writer) -> Section:
         "A metric over batch size and the family's width hyperparameter with the other "
         "hyperparameters fixed (the paper's values when the data has them, else the "
         "most common value, as stated under each map): utilization (Figure 2) and, per "
-        "platform, examples/s (Figure 7). Failed cells show their status.",
+        "platform, examples/s (Figure 7, which fixes FC at 64 layers where Figure 2 fixes 32: "
+        "64 where the data has it, else the closest layer count present, said under the map). "
+        "Failed cells show their status.",
     )
     for fam in sorted(data.hyperparameters):
         hps = data.hyperparameters[fam]
@@ -395,15 +433,34 @@ def _throughput_maps(data: A.Data, w: _Writer, s: Section) -> None:
             if not len(ok):
                 continue
             where = largest_group(ok, slice_columns(ok))  # one precision, thread count, ...
+            fixed, paper = figure7_fixed(select(ok, where), fam)
             try:
-                hm = A.heatmap(data, fam, metric="examples_per_s", where=where)
+                hm = A.heatmap(
+                    data, fam, metric="examples_per_s", where=where, fixed=fixed, paper=paper
+                )
             except ConfigError:
                 continue
             if hm.cells < 2:
                 continue
             cap = f"{fam} on {where_text(where)}: examples/s; fixed {_fixed_text(hm)}"
+            cap += _figure7_text(hm, paper)
             name = "-".join(["throughput", fam, *(str(v) for v in where.values())])
             s.figures.append(w.figure(name, P.heatmap(hm), cap))
+
+
+def _figure7_text(hm, paper: dict) -> str:
+    """Which of Fig. 7's fixed values the map used: the seed's, or the closest the data has."""
+    parts = []
+    for k, v in paper.items():
+        if k not in hm.fixed:
+            continue
+        if hm.fixed[k] == v:
+            parts.append(f"{k}={v} as in seed 000 Fig. 7")
+        else:
+            parts.append(
+                f"{k}={hm.fixed[k]}: no run at seed 000 Fig. 7's {k}={v}, the closest present"
+            )
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _fixed_text(hm) -> str:
@@ -540,8 +597,9 @@ def _speedups(data: A.Data, w: _Writer) -> Section:
                     name,
                     c.summary,
                     f"{by}: {b} over {a} — configs faster, slower, no detectable change; "
-                    "geometric mean with its 95% CI; range",
-                    units={"median": "times", "min": "times", "max": "times"},
+                    "geometric mean with its 95% CI; median and 90th percentile (seed 000 §6 "
+                    "states 90th-percentile speedups per family); range",
+                    units={"median": "times", "p90": "times", "min": "times", "max": "times"},
                 )
             )
             _speedup_maps(c, data, w, s, name)
@@ -635,6 +693,7 @@ def _breakdown(data: A.Data, w: _Writer) -> Section:
         )
     )
     w.table("op-breakdown", bd, "")  # every profiled run, long format
+    _bound_shares(data, w, s)
     for by in ("platform", "precision", "torch_version", "threads", "mode"):
         vals = [v for v in A.speedup.values(data, by)]
         if len(vals) < 2:
@@ -680,6 +739,48 @@ def _breakdown(data: A.Data, w: _Writer) -> Section:
             "(two platforms, precisions, torch versions or thread counts)."
         )
     return s
+
+
+BOUND_SHOWN = [
+    "family", "platform", "precision", "config_key", "roof", "ridge", "memory_bound",
+    "compute_bound", "no_flops", "unclassified", "untimed_ops", "seed_memory_bound", "reason",
+]  # fmt: skip
+
+
+def _bound_shares(data: A.Data, w: _Writer, s: Section) -> None:
+    """Per profiled run: the share of its profiled time in memory-bound and compute-bound ops
+    (against the ridge of its platform's roof), with seed 000 §4.2's published shares."""
+    bs = A.breakdown.bound_shares(data)
+    if not len(bs):
+        return
+    names = {"resnet50": "ResNet-50", "transformer_base": "Transformer"}
+    seed = ", ".join(
+        f"{names.get(fam, fam)} ({fam}) {share:.1%}".replace(".0%", "%")
+        for fam, share in A.breakdown.SEED_MEMORY_BOUND.items()
+    )
+    s.notes.append(
+        "Memory-bound share (seed 000 §4.2): each profiled op is memory-bound when its counted "
+        "intensity (FLOPs / bytes) is below the ridge of its platform's roof at the run's "
+        "precision, compute-bound at or above it; the ridge is the measured roof's (`paradnn "
+        "calibrate`: best matmul FLOP/s over best copy bandwidth) where both were measured, "
+        "else the datasheet's ('ridge from' says which). Ops that move bytes with no counted "
+        "FLOPs (copies and layout, and elementwise ops torch's FLOP counter does not count) "
+        "and ops with no bytes or FLOPs counted have shares of their own; the four add to "
+        "100% of the run's profiled time. The seed's published figures, measured on TPU v2 "
+        f"(not here; memory-bound ops of compute-bound models, data formatting excluded): "
+        f"{seed}."
+    )
+    why = bs[bs["reason"].notna()].drop_duplicates(["platform", "precision", "reason"])
+    for r in why.itertuples():
+        s.notes.append(f"{r.platform} {r.precision}: {r.reason}.")
+    s.tables.append(
+        w.table(
+            "op-bound-shares",
+            bs[BOUND_SHOWN],
+            "Share of profiled time in memory-bound and compute-bound ops per profiled run, "
+            "beside seed 000 §4.2's published share (TPU v2) for the models it measured",
+        )
+    )
 
 
 def _representative(bd: pd.DataFrame, per: int = 3) -> pd.DataFrame:
@@ -837,7 +938,7 @@ def _failures(data: A.Data, w: _Writer) -> Section:
         "Failed and skipped runs",
         "Every attempted configuration is stored; these did not finish `ok`.",
     )
-    runs = latest(data.runs)
+    runs = choose(data.runs)
     bad = runs[runs["status"] != "ok"] if len(runs) else runs
     if not len(bad):
         s.empty = "None."

@@ -1,6 +1,7 @@
-"""The report's data-infeed section (docs/infeed.md): seed 000 Fig. 5's analogue (infeed share
-over a family's space), §4.4's gain from removing the infeed bottleneck per model, observation
-4's verdict and the simulator's input term against the measurements.
+"""The report's data-infeed section (docs/infeed.md): the infeed share per run and over a
+family's space (seed 000 Fig. 5 plots it per real model), §4.4's gain from removing the infeed
+bottleneck per model, observation 4's verdict and the simulator's input term against the
+measurements.
 
 Registered with one line in report/build.py's `_SECTIONS`, which makes a `Section` of the
 fields this returns (build imports this module, so this one cannot import build)."""
@@ -19,7 +20,8 @@ INTRO = (
     "tensors to the device each step; `pipeline` reads JPEG images and token files that paradnn "
     "wrote to a local cache, decoded and augmented by a torch DataLoader. Infeed share = (time "
     "blocked waiting for the batch + host time copying it) ÷ the timed window's wall time "
-    "(seed 000 Fig. 5 plots TPU infeed %). Gain = examples/s of the same config on device data "
+    "(seed 000 Fig. 5 plots the TPU infeed time of its six real models). Gain = examples/s "
+    "of the same config on device data "
     "(the batch resident on the device: no infeed) over the host-fed run, a ratio of medians "
     "with a 95% bootstrap CI: what removing the infeed bottleneck buys (seed 000 §4.4: +34% "
     "ResNet-50 to +180% SqueezeNet on TPU). Input-bound: the infeed drained alone (no model) is "
@@ -66,8 +68,8 @@ def section(data: Any, w: Any) -> dict[str, Any]:
                 w.figure(
                     f"infeed-{slug}-{family}-map",
                     P.share_map(grid, family, source, y, x),
-                    f"{family}: infeed share over {y} × {x} ({source}; seed 000 Fig. 5's "
-                    "analogue; other hyperparameters pooled by the mean)",
+                    f"{family}: infeed share over {y} × {x} ({source}; no seed figure: seed "
+                    "000 Fig. 5 plots real models; other hyperparameters pooled by the mean)",
                 )
             )
         if len(st.real) and st.real["gain_geomean"].notna().any():
@@ -93,7 +95,8 @@ def section(data: Any, w: Any) -> dict[str, Any]:
         s.notes.append(f"{source}: {check(I.simulator_rows(runs)).summary()}")
     if s.figures or s.tables:
         f = I.infeed_finding(data)
-        s.notes.insert(0, f"Observation 4 ({f.verdict}): {f.evidence}. Rule: {f.rule}.")
+        decide = f" What would decide it: {f.decide}." if f.decide else ""
+        s.notes.insert(0, f"Observation 4 ({f.verdict}): {f.evidence}.{decide} Rule: {f.rule}.")
     else:
         s.empty = (
             "Needs runs on host-fed data: `paradnn run --preset infeed` (device, host and "

@@ -68,6 +68,17 @@ def section(data: Any, w: Any) -> ScalingSection:
     )
     s.tables.append(w.table("scaling", table[SHOWN], "Runs of N > 1 against their N = 1 run"))
     s.tables.append(
+        w.table(
+            "scaling-serial-percentiles",
+            S.serial_percentiles(table),
+            "Karp–Flatt serial fraction per family: median, 90th percentile and maximum over the "
+            "runs of N > 1, and the 90th percentile at the family's largest batch, beside seed "
+            "000 §4.3's published 90th percentile at its largest batch (TPU v2, 1 against 8 "
+            "cores: FC 16%, CNN 8.8%; not measured here)",
+            units={c: "pct" for c in ("median", "p90", "max", "p90_at_largest_batch", "seed_p90")},
+        )
+    )
+    s.tables.append(
         w.table("scaling-amdahl", S.fits(table), "Amdahl's serial fraction fitted over N")
     )
     check = check_frame(table)

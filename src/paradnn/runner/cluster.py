@@ -80,6 +80,11 @@ class ClusterSupervisor(Supervisor):
         hello = self.engine.probe()
         specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
         self.notes.append(f"executor {self.engine.name}: {self.engine.slots()} configs at a time")
+        if self.settings.remeasure:  # docs/runner.md#re-measuring-noisy-runs
+            self.notes.append(
+                f"--remeasure {self.settings.remeasure}: noisy runs are not re-measured on a "
+                "cluster (local workers only); `paradnn bench` one again to measure it anew"
+            )
         jobs, skipped = self.plan(specs, hello["env"])
         self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
         capacity = hello["capacity_bytes"]

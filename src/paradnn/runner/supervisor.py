@@ -42,6 +42,8 @@ FINAL = (Status.OK, Status.UNSUPPORTED)  # a kernel unit with this status is not
 HELLO_TIMEOUT_S = 600.0
 MAX_WORKERS = 1024
 MAX_TIMEOUT_S = 7 * 86_400.0
+MAX_REMEASURE = 10  # re-measures of one noisy run: beyond this the machine is not going quiet
+REMEASURE_BACKOFF_S = 10.0  # the first re-measure's wait; each next one waits twice as long
 LOAD_WINDOW_S = 0.3  # the load sample before a run whose threads paradnn chooses (host.py)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 
@@ -54,6 +56,11 @@ class SweepSettings:
     predict: bool = True
     retry_failed: bool = False
     force: bool = False  # measure even what is finished (a new attempt): `paradnn bench`
+    # A run that finishes ok but noisy is measured again, as a new attempt, up to this many
+    # times, the k-th after remeasure_backoff_s × 2^(k-1) seconds (other runs go on meanwhile).
+    # The CLI turns it on (run: 2, bench: 1; docs/runner.md#re-measuring-noisy-runs).
+    remeasure: int = 0
+    remeasure_backoff_s: float = REMEASURE_BACKOFF_S
 
     def __post_init__(self) -> None:
         from paradnn.validate import int_at_least, number_at_least
@@ -63,6 +70,8 @@ class SweepSettings:
         int_at_least("workers", self.workers, 1, MAX_WORKERS)
         number_at_least("timeout", self.timeout_s, 0.0, strict=True, high=MAX_TIMEOUT_S)
         int_at_least("recycle_every", self.recycle_every, 1, 1_000_000)
+        int_at_least("remeasure", self.remeasure, 0, MAX_REMEASURE)
+        number_at_least("remeasure_backoff", self.remeasure_backoff_s, 0.0, high=3600.0)
         for flag in ("predict", "retry_failed", "force"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(flag, getattr(self, flag), "must be true or false")
@@ -70,7 +79,8 @@ class SweepSettings:
 
 @dataclass
 class Event:
-    """What the supervisor tells its caller: `start`, `result` (one per stored row), `end`."""
+    """What the supervisor tells its caller: `start`, `run`, `progress`, `result` (one per stored
+    row), `remeasure` (a noisy run queued again: `notes` says which, why and when), `end`."""
 
     kind: str
     done: int
@@ -92,6 +102,8 @@ class _Job:
     spec: RunSpec | Task
     record: RunRecord | None  # a training run's pre-filled record (used if the worker dies)
     cost: float
+    remeasured: int = 0  # how many times this run was measured again after a noisy result
+    not_before: float = 0.0  # time.monotonic() before which it must not start (back-off)
 
     @property
     def task(self) -> Task | None:
@@ -215,6 +227,15 @@ def _death(exitcode: int | None) -> tuple[str, str]:
         name = signal.Signals(-exitcode).name
         return Status.CRASHED, f"worker died with signal {name} ({exitcode})"
     return Status.CRASHED, f"worker exited with code {exitcode} before returning a result"
+
+
+def _next_due(queue: list[_Job]) -> _Job | None:
+    """The first job whose back-off has passed (taken off the queue), or None."""
+    now_ = time.monotonic()
+    for i, job in enumerate(queue):
+        if job.not_before <= now_:
+            return queue.pop(i)
+    return None
 
 
 def _cpu_sets(workers: int) -> list[tuple[int, ...] | None]:
@@ -353,7 +374,7 @@ class Supervisor:
                 running,
                 skipped,
                 self._eta(len(slots)),
-                notes=list(self.notes) if kind == "start" else [],
+                notes=list(self.notes) if kind in ("start", "remeasure") else [],
                 progress=progress,
                 row=self._last_row if kind == "result" else None,
             )
@@ -420,7 +441,10 @@ class Supervisor:
         queue = list(jobs)
         while queue or any(w is not None and w.job for w in slots):
             self._dispatch(queue, slots, pools, capacity, results)
-            self._collect(slots, results)
+            if not any(w is not None and w.job for w in slots) and queue:
+                # only re-measures waiting out their back-off: sleep until the first is due
+                time.sleep(max(0.0, min(j.not_before for j in queue) - time.monotonic()))
+            self._collect(slots, results, queue)
 
     def _idle_baseline(self, device: str) -> dict[str, Any]:
         """Idle power of the sweep's device, measured here (torch-free) while the first worker
@@ -452,8 +476,10 @@ class Supervisor:
         results: list[RunRecord],
     ) -> None:
         for i in range(len(slots)):
-            while queue and (slots[i] is None or slots[i].job is None):
-                job = queue.pop(0)
+            while slots[i] is None or slots[i].job is None:
+                job = _next_due(queue)
+                if job is None:
+                    break
                 if job.record is not None and (
                     job.record.status == "invalid" or not self._predict(job, *capacity)
                 ):
@@ -478,6 +504,7 @@ class Supervisor:
         measured_s: float | None,
         results: list[RunRecord],
         slots: list[_Worker | None],
+        queue: list[_Job] | None = None,
     ) -> None:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
         if job.task is not None:
@@ -500,6 +527,33 @@ class Supervisor:
         results.append(rec)
         self._last = rec
         self._emit("result", slots)
+        if queue is not None:
+            self._remeasure(rec, job, queue)
+
+    def _remeasure(self, rec: RunRecord, job: _Job, queue: list[_Job]) -> None:
+        """Queue a noisy ok run to be measured again (a new attempt) after its back-off, while
+        it has re-measures left; say when and why (a `remeasure` event)."""
+        if rec.status != Status.OK or rec.quality != "noisy":
+            return
+        if job.remeasured >= self.settings.remeasure:
+            return
+        wait_s = self.settings.remeasure_backoff_s * 2**job.remeasured
+        again = dataclasses.replace(
+            job, remeasured=job.remeasured + 1, not_before=time.monotonic() + wait_s
+        )
+        queue.append(again)
+        self.total += 1
+        self.cost_left += job.cost
+        label = f"{rec.family} {rec.precision} " + ", ".join(
+            f"{k}={v}" for k, v in (rec.config or {}).items()
+        )
+        self.notes = [
+            f"re-measuring {label} (attempt {rec.attempt} was noisy: "
+            f"{'; '.join(rec.quality_reasons or ['rated noisy'])}); "
+            f"re-measure {again.remeasured} of {self.settings.remeasure}, in {wait_s:g} s"
+        ]
+        self._emit("remeasure", [])
+        self.notes = []
 
     def _finish_task(
         self,
@@ -560,17 +614,20 @@ class Supervisor:
         self._emit("end", [])
         return results
 
-    def _collect(self, slots: list[_Worker | None], results: list[RunRecord]) -> None:
-        """Wait for a result, a death or a deadline; store each outcome; retire spent workers."""
+    def _collect(
+        self, slots: list[_Worker | None], results: list[RunRecord], queue: list[_Job] | None = None
+    ) -> None:
+        """Wait for a result, a death or a deadline; store each outcome; retire spent workers.
+        A re-measure in `queue` that comes due ends the wait, so an idle slot takes it."""
         busy = [w for w in slots if w is not None and w.job is not None]
         if not busy:
             return
         timeout = self.settings.timeout_s
         first_deadline = min(w.started + timeout for w in busy)
-        ready = wait(
-            [w.conn for w in busy] + [w.process.sentinel for w in busy],
-            max(0.0, min(first_deadline - time.monotonic(), self.heartbeat_s)),
-        )
+        until = min(first_deadline - time.monotonic(), self.heartbeat_s)
+        if queue and len(busy) < len(slots):
+            until = min(until, min(j.not_before for j in queue) - time.monotonic())
+        ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(0.0, until))
         for i, w in enumerate(slots):
             if w is None or w.job is None:
                 continue
@@ -607,4 +664,4 @@ class Supervisor:
             if retire or w.runs >= self.settings.recycle_every or self._compiled(job):
                 _stop(w, kill=retire)
                 slots[i] = None  # a fresh worker starts when there is work for it
-            self._finish(outcome, job, time.monotonic() - w.started, results, slots)
+            self._finish(outcome, job, time.monotonic() - w.started, results, slots, queue)

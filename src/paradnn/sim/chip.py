@@ -243,8 +243,9 @@ def _positive(pid: str, key: str, v: Any, zero: bool = False) -> float:
 def from_ceilings(rows: list[dict[str, Any]], device_name: str) -> Chip | None:
     """This machine as a chip built from its *measured* ceilings (`paradnn calibrate`): the best
     matmul FLOP/s per precision as the peak, the best copy bandwidth as memory bandwidth. Not
-    datasheet figures, and labelled so. None without a matmul and a copy/triad ceiling."""
-    mine = [r for r in rows if r.get("device_name") == device_name]
+    datasheet figures, and labelled so. None without a matmul and a copy/triad ceiling. A row
+    without a value (calibrate's budget stopped below a ceiling-sized matmul) is no ceiling."""
+    mine = [r for r in rows if r.get("device_name") == device_name and r.get("value") is not None]
     peaks: dict[str, float] = {}
     for r in mine:
         if r["kind"] == "matmul" and r.get("precision"):

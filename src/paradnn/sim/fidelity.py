@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from paradnn.attempts import choose
 from paradnn.errors import ConfigError
 from paradnn.precisions import PRECISIONS
 from paradnn.sim import chip as chips
@@ -54,17 +55,17 @@ def predicted_vs_measured(
     frame: pd.DataFrame, platform: Chip | str | Mapping[str, Chip]
 ) -> pd.DataFrame:
     """One row per ok run of ``frame`` (runs as `Store.frame()` returns them; of several
-    attempts of a run key, the latest ok one) whose device the chip describes. ``platform``: a
-    `Chip` (used for every run), a database id or TOML path, or a mapping device_name → Chip.
+    attempts of a run key, the one paradnn.attempts.choose picks, if ok) whose device the chip
+    describes. ``platform``: a `Chip` (used for every run), a database id or TOML path, or a
+    mapping device_name → Chip.
     Runs at a precision the chip has no peak for are left out."""
     if isinstance(platform, str):
         platform = chips.load(platform)
     rows: list[dict[str, Any]] = []
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
+    frame = choose(frame)  # a re-measured config counts once: the attempt compare uses
     ok = frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
-    if {"run_key", "attempt"} <= set(ok.columns):  # a re-measured config counts once: its latest
-        ok = ok.sort_values("attempt").drop_duplicates("run_key", keep="last").sort_index()
     for r in ok.to_dict("records"):
         chip = platform.get(r.get("device_name")) if isinstance(platform, Mapping) else platform
         if chip is None or r["precision"] not in PRECISIONS:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from paradnn.attempts import choose
 from paradnn.errors import ConfigError
 from paradnn.sim.chip import Chip
 from paradnn.sim.stepparams import StepParams
@@ -60,10 +61,10 @@ class Sample:
 
 
 def _ok_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    ok = frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
-    if {"run_key", "attempt"} <= set(ok.columns):
-        ok = ok.sort_values("attempt").drop_duplicates("run_key", keep="last").sort_index()
-    return ok
+    """Each config's chosen attempt (paradnn.attempts.choose, as compare and the report) where
+    it finished ok with a step time."""
+    frame = choose(frame)
+    return frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
 
 
 STATISTICS = {"median": "step_time_s", "min": "step_time_min_s"}

@@ -173,7 +173,59 @@ class FakeNvml:
         return 40
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: str) -> list[Any]:
+        return list(self.processes)
+
+    # -- what `paradnn doctor` reads besides power (fixed H100-like values) --------------------
+    processes: tuple[Any, ...] = ()
+    unsupported: tuple[str, ...] = ()  # names of queries that raise NotSupported
+
+    def _maybe(self, query: str, value: Any) -> Any:
+        if query in self.unsupported:
+            raise NVMLError(self.NVML_ERROR_NOT_SUPPORTED)
+        return value
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "560.35.03"
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 12060
+
+    def nvmlDeviceGetMemoryInfo(self, h: str) -> Any:
+        return self._maybe("memory", _Memory(total=80 << 30, free=79 << 30, used=1 << 30))
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: str) -> tuple[int, int]:
+        return self._maybe("capability", (9, 0))
+
+    def nvmlDeviceGetClockInfo(self, h: str, kind: int) -> int:
+        return self._maybe("clock", {1: 1980, 2: 2619}[kind])
+
+    def nvmlDeviceGetMaxClockInfo(self, h: str, kind: int) -> int:
+        return self._maybe("max_clock", {1: 1980, 2: 2619}[kind])
+
+    def nvmlDeviceGetPersistenceMode(self, h: str) -> int:
+        return self._maybe("persistence", 1)
+
+    def nvmlDeviceGetMigMode(self, h: str) -> tuple[int, int]:
+        return self._maybe("mig", (0, 0))
+
+    def nvmlDeviceGetEccMode(self, h: str) -> tuple[int, int]:
+        return self._maybe("ecc", (1, 1))
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, h: str) -> list[Any]:
         return []
+
+
+@dataclass
+class _Memory:
+    total: int
+    free: int
+    used: int
+
+
+@dataclass
+class FakeProcess:
+    pid: int
+    usedGpuMemory: int | None = None
 
 
 class FakeRaplZone:

@@ -1,0 +1,152 @@
+"""The lock-step timer and the isolated all-reduce (measure/collectives.py) in process, on a fake
+clock and fake collectives: every number is known, so a wrong rank taken as the sample, a wrong
+block size or sample count, or a wrong bandwidth formula fails here (the real runs are only
+reached through subprocesses, which mutation testing cannot see)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from paradnn.config import TimingPolicy
+from paradnn.measure import collectives as C
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+        self.barriers = 0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def tick(self, dt: float) -> None:
+        self.t += dt
+
+
+class FakeAgree:
+    """`world` ranks; every other rank reports this rank's values times `slow`."""
+
+    def __init__(self, world: int = 2, slow: float = 1.5) -> None:
+        self.device = torch.device("cpu")
+        self.world, self.slow = world, slow
+        self.barriers = 0
+
+    def sync(self) -> None:
+        pass
+
+    def barrier(self) -> None:
+        self.barriers += 1
+
+    def gather(self, values: list[float]) -> list[list[float]]:
+        return [list(values)] + [[v * self.slow for v in values]] * (self.world - 1)
+
+    def max(self, value: float) -> float:
+        return max(v[0] for v in self.gather([value]))
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(C, "time", types.SimpleNamespace(perf_counter=c))
+    return c
+
+
+def _policy(**kw) -> TimingPolicy:
+    base = dict(min_samples=3, max_samples=5, min_time_s=0.0, max_time_s=10.0,
+                warmup_min_steps=2, warmup_min_time_s=0.0, warmup_max_steps=50,
+                warmup_max_time_s=100.0, target_ci_rel=0.02, min_block_s=0.05)  # fmt: skip
+    return TimingPolicy(**(base | kw))
+
+
+def test_busbw_and_overlap_at_their_edges():
+    assert C.busbw(8.0, 4) == pytest.approx(12.0)  # 2 (n − 1) / n = 1.5
+    assert C.busbw(8.0, 2) == pytest.approx(8.0) and C.busbw(8.0, 1) == 0.0
+    assert C.overlap_fraction(1.0, 0.5, 1.0) == (1.0, 1.0)  # fully hidden
+    assert C.overlap_fraction(1.0, 0.5, 1.5) == (0.0, 0.0)  # fully exposed
+    assert C.overlap_fraction(1.0, 0.5, 2.0) == (0.0, -1.0)  # slower than serial: clipped
+    clipped, raw = C.overlap_fraction(1.0, 0.5, 0.5)
+    assert (clipped, raw) == (1.0, 2.0)
+    clipped, raw = C.overlap_fraction(1.0, 0.0, 1.0)
+    assert clipped != clipped and raw != raw  # no all-reduce: no fraction (NaN), not 0
+
+
+def test_a_fixed_block_lockstep_takes_the_slowest_rank_of_each_block(clock):
+    agree = FakeAgree(world=2, slow=1.5)
+    window = types.SimpleNamespace(calls=[])
+    window.begin = lambda: window.calls.append(("begin", clock.t))
+    window.end = lambda: window.calls.append(("end", clock.t))
+    r = C.lockstep(lambda: clock.tick(0.010), agree, _policy(), k=2, samples_cap=4,
+                   window=window)  # fmt: skip
+    assert r.first_step_s == pytest.approx(0.015)  # the slower rank's first step
+    assert r.warmup_steps == 2  # a fixed k warms up for warmup_min_steps only
+    assert r.steps_per_sample == 2 and r.steps == 8 and len(r.samples) == 4
+    assert r.samples == pytest.approx([0.015] * 4)  # per step, the slowest rank
+    assert r.per_rank[0] == pytest.approx([0.010] * 4)
+    assert r.per_rank[1] == pytest.approx([0.015] * 4)
+    assert (r.stop_reason, r.converged) == ("fixed_count", False)
+    assert r.summary.median == pytest.approx(0.015) and r.summary.n == 4
+    assert [w for w, _ in window.calls] == ["begin", "end"]
+    assert window.calls[1][1] - window.calls[0][1] == pytest.approx(8 * 0.010)
+    assert r.wall_s == pytest.approx(0.080)
+    assert agree.barriers == 1 + 4  # before the first step and before each block
+
+
+def test_lockstep_sizes_its_blocks_from_the_warm_up_and_stops_at_the_ci_target(clock):
+    r = C.lockstep(lambda: clock.tick(0.010), FakeAgree(), _policy(max_samples=50))
+    # warm-up until stable: at least 10 steps, then the last five against the five before
+    assert r.warmup_steps == 10
+    # block = ceil(min_block_s / the agreed step) = ceil(0.05 / 0.015) = 4 steps
+    assert r.steps_per_sample == 4
+    # identical samples: a zero-width CI meets the target as soon as the median has a 95%
+    # interval at all (6 samples; min_samples is 3)
+    assert (r.stop_reason, r.converged, len(r.samples)) == ("ci_target", True, 6)
+    assert r.steps == 24 and r.summary.ci_rel == 0.0
+
+
+def test_lockstep_stops_at_max_samples_or_at_its_time_cap_without_converging(clock):
+    times = iter([0.010, 0.030] * 1000)  # alternating: the CI never meets 0.1%
+    step = lambda: clock.tick(next(times))  # noqa: E731
+    r = C.lockstep(step, FakeAgree(), _policy(target_ci_rel=0.001), k=1)
+    assert (r.stop_reason, r.converged, len(r.samples)) == ("max_samples", False, 5)
+    # a time cap shorter than min_samples blocks: the blocks min_samples need, not fewer
+    times = iter([0.010, 0.030] * 1000)
+    r = C.lockstep(step, FakeAgree(), _policy(target_ci_rel=0.001, max_time_s=0.0,
+                                              max_samples=50))  # fmt: skip
+    assert r.stop_reason == "max_time" and not r.converged
+    assert len(r.samples) == 3  # min_samples: the cap is met by then
+
+
+@pytest.mark.parametrize(("max_time_s", "count"), [(0.1, 10), (10.0, 83)])
+def test_an_isolated_allreduce_times_blocks_of_reps_on_the_slowest_rank(
+    clock, monkeypatch, max_time_s, count
+):
+    calls = []
+
+    def all_reduce(buf):
+        calls.append(buf.numel())
+        clock.tick(0.002)
+
+    monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=all_reduce))
+    agree = FakeAgree(world=4, slow=1.5)
+    out = C.allreduce_time(4000, torch.float32, agree, _policy(max_time_s=max_time_s,
+                                                                min_samples=10, max_samples=500,
+                                                                min_block_s=0.01))  # fmt: skip
+    # warm-up 2 ms per call, agreed 3 ms (the slowest rank): reps = ceil(0.01 / 0.003) = 4;
+    # samples = max(min_samples, min(200, int(budget / (reps · 3 ms)))), budget =
+    # min(1 s, max(max_time_s, 0.05)): 0.1 s -> 8 -> 10; 10 s -> 1 s -> 83
+    assert out["reps_per_sample"] == 4 and out["n_samples"] == count
+    assert len(calls) == 3 + 4 * count and set(calls) == {1000}  # 4000 bytes of fp32
+    assert out["bytes"] == 4000
+    assert out["time_s"] == pytest.approx(0.003)
+    assert out["ci_low_s"] == pytest.approx(0.003) and out["ci_high_s"] == pytest.approx(0.003)
+    assert out["algbw"] == pytest.approx(4000 / 0.003)
+    assert out["busbw"] == pytest.approx(4000 / 0.003 * 1.5)  # 2 (4 − 1) / 4
+
+
+def test_an_allreduce_smaller_than_one_element_sends_one(clock, monkeypatch):
+    monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=lambda buf: clock.tick(0.001)))
+    out = C.allreduce_time(3, torch.float32, FakeAgree(world=2), _policy(min_samples=3))
+    assert out["bytes"] == 4 and out["busbw"] == pytest.approx(out["algbw"])
