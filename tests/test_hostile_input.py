@@ -223,6 +223,7 @@ RUN_OPTIONS = st.sampled_from(
         "--energy-idle",
         "--workers",
         "--recycle-every",
+        "--max-wait",
     ]
 )
 
@@ -511,6 +512,7 @@ def _choices(command, *specs):
 
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+MAX_WAIT = 7 * 86_400  # --max-wait's bound (paradnn.cli.progress.MAX_WAIT_S)
 OPTIMIZERS = ("rmsprop", "sgd", "momentum")
 FORMATS = ("table", "csv", "json")
 MEASURE_INTS = (("--threads", 1, 4096),)
@@ -538,6 +540,7 @@ OPTIONS = [
     ),
     *_floats(("run",), *TIMES, *ENERGY, *TIMEOUT, ("--remeasure-backoff", 0, 3600, False)),
     *_ints(("run",), ("--remeasure", 0, 10)),
+    *_floats(("run",), ("--max-wait", 0, MAX_WAIT, False)),
     *_ints(("bench", "fc"), ("--remeasure", 0, 10)),
     *_ints(COMPARE, ("--min-configs", 1, 10**9)),
     *_floats(("doctor",), ("--budget", 1, 600, False)),

@@ -179,7 +179,7 @@ class RunOptions:
     precision: str = "fp32"
     optimizer: str = "rmsprop"
     device: str = "auto"
-    threads: int | None = None  # None: every core this process may use
+    threads: int | None = None  # None: the free cores (host.choose_threads)
     mode: str = "eager"
     procs: int = 1  # data-parallel processes (ranks); 1 = the ordinary single-process run
     strategy: str = "ddp"  # ddp (DistributedDataParallel) or fsdp (FSDP2 fully_shard)

@@ -19,6 +19,7 @@ from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import EmptyDatabase, check_writable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.host import LoadSample
     from paradnn.runner.supervisor import Event
 
 
@@ -41,6 +42,7 @@ def bench(
     on_event: Callable[[Event], None] | None = None,
     remeasure: int = 0,
     remeasure_backoff_s: float | None = None,
+    load: LoadSample | None = None,
     **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
@@ -48,7 +50,9 @@ def bench(
     `remeasure`: measure a noisy result again (each a new attempt) up to this many times; the
     last attempt is returned (the good one when one was good: re-measuring stops there).
     `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
-    `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases."""
+    `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases.
+    `load` (host.sample_load) is the machine's load the thread count is chosen from; without
+    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores)."""
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
@@ -72,7 +76,7 @@ def bench(
         timeout_s=timeout_s, predict=False, force=True, remeasure=remeasure, **backoff
     )
     with open_store(db) as store:
-        records = Supervisor(store, options, settings, on_event=on_event).run([spec])
+        records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return records[-1]
 
 
@@ -94,12 +98,14 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     axes: Mapping[str, Sequence[Any]] | None = None,
     executor: ExecutorSettings | None = None,
+    load: LoadSample | None = None,
 ) -> list[RunRecord]:
     """Run a preset or sweep file in worker processes; each result is stored as it lands, and
     a second call with the same arguments resumes where the first stopped. `axes` replaces
     the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
     `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
-    cluster or Slurm instead (docs/cluster.md); this process still stores every result."""
+    cluster or Slurm instead (docs/cluster.md); this process still stores every result.
+    `load`: as for `bench` (`paradnn run` measures it for a second before the sweep)."""
     from paradnn.runner.supervisor import Supervisor
 
     sweep, specs = _plan(preset, precisions, optimizer, axes)
@@ -122,7 +128,7 @@ def run(
     if executor.kind != "local":
         return _run_on_cluster(sweep.name, specs, options, settings, executor, db, on_event)
     with open_store(db) as store:
-        sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event)
+        sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event, load=load)
         return sup.run(specs)
 
 

@@ -156,7 +156,8 @@ ThreadsOpt = Annotated[
     typer.Option(
         "--threads",
         parser=integer("--threads", 1, MAX_THREADS),
-        help="CPU threads for torch (default: every core this process may use).",
+        help="CPU threads for torch (default: the cores this process may use that other "
+        "processes leave free, within the cgroup's CPU quota; docs/runner.md).",
     ),
 ]
 LIMIT = integer("--limit", 1, MAX_ROWS)  # rows shown by results and compare

@@ -33,9 +33,60 @@ def warn_noisy(rows: list[dict[str, Any]]) -> None:
 
     for r in rows:
         label = f"{r['family']} {tables.compact_config(r['config'])} {r['precision']}"
-        line = warning_line(label, r.get("quality"), r.get("quality_reasons"))
+        line = warning_line(label, r.get("quality"), r.get("quality_reasons"), r)
         if line:
             error_line(line, "warning:", "yellow")
+
+
+QUIET_WINDOW_S = 1.0  # `paradnn run`'s load sample before a sweep
+WAIT_SAY_EVERY_S = 10.0  # --wait-for-idle says how it waits at most this often
+MAX_WAIT_S = 7 * 86_400.0
+
+
+def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
+    """The machine's load before a sweep (about a second): one warning line when it is busy,
+    and with `wait` a bounded hold until it is quiet, saying how it waits on stderr. Returns
+    the last sample (the sweep's threads are chosen from it). Ctrl-C while waiting runs
+    nothing and exits 130."""
+    import time
+
+    import typer
+    from rich.markup import escape
+
+    from paradnn import host
+    from paradnn.measure.quality import busy_line, wait_for_quiet
+
+    take = sampler or (lambda: host.sample_load(QUIET_WINDOW_S))
+    if not wait:
+        sample = take()
+        line = busy_line(sample)
+        if line:
+            err.print(f"[yellow]warning[/]: {escape(line)}", highlight=False)
+        return sample
+    said = [-math.inf]
+
+    def heard(sample: Any, waited: float) -> None:
+        if time.monotonic() - said[0] >= WAIT_SAY_EVERY_S:
+            said[0] = time.monotonic()
+            say(
+                f"waiting for a quiet machine ({waited:.0f} of at most {max_wait_s:.0f} s): "
+                f"{escape(sample.words())}"
+            )
+
+    try:
+        sample, quiet = wait_for_quiet(take, max_wait_s, heard)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/] while waiting for a quiet machine: nothing was run.")
+        raise typer.Exit(130) from None
+    if not quiet:
+        err.print(
+            f"[yellow]warning[/]: still busy after {max_wait_s:.0f} s ({escape(sample.words())}): "
+            "running anyway; runs under load are flagged noisy",
+            highlight=False,
+        )
+    elif math.isfinite(said[0]):
+        say(f"quiet now: {escape(sample.words())}")
+    return sample
 
 
 def reporter(mode: ProgressMode) -> BarReporter | JsonlReporter:

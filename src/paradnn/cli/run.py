@@ -45,7 +45,14 @@ from paradnn.cli.common import (
     timing,
     unique,
 )
-from paradnn.cli.progress import ProgressMode, reporter, say, warn_noisy
+from paradnn.cli.progress import (
+    MAX_WAIT_S,
+    ProgressMode,
+    quiet_check,
+    reporter,
+    say,
+    warn_noisy,
+)
 from paradnn.cli.scale import ProcsListOpt, ProcsOpt, parse_procs
 from paradnn.config import (
     EXECUTORS,
@@ -221,6 +228,22 @@ def run(
     prefetch_factor: PrefetchOpt = None,
     persistent_workers: PersistentOpt = None,
     backend: BackendsOpt = None,
+    wait_for_idle: Annotated[
+        bool,
+        typer.Option(
+            "--wait-for-idle",
+            help="Before the sweep, wait (at most --max-wait) until other processes leave the "
+            "CPUs quiet; without it a busy machine is only reported.",
+        ),
+    ] = False,
+    max_wait: Annotated[
+        float,
+        typer.Option(
+            "--max-wait",
+            parser=number("--max-wait", 0.0, MAX_WAIT_S),
+            help="Seconds --wait-for-idle waits at most.",
+        ),
+    ] = 600.0,
 ) -> None:
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
@@ -253,17 +276,18 @@ def run(
     axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
     axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
     sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
-    if dry_run:
-        from paradnn.config import RunOptions
+    from paradnn.config import RunOptions
 
-        RunOptions(
-            device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
-        )
+    RunOptions(  # checked before the dry run and the load check: one line, exit 2, no work
+        device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
+    )
+    if dry_run:
         plan = dict(precisions=precision, optimizer=optimizer, device=device, axes=axes)
         return _show_dry_run(
             sweep.name, preset, plan, timing=policy, db=db, recycle_every=recycle_every
         )
     mode = ProgressMode.quiet if quiet else progress_mode
+    load = quiet_check(wait_for_idle, max_wait) if where.kind == "local" else None
     report = reporter(mode)
     try:
         with report:
@@ -284,6 +308,7 @@ def run(
                 on_event=report,
                 axes=axes,
                 executor=where,
+                load=load,
             )
     except KeyboardInterrupt:
         err.print(
@@ -461,6 +486,9 @@ def _heartbeat(label: str) -> Any:
     last = [0.0]
 
     def heard(e: Any) -> None:
+        if e.kind == "start":  # e.g. the threads chosen from the load, or a --threads warning
+            for note in e.notes:
+                say(note)
         if e.kind == "remeasure":
             for note in e.notes:
                 say(f"{label}: {note}")

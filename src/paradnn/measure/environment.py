@@ -146,15 +146,45 @@ def _version(module: str) -> str | None:
         return None
 
 
+_chosen: dict[str, Any] | None = None  # the supervisor's threads choice for this process
+
+
+def note_threads_choice(choice: dict[str, Any] | None) -> None:
+    """Adopt the supervisor's thread choice (host.ThreadsChoice.as_dict()): its count is this
+    process's default, and every run's environment records it with its reason."""
+    global _chosen
+    _chosen = dict(choice) if choice else None
+    run_environment.cache_clear()
+
+
 def default_threads() -> int:
-    """Every core this process may use."""
+    """The supervisor's choice from the machine's load, else every core this process may use."""
+    if _chosen is not None and _chosen.get("requested") is None:
+        return int(_chosen["threads"])
     return len(host.usable_cpus())
 
 
+def threads_choice(threads: int, requested: bool) -> dict[str, Any]:
+    """Why a run uses `threads` threads: the supervisor's choice when it made this one, else
+    what the caller asked for or every usable core (the load then was not measured)."""
+    if _chosen is not None and _chosen.get("threads") == threads:
+        return dict(_chosen)
+    usable = len(host.usable_cpus())
+    why = "set by the caller" if requested else f"every usable CPU ({usable})"
+    return {
+        "threads": threads,
+        "requested": threads if requested else None,
+        "usable": usable,
+        "reason": f"{why}; the load was not measured",
+    }
+
+
 @cache
-def run_environment(device: str, threads: int) -> dict[str, Any]:
+def run_environment(device: str, threads: int, requested: bool = True) -> dict[str, Any]:
     """The environment of runs on `device` with `threads` CPU threads (collected once)."""
-    return collect(torch.device(device), threads)
+    env = collect(torch.device(device), threads)
+    env["threads_choice"] = threads_choice(threads, requested)
+    return env
 
 
 def prepare(options: RunOptions) -> tuple[torch.device, dict[str, Any]]:
@@ -164,4 +194,4 @@ def prepare(options: RunOptions) -> tuple[torch.device, dict[str, Any]]:
     device = resolve(options.device)
     threads = options.threads or default_threads()
     torch.set_num_threads(threads)
-    return device, run_environment(str(device), threads)
+    return device, run_environment(str(device), threads, options.threads is not None)

@@ -2,7 +2,8 @@
 
 A run stays `ok` when it is noisy, but it says so: `quality = "noisy"` with the reasons, and
 `compare`/`report` leave it out by default. Two kinds of evidence (reference/timing.md §4):
-* the samples: the median's CI missed its target (the timer stopped at a cap), and IQR/median;
+* the samples: the median's final CI is wider than its target (whatever stopped the timer),
+  and IQR/median (shown, not a verdict);
 * the machine during the timed window: CPU time other processes took on the run's own CPUs
   (from /proc/stat, minus this process's own time), time the hypervisor stole, the load average
   before and after, and on a GPU the other processes NVML sees on the device.
@@ -17,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from paradnn import host
+
 # Flag a run when other processes took more than this share of its CPUs' time: a 2-core run
 # beside one busy process loses ~50%; an idle VM's daemons stay near 1%.
 OTHERS_CPU_LIMIT = 0.10
@@ -27,36 +30,13 @@ MIN_WINDOW_S = 0.05  # below this /proc/stat's 10 ms ticks say nothing about loa
 PROC_STAT = "/proc/stat"
 
 
-def _ticks_per_s() -> float:
-    try:
-        return float(os.sysconf("SC_CLK_TCK"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 100.0
-
-
 def read_cpu_times(cpus: Sequence[int], path: str = PROC_STAT) -> tuple[float, float] | None:
     """(busy, steal) seconds summed over `cpus` since boot, or None when unreadable."""
-    wanted = {f"cpu{i}" for i in cpus}
-    busy = steal = 0.0
-    found = 0
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if not parts or parts[0] not in wanted:
-                    continue
-                v = [int(x) for x in parts[1:]] + [0] * 10
-                # user nice system idle iowait irq softirq steal guest guest_nice;
-                # guest time is already inside user, so it is not added again.
-                busy += v[0] + v[1] + v[2] + v[5] + v[6]
-                steal += v[7]
-                found += 1
-    except (OSError, ValueError):
+    per_cpu = host.cpu_stat_file(path)
+    if per_cpu is None or not any(c in per_cpu for c in cpus):
         return None
-    if not found:
-        return None
-    hz = _ticks_per_s()
-    return busy / hz, steal / hz
+    found = [per_cpu[c] for c in cpus if c in per_cpu]
+    return sum(b for b, _ in found), sum(s for _, s in found)
 
 
 def _own_cpu_s() -> float:
@@ -65,8 +45,6 @@ def _own_cpu_s() -> float:
 
 
 def _usable_cpus() -> list[int]:
-    from paradnn import host
-
     return host.usable_cpus()
 
 
@@ -128,8 +106,6 @@ def nvml_other_processes(index: int) -> Callable[[], list[dict[str, Any]] | None
     """A reader of the compute processes on GPU `index` other than this one (NVML)."""
 
     def read() -> list[dict[str, Any]] | None:
-        from paradnn import host
-
         with host.nvml() as nv:
             procs = nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(index))
         me = os.getpid()
@@ -157,6 +133,14 @@ def ci_half_rel(median: float, ci_low: float | None, ci_high: float | None) -> f
     return (ci_high - ci_low) / 2 / median
 
 
+def ci_gap_rel(median: float, ci_low: float | None, ci_high: float | None) -> float | None:
+    """The CI's larger one-sided gap relative to the median: what the timer compares with its
+    target (stats.Summary.ci_rel), so the verdict and the timer never disagree."""
+    if ci_low is None or ci_high is None or not median or median <= 0:
+        return None
+    return max(median - ci_low, ci_high - median) / median
+
+
 def judge(
     *,
     median: float,
@@ -164,42 +148,134 @@ def judge(
     ci_high: float | None,
     q1: float,
     q3: float,
-    converged: bool,
     stop_reason: str,
     target_ci_rel: float,
     load: dict[str, Any] | None,
 ) -> Verdict:
-    """The quality verdict of one timed run, with every reason it is not `good`."""
+    """The quality verdict of one timed run, with every reason it is not `good`. Each reason is
+    a measured fact beside its threshold; at a threshold the run is still good. Whether the
+    timer stopped at its CI target or at a cap does not matter: the final CI does (a run that
+    hit max_samples with its CI inside the target is good)."""
     reasons: list[str] = []
     half = ci_half_rel(median, ci_low, ci_high)
     iqr = (q3 - q1) / median if median > 0 else None
-    if not converged:
-        gap = (
-            max(median - ci_low, ci_high - median) / median
-            if ci_low is not None and ci_high is not None and median > 0
-            else None
+    gap = ci_gap_rel(median, ci_low, ci_high)
+    if gap is None:
+        reasons.append(
+            f"no CI (too few samples for ±{target_ci_rel:.0%}; stopped at {stop_reason})"
         )
-        shown = "no CI (too few samples)" if gap is None else f"CI reaches ±{gap:.1%}"
-        reasons.append(f"{shown} > ±{target_ci_rel:.0%} target (stopped at {stop_reason})")
+    elif gap > target_ci_rel:
+        reasons.append(
+            f"CI reaches ±{gap:.1%} > ±{target_ci_rel:.0%} target (stopped at {stop_reason})"
+        )
     load = load or {}
     others = load.get("others_cpu_frac")
     if others is not None and others > OTHERS_CPU_LIMIT:
-        reasons.append(f"other processes used {others:.0%} of the run's CPUs")
+        reasons.append(
+            f"other processes used {others:.0%} of the run's CPUs (> {OTHERS_CPU_LIMIT:.0%})"
+        )
     steal = load.get("steal_frac")
     if steal is not None and steal > STEAL_LIMIT:
-        reasons.append(f"the hypervisor stole {steal:.0%} of the run's CPU time")
+        reasons.append(
+            f"the hypervisor stole {steal:.0%} of the run's CPU time (> {STEAL_LIMIT:.0%})"
+        )
     gpu = load.get("gpu_other_processes")
     if gpu:
         pids = ", ".join(str(p["pid"]) for p in gpu[:5])
-        reasons.append(f"{len(gpu)} other process(es) on the GPU (pid {pids})")
+        reasons.append(f"{len(gpu)} other process(es) on the GPU (pid {pids}; > 0)")
     return Verdict("noisy" if reasons else "good", reasons, half, iqr)
 
 
-def warning_line(label: str, quality: str | None, reasons: Sequence[str] | None) -> str | None:
-    """The one-line warning `bench` and `run` print for a noisy run (None for a good one)."""
+def advice(row: dict[str, Any]) -> list[str]:
+    """What would help a noisy run, from what was measured: the cause decides the fix."""
+    load = row.get("load") or {}
+    others = row.get("others_cpu_frac", load.get("others_cpu_frac"))
+    cpus = load.get("cpus")
+    threads = row.get("threads")
+    tips: list[str] = []
+    if others is not None and others > OTHERS_CPU_LIMIT:
+        held = round(others * cpus) if cpus else None
+        free = max(1, cpus - held) if cpus and held is not None else None
+        fewer = []
+        if threads is None or threads > 1:  # one thread cannot be fewer
+            fewer = [
+                f"--threads {free} (other processes held {held} of {cpus} cores)"
+                if free is not None and threads is not None and free < threads
+                else "fewer threads"
+            ]
+        ways = [*fewer, "a quieter time (`paradnn run --wait-for-idle`)"]
+        tips.append(
+            ", ".join(ways) + ", or pinning this run and the other jobs to separate cores "
+            "(taskset -c)"
+        )
+    steal = load.get("steal_frac")
+    if steal is not None and steal > STEAL_LIMIT:
+        tips.append("a quieter time on this VM's host, or a dedicated machine (CPU time stolen)")
+    if load.get("gpu_other_processes"):
+        tips.append("the GPU to itself (nvidia-smi names the other processes)")
+    target = load.get("target_ci_rel")
+    gap = ci_gap_rel(
+        row.get("step_time_s") or 0.0, row.get("step_time_ci_low_s"), row.get("step_time_ci_high_s")
+    )
+    spread = gap is None or (target is not None and gap > target)
+    if spread and not tips:  # the samples alone were too spread: more of them narrow the CI
+        tips.append("a longer --max-time (more samples narrow the CI)")
+    return tips
+
+
+def warning_line(
+    label: str,
+    quality: str | None,
+    reasons: Sequence[str] | None,
+    row: dict[str, Any] | None = None,
+) -> str | None:
+    """The one-line warning `bench` and `run` print for a noisy run (None for a good one),
+    with the fix that fits its cause (`row`: the run's flat record, for the measured facts)."""
     if quality != "noisy":
         return None
+    tips = advice(row or {})
+    fix = "; ".join(tips) if tips else "re-run it: the cause was not measured"
     return (
         f"noisy: {label}: {'; '.join(reasons or ())}. It is stored, flagged, and left out of "
-        "compare/report; re-run on an idle machine or with a longer --max-time."
+        f"compare/report; what would help: {fix}."
     )
+
+
+def machine_busy(sample: host.LoadSample) -> bool:
+    """Busy by the rule that flags a run noisy: other processes took more than OTHERS_CPU_LIMIT
+    of this process's CPUs. An unknown load is not called busy (it is said so instead)."""
+    frac = sample.others_frac
+    return frac is not None and frac > OTHERS_CPU_LIMIT
+
+
+def busy_line(sample: host.LoadSample) -> str | None:
+    """The line `paradnn run` prints before a sweep on a busy machine (None when quiet)."""
+    if sample.others_cores is None:
+        return f"machine load unknown ({sample.reason}): runs are judged by their own windows"
+    if not machine_busy(sample):
+        return None
+    return (
+        f"busy machine: {sample.words()} (measured over {sample.window_s:.1f} s; runs are "
+        f"flagged noisy above {OTHERS_CPU_LIMIT:.0%}); --wait-for-idle holds the sweep until "
+        "it is quiet"
+    )
+
+
+def wait_for_quiet(
+    sample: Callable[[], host.LoadSample],
+    max_wait_s: float,
+    on_busy: Callable[[host.LoadSample, float], None] = lambda s, waited: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[host.LoadSample, bool]:
+    """Sample the load (each sample takes its own window) until the machine is quiet or
+    `max_wait_s` has passed: (the last sample, whether it was quiet). `on_busy(sample, waited)`
+    hears every busy sample; Ctrl-C goes on up to the caller, nothing is held."""
+    t0 = clock()
+    s = sample()
+    while machine_busy(s):
+        waited = clock() - t0
+        if waited >= max_wait_s:
+            return s, False
+        on_busy(s, waited)
+        s = sample()
+    return s, True

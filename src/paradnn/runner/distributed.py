@@ -354,7 +354,6 @@ def _quality(step: dict[str, Any], loads: list[dict[str, Any]], target: float) -
         ci_high=step["ci_high"],
         q1=step["q1"],
         q3=step["q3"],
-        converged=step["converged"],
         stop_reason=step["stop_reason"],
         target_ci_rel=target,
         load=load,

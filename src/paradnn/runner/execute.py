@@ -248,7 +248,6 @@ def quality_part(t: Timing, load: dict[str, Any], target: float) -> Quality:
         ci_high=s.ci_high,
         q1=s.q1,
         q3=s.q3,
-        converged=t.converged,
         stop_reason=t.stop_reason,
         target_ci_rel=target,
         load=load,

@@ -42,6 +42,7 @@ FINAL = (Status.OK, Status.UNSUPPORTED)  # a kernel unit with this status is not
 HELLO_TIMEOUT_S = 600.0
 MAX_REMEASURE = 10  # re-measures of one noisy run: beyond this the machine is not going quiet
 REMEASURE_BACKOFF_S = 10.0  # the first re-measure's wait; each next one waits twice as long
+LOAD_WINDOW_S = 0.3  # the load sample before a run whose threads paradnn chooses (host.py)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 
 
@@ -255,6 +256,7 @@ class Supervisor:
         *,
         sweep: str | None = None,
         on_event: Callable[[Event], None] | None = None,
+        load: host.LoadSample | None = None,
     ):
         if settings.workers > 1 and not options.device.startswith("cpu"):
             raise ConfigError(
@@ -281,6 +283,8 @@ class Supervisor:
         self.notes: list[str] = []
         self._last_row: dict[str, Any] | None = None
         self.heartbeat_s = 2.0  # a `progress` event at least this often while a job runs
+        self.load = load  # the machine's load before the sweep (sampled here when None)
+        self.threads_choice: host.ThreadsChoice | None = None
 
     # -- planning ----------------------------------------------------------------------------
     def _options(self, spec: RunSpec) -> RunOptions:
@@ -374,18 +378,42 @@ class Supervisor:
             )
         )
 
+    def _choose_threads(self) -> host.ThreadsChoice:
+        """The threads of a one-worker sweep, from the load once before it (host.choose_threads),
+        sampled here unless the caller measured it; one requested thread never exceeds the
+        free cores, so it needs no sample."""
+        if self.load is None and (self.options.threads or 2) > 1:
+            self.load = host.sample_load(LOAD_WINDOW_S)
+        return host.choose_threads(self.options.threads, self.load)
+
+    def _threads_notes(self, choice: host.ThreadsChoice) -> list[str]:
+        if choice.warning:
+            return [f"warning: {choice.warning}"]
+        if choice.requested is None and choice.threads < choice.usable:
+            return [
+                f"threads: {choice.threads} ({choice.reason}), so "
+                "torch's threads do not fight other work for the cores; --threads N chooses"
+            ]
+        return []
+
     def run(self, specs: Sequence[RunSpec]) -> list[RunRecord]:
         threads = self.options.threads
         cpu_sets = _cpu_sets(self.settings.workers)
+        choice = None
         if self.settings.workers > 1 and threads is None:
             threads = len(cpu_sets[0] or ())
-        pools = [_Pool(WorkerSettings(self.options.device, threads, c)) for c in cpu_sets]
+        elif self.settings.workers == 1:
+            self.threads_choice = self._choose_threads()
+            choice = self.threads_choice.as_dict()
+        pools = [_Pool(WorkerSettings(self.options.device, threads, c, choice)) for c in cpu_sets]
         slots: list[_Worker | None] = [None] * self.settings.workers
         results: list[RunRecord] = []
         with _held(slots):
             slots[0] = pools[0].start()  # its hello tells the environment, hence the run keys
             hello = slots[0].hello
             specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
+            if self.threads_choice is not None:
+                self.notes += self._threads_notes(self.threads_choice)
             jobs, skipped = self.plan(specs, hello["env"])
             self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
             capacity = hello["capacity_bytes"]

@@ -22,6 +22,9 @@ class WorkerSettings:
     device: str
     threads: int | None
     cpus: tuple[int, ...] | None = None  # CPU affinity; None keeps the parent's
+    # host.ThreadsChoice.as_dict(): the supervisor's choice from the machine's load, whose
+    # `threads` is this worker's default and which each record's env keeps (threads_choice)
+    threads_choice: dict[str, Any] | None = None
 
 
 def _die_with_parent() -> None:
@@ -51,8 +54,10 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
 
     from paradnn.config import RunOptions
     from paradnn.errors import ParadnnError
+    from paradnn.measure.environment import note_threads_choice
     from paradnn.runner.execute import execute, prepare
 
+    note_threads_choice(settings.threads_choice)
     try:
         device, env = prepare(RunOptions(device=settings.device, threads=settings.threads))
     except ParadnnError as e:  # e.g. --device cuda on a machine without one
