@@ -238,3 +238,54 @@ def test_a_requested_count_above_the_free_cores_is_kept_and_warned_about():
     # one requested thread is never sampled for: it cannot exceed the free cores
     one = Supervisor(None, RunOptions(device="cpu", threads=1), SweepSettings())
     assert one._choose_threads().threads == 1 and one.load is None
+
+
+def _sweep_run(db, sweep, hostname, threads, env):
+    from paradnn.store import open_store
+
+    with open_store(str(db)) as store:
+        store.conn.execute(
+            "INSERT INTO runs (run_key, family, config, precision, optimizer, mode, device, "
+            "status, sweep, hostname, threads, env) VALUES (?, 'fc', '{}', 'fp32', 'rmsprop', "
+            "'eager', 'cpu', 'ok', ?, ?, ?, ?)",
+            (f"k{threads}{sweep}", sweep, hostname, threads, env),
+        )
+        store.conn.commit()
+
+
+def test_a_resumed_sweep_keeps_the_threads_it_began_with_unless_told(tmp_path):
+    """The thread count is part of every run key: a resume under another load keeps the
+    sweep's first choice (so `make demo` again has nothing left to do), with a note; a
+    --threads, another host, another sweep or a damaged env record keep nothing."""
+    import json
+    import platform
+
+    from paradnn.config import RunOptions
+    from paradnn.runner.supervisor import Supervisor, SweepSettings
+    from paradnn.store import open_store
+
+    db = tmp_path / "r.db"
+    me = platform.node()
+    auto = json.dumps({"threads_choice": {"threads": 2, "requested": None, "reason": "x"}})
+    _sweep_run(db, "quick", me, 2, auto)
+    _sweep_run(db, "other", me, 2, "{not json")
+    _sweep_run(db, "given", me, 2, json.dumps({"threads_choice": {"requested": 2}}))
+    _sweep_run(db, "elsewhere", me + "-b", 2, auto)
+    busy = _busy(2.0, (0, 1))
+    with open_store(str(db)) as store:
+
+        def choose(sweep, threads=None):
+            opts = RunOptions(device="cpu", threads=threads)
+            sup = Supervisor(store, opts, SweepSettings(), sweep=sweep, load=busy)
+            return sup, sup._choose_threads()
+
+        sup, kept = choose("quick")
+        assert kept.threads == 2 and kept.requested is None and kept.free == 1
+        assert kept.reason.startswith("as when this sweep began in this database (now: 1, ")
+        (note,) = sup._threads_notes(kept)
+        assert note.startswith("threads: 2, as when this sweep began") and "--threads N" in note
+        for sweep in ("other", "given", "elsewhere", "new"):
+            assert choose(sweep)[1].threads == 1, sweep  # the load decides
+        told = choose("quick", threads=1)[1]
+        assert told.threads == 1 and told.requested == 1
+        assert store.sweep_threads("quick", me) == 2 and store.sweep_threads("given", me) is None

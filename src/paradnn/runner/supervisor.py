@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import multiprocessing as mp
 import os
+import platform
 import signal
 import time
 from collections import Counter
@@ -384,11 +385,28 @@ class Supervisor:
         free cores, so it needs no sample."""
         if self.load is None and (self.options.threads or 2) > 1:
             self.load = host.sample_load(LOAD_WINDOW_S)
-        return host.choose_threads(self.options.threads, self.load)
+        choice = host.choose_threads(self.options.threads, self.load)
+        kept = self._resumed_threads()
+        if kept is not None and kept != choice.threads and kept <= choice.usable:
+            why = (
+                f"as when this sweep began in this database (now: {choice.threads}, "
+                f"{choice.reason}); --threads N measures anew"
+            )
+            choice = dataclasses.replace(choice, threads=kept, reason=why)
+        return choice
+
+    def _resumed_threads(self) -> int | None:
+        """The thread count paradnn chose for this sweep's earlier runs on this host, when the
+        user gives none: a resume keeps it (the thread count is part of every run key)."""
+        if self.options.threads is not None or self.store is None or not self.sweep:
+            return None
+        return self.store.sweep_threads(self.sweep, platform.node())
 
     def _threads_notes(self, choice: host.ThreadsChoice) -> list[str]:
         if choice.warning:
             return [f"warning: {choice.warning}"]
+        if choice.requested is None and choice.reason.startswith("as when this sweep began"):
+            return [f"threads: {choice.threads}, {choice.reason}"]
         if choice.requested is None and choice.threads < choice.usable:
             return [
                 f"threads: {choice.threads} ({choice.reason}), so "

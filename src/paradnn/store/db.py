@@ -191,6 +191,26 @@ class Store:
             sql += f" LIMIT {int(limit)}"
         return self._read("runs", sql, args)
 
+    def sweep_threads(self, sweep: str, hostname: str) -> int | None:
+        """The thread count paradnn chose (no --threads) for the newest run of `sweep` on
+        `hostname`, or None: a resumed sweep keeps it, so its configs keep their run keys and
+        the whole sweep is measured at one thread count."""
+        rows = self.conn.execute(
+            "SELECT threads, env FROM runs WHERE sweep = ? AND hostname = ? ORDER BY id DESC "
+            "LIMIT 50",
+            (sweep, hostname),
+        ).fetchall()
+        for threads, env in rows:
+            try:
+                choice = json.loads(env).get("threads_choice")
+            except (TypeError, ValueError, AttributeError):
+                continue  # a damaged env names no choice
+            if isinstance(choice, dict) and "requested" in choice:
+                if choice["requested"] is None and isinstance(threads, int) and threads >= 1:
+                    return threads
+                return None  # the newest run was given --threads: nothing to keep
+        return None
+
     def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert rows into `ceilings`, `ops` or `op_profile` in one transaction; dict and list
         values are stored as JSON. Returns the new ids."""
