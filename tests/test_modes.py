@@ -139,3 +139,24 @@ def test_a_compile_past_the_timeout_is_stored_as_timeout_with_its_phase(tmp_path
     assert "no result within 3 s" in rec.error and "(last phase: " in rec.error
     [row] = _rows(db)
     assert row["status"] == "timeout"
+
+
+def test_the_warm_compile_child_uses_the_threads_the_run_used(monkeypatch):
+    """With no --threads the supervisor chooses the count from the load; the warm child must
+    compile with that count, not its own default, or inductor's cache (keyed on the thread
+    count) misses and the warm compile time is a cold one."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from paradnn.config import RunOptions
+    from paradnn.measure import compile as compile_mod
+    from paradnn.runner.execute import _compile
+
+    monkeypatch.setattr(compile_mod, "CompileRun", lambda step, mode, device, job: job)
+    rec = SimpleNamespace(family="fc", config={"layers": 1}, threads=1)
+    job = _compile(None, rec, RunOptions(device="cpu", mode="compile"), torch.device("cpu"))
+    assert job["threads"] == 1 and job["mode"] == "compile"
+    given = RunOptions(device="cpu", mode="compile", threads=2)
+    assert _compile(None, SimpleNamespace(**{**vars(rec), "threads": 2}), given,
+                    torch.device("cpu"))["threads"] == 2  # fmt: skip

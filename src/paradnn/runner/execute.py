@@ -192,7 +192,9 @@ def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch
         "precision": options.precision,
         "optimizer": options.optimizer,
         "device": str(device),
-        "threads": options.threads,
+        # the count this run used (the supervisor's choice from the load when none was given):
+        # the child's own default could differ, and the thread count is in inductor's cache key
+        "threads": rec.threads or options.threads,
         "mode": options.mode,
         "seed": options.seed,
     }
