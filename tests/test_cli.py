@@ -132,7 +132,15 @@ def test_run_a_preset(capsys, tmp_path):
     from paradnn.precisions import cpu_reason
 
     bf16 = "ok" if cpu_reason("bf16") is None else "unsupported"
-    assert [r["status"] for r in rows] == ["ok"] * 3 + [bf16] * 3
+    statuses = [r["status"] for r in rows]
+    if bf16 == "ok" and statuses[4] == "nan":
+        # The tiny CNN (batch 2) in bf16 with RMSProp diverges within 50-100 steps, so whether
+        # its final loss is finite depends on how many steps the timer took: a `nan` run is
+        # still measured and says so, never dropped.
+        cnn = rows[4]
+        assert cnn["step_time_s"] > 0 and cnn["error"].startswith("non-finite training loss")
+        statuses[4] = "ok"
+    assert statuses == ["ok"] * 3 + [bf16] * 3
     assert all((r["error"] is None) == (r["status"] == "ok") for r in rows)
     # --precision overrides the preset's precisions
     code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "-p", "tf32", "--db", db,
