@@ -96,6 +96,37 @@ def row(
     return base | extra
 
 
+def scale_row(
+    procs: int, step: float, family: str = "fc", batch: int = 8, **kw: Any
+) -> dict[str, Any]:
+    """A stored-like data-parallel run: N = 1 or N ranks of one weak-scaled config whose step
+    takes `step` seconds (CI ±2%); `ladder` sets the all-reduce ladder, `kw` any other field."""
+    ladder = kw.pop("ladder", None)
+    return {
+        "family": family,
+        "config": {"layers": 1, "nodes": 32, "batch": batch},
+        "status": "ok",
+        "precision": "fp32",
+        "device": "cpu",
+        "device_name": "cpu-x",
+        "threads": 1,
+        "procs": procs,
+        "strategy": None if procs == 1 else "ddp",
+        "scaling": None if procs == 1 else "weak",
+        "examples_per_step": batch * procs,
+        "params": 97_000,
+        "step_time_s": step,
+        "step_time_ci_low_s": step * 0.98,
+        "step_time_ci_high_s": step * 1.02,
+        "examples_per_s": batch * procs / step,
+        "achieved_flops": 1e9 * procs * 0.01 / step,
+        "converged": True,
+        "quality": "good",
+        "parallel": {"allreduce_ladder": ladder} if ladder else None,
+        **kw,
+    }
+
+
 def rows(
     family: str,
     space: Mapping[str, Iterable[Any]],

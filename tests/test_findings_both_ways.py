@@ -408,37 +408,13 @@ def test_software_updates_both_ways_with_versions_compared_as_numbers(more):
 # -- observation 3 (analysis/scaling.py) --------------------------------------------------
 
 
-def _scale_row(procs: int, step: float, batch: int) -> dict:
-    return {
-        "family": "fc",
-        "config": {"layers": 1, "nodes": 32, "batch": batch},
-        "status": "ok",
-        "precision": "fp32",
-        "device": "cpu",
-        "device_name": "cpu-x",
-        "threads": 1,
-        "procs": procs,
-        "strategy": None if procs == 1 else "ddp",
-        "scaling": None if procs == 1 else "weak",
-        "examples_per_step": batch * procs,
-        "params": 97_000,
-        "step_time_s": step,
-        "step_time_ci_low_s": step * 0.98,
-        "step_time_ci_high_s": step * 1.02,
-        "examples_per_s": batch * procs / step,
-        "achieved_flops": 1e9 * procs * 0.01 / step,
-        "converged": True,
-        "quality": "good",
-    }
-
-
 def _scaling(e_values: list[float]) -> A.Data:
     """One N = 1 and one N = 2 (weak) run per batch size, the latter with Karp–Flatt e."""
     rows = []
     for i, e in enumerate(e_values):
         b = 8 * (i + 1)
-        rows.append(_scale_row(1, 0.01, b))
-        rows.append(_scale_row(2, 0.01 * (1 + e), b))  # weak: S = 2/(1+e), e = 1/S·2 − 1
+        rows.append(synth.scale_row(1, 0.01, batch=b))
+        rows.append(synth.scale_row(2, 0.01 * (1 + e), batch=b))  # weak: S = 2/(1+e), e = 1/S·2 − 1
     return frames.from_frames(rows)
 
 

@@ -21,6 +21,7 @@ from paradnn.runner.start import start_record
 from paradnn.sim import scaling_check as C
 from paradnn.sim.interconnect import Link, Topology, allreduce
 
+import synth
 from conftest import run_cli
 
 ENV = {"device": "cpu", "fingerprint": "f", "device_type": "cpu", "threads": 1}
@@ -152,30 +153,7 @@ def test_karp_flatt_and_amdahl():
 
 def _row(procs, step, family="fc", batch=8, **kw):
     """A stored-like run: N = 1 or N ranks of one weak-scaled config."""
-    ladder = kw.pop("ladder", None)
-    return {
-        "family": family,
-        "config": {"layers": 1, "nodes": 32, "batch": batch},
-        "status": "ok",
-        "precision": "fp32",
-        "device": "cpu",
-        "device_name": "cpu-x",
-        "threads": 1,
-        "procs": procs,
-        "strategy": None if procs == 1 else "ddp",
-        "scaling": None if procs == 1 else "weak",
-        "examples_per_step": batch * procs,
-        "params": 97_000,
-        "step_time_s": step,
-        "step_time_ci_low_s": step * 0.98,
-        "step_time_ci_high_s": step * 1.02,
-        "examples_per_s": batch * procs / step,
-        "achieved_flops": 1e9 * procs * 0.01 / step,
-        "converged": True,
-        "quality": "good",
-        "parallel": {"allreduce_ladder": ladder} if ladder else None,
-        **kw,
-    }
+    return synth.scale_row(procs, step, family, batch, **kw)
 
 
 def test_efficiency_is_computed_against_the_stored_single_process_run():
