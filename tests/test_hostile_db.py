@@ -58,7 +58,7 @@ CFGS += [{**CFGS[0], "nodes": n} for n in (32, 64, 128, 256, 512)]
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> dict[str, bytes]:
     """The bytes of a good database (fp32 and bf16 runs of six fc configs, a ceiling, an op),
-    and of the same with three malformed rows added by hand."""
+    and of the same with four malformed rows and a ceiling with text that is not UTF-8."""
     where = tmp_path_factory.mktemp("pristine")
     rows = [
         synth.row("fc", c, 0.1 + 0.01 * i, precision=p, platform="SynthCPU")
@@ -90,6 +90,11 @@ def pristine(tmp_path_factory) -> dict[str, bytes]:
             "'ok', ?)",
             (key, config, step),
         )
+    conn.execute(  # bytes that are not UTF-8 in a text column: sqlite3 alone would raise
+        f"INSERT INTO runs ({cols}) VALUES ('bad-text', CAST(x'66ff63' AS TEXT), "
+        """'{"layers": 1}', 'fp32', 'rmsprop', 'eager', 'cpu', 'ok', 0.01)"""
+    )
+    conn.execute("UPDATE ceilings SET device_name = CAST(x'53ff' AS TEXT)")
     conn.commit()
     conn.close()
     return {"good": Path(good).read_bytes(), "malformed": bad.read_bytes()}
@@ -321,12 +326,21 @@ def test_a_hostile_database(capsys, monkeypatch, tmp, pristine, command, case):
     if code != 0:
         _one_line(err)
     if case == "malformed rows" and command != "results --table ceilings":
-        skipped = [ln for ln in err.splitlines() if ln.startswith("warning:")]
-        assert len(skipped) == 3, err
+        warned = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+        skipped = [ln for ln in warned if " skipped run " in ln]
+        assert len(skipped) == 4, err
+        others = [ln for ln in warned if ln not in skipped]  # commands that read the ceiling
+        assert all(
+            "ceilings row 1: its device_name 'S\ufffd' is not valid UTF-8" in ln for ln in others
+        )
         assert "its config '{not json' is not valid JSON" in skipped[0]
         assert "its config '[]' is not an object" in skipped[1]
         assert "its step_time_s 'fast' is not a number" in skipped[2]
+        assert "its family 'f\ufffdc' is not valid UTF-8 text" in skipped[3]
         assert all(f"{db}: skipped run " in ln for ln in skipped)
+    if case == "malformed rows" and command == "results --table ceilings":
+        skipped = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+        assert len(skipped) == 1 and "device_name 'S\ufffd' is not valid UTF-8" in skipped[0], err
 
 
 def test_the_report_names_the_rows_it_skipped(capsys, tmp, pristine, monkeypatch):
@@ -334,7 +348,7 @@ def test_the_report_names_the_rows_it_skipped(capsys, tmp, pristine, monkeypatch
     code, _, err = run_cli(capsys, "report", "--db", str(db), "--out", str(tmp / "rep"))
     assert code == 0, err
     html = (tmp / "rep" / "report.html").read_text()
-    assert "3 stored rows could not be read and are left out" in html
+    assert "5 stored rows could not be read and are left out" in html
     assert "step_time_s" in html
 
 

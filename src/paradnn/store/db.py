@@ -61,6 +61,19 @@ _JSON_SHAPES = {
 SIDE_JSON_COLUMNS = ("detail", "env", "shape", "samples", "nulls", "shapes")
 
 
+class Undecodable(str):
+    """A stored text value that is not valid UTF-8 (a damaged or hand-edited file), read with
+    U+FFFD where its bad bytes were: any query can read it, and `_decode` leaves its row out
+    and names it, where sqlite3's default would end the whole command."""
+
+
+def _text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(raw.decode("utf-8", "replace"))
+
+
 def _short(value: Any, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -71,6 +84,9 @@ def _decode(row: sqlite3.Row, table: str, numeric: frozenset[str]) -> dict[str, 
     that cannot be: JSON that does not parse or is not the shape it must be, a number column
     holding text."""
     d = dict(row)
+    for col, v in d.items():
+        if isinstance(v, Undecodable):
+            raise _BadRow(col, f"{_short(str(v))} is not valid UTF-8 text")
     for col in numeric:
         v = d.get(col)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
@@ -101,6 +117,7 @@ def _decode(row: sqlite3.Row, table: str, numeric: frozenset[str]) -> dict[str, 
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: str):
         self.conn = conn
+        self.conn.text_factory = _text
         self.path = path
         # Rows a read left out because a column could not be read (hand-edited or damaged):
         # {"table", "id", "column", "problem"}, each also logged once as a warning.
