@@ -1,15 +1,11 @@
-"""The report's backend section (docs/jax.md): the same configs on PyTorch and on JAX/XLA.
-
-Registered in report/build.py's `_SECTIONS`, which makes a `Section` of the fields this returns
-(build imports this module, so this one cannot import build)."""
+"""The report's backend section (docs/jax.md): the same configs on PyTorch and on JAX/XLA."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from paradnn.analysis import backends as B
 from paradnn.plots import modes as PM
+from paradnn.report.section import Content, Inputs, Section
+from paradnn.report.writer import Writer
 
 PAIR_COLUMNS = (
     "family",
@@ -28,29 +24,8 @@ PAIR_COLUMNS = (
 )
 
 
-@dataclass
-class _Fields:  # report.build.Section's fields
-    id: str
-    title: str
-    intro: str = ""
-    figures: list[Any] = field(default_factory=list)
-    tables: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    empty: str | None = None
-
-
-def section(data: Any, w: Any) -> dict[str, Any]:
-    """The section's fields; `w` is the report's writer (figures and tables land on disk)."""
-    s = _Fields(
-        "backends",
-        "Backends (JAX/XLA against PyTorch)",
-        "Each config ran on PyTorch and on JAX (one jitted step with donated buffers, lowered "
-        "and compiled by XLA before the first step, each run in a fresh worker). Ratio = "
-        "examples/s on JAX over examples/s on the torch engine (eager or a torch.compile "
-        "mode), a ratio of medians with a 95% bootstrap CI from the raw samples. XLA FLOPs / "
-        "analytic: XLA's cost analysis of the whole step (optimizer and element-wise ops "
-        "included) over the analytic model FLOPs; rows off by more than 10 % are flagged.",
-    )
+def fill(inp: Inputs, w: Writer, s: Content) -> None:
+    data = inp.kept
     for base in B.torch_engines(data):
         st = B.study(data, base, include_noisy=True)  # `data` is already filtered
         if st is None:
@@ -98,7 +73,19 @@ def section(data: Any, w: Any) -> dict[str, Any]:
             "--backend torch --backend jax` (pip install 'paradnn[jax]'); in the terminal: "
             "`paradnn compare --by backend --a torch --b jax`."
         )
-    return asdict(s)
 
 
-__all__ = ["section"]
+SECTION = Section(
+    "backends",
+    "Backends (JAX/XLA against PyTorch)",
+    fill,
+    intro=(
+        "Each config ran on PyTorch and on JAX (one jitted step with donated buffers, lowered "
+        "and compiled by XLA before the first step, each run in a fresh worker). Ratio = "
+        "examples/s on JAX over examples/s on the torch engine (eager or a torch.compile "
+        "mode), a ratio of medians with a 95% bootstrap CI from the raw samples. XLA FLOPs / "
+        "analytic: XLA's cost analysis of the whole step (optimizer and element-wise ops "
+        "included) over the analytic model FLOPs; rows off by more than 10 % are flagged."
+    ),
+    step="backends",
+)

@@ -1,15 +1,11 @@
-"""The report's execution-mode section (docs/modes.md): compiled against eager.
-
-Registered in report/build.py's `_SECTIONS`, which makes a `Section` of the fields this returns
-(build imports this module, so this one cannot import build)."""
+"""The report's execution-mode section (docs/modes.md): compiled against eager."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from paradnn.analysis import modes as M
 from paradnn.plots import modes as PM
+from paradnn.report.section import Content, Inputs, Section
+from paradnn.report.writer import Writer
 
 PAIR_COLUMNS = (
     "family",
@@ -29,30 +25,8 @@ PAIR_COLUMNS = (
 )
 
 
-@dataclass
-class _Fields:  # report.build.Section's fields
-    id: str
-    title: str
-    intro: str = ""
-    figures: list[Any] = field(default_factory=list)
-    tables: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    empty: str | None = None
-
-
-def section(data: Any, w: Any) -> dict[str, Any]:
-    """The section's fields (id, title, intro, figures, tables, notes, empty); `w` is the
-    report's writer (figures and tables land on disk as it goes)."""
-    s = _Fields(
-        "modes",
-        "Execution modes (torch.compile against eager)",
-        "Each config ran eager and compiled (torch.compile of forward+loss, inductor; each "
-        "compiled run in a fresh worker). Speedup = examples/s compiled over eager, a ratio of "
-        "medians with a 95% bootstrap CI (PyTorch's compiler-benchmark method). Compile time "
-        "cold: fresh inductor cache; warm: a second process with the cache kept. Break-even "
-        "steps = cold compile time ÷ time saved per step. Memory ratio = peak eager ÷ peak "
-        "compiled. Seed 001 measured 1.8-6.3× for XLA fusion on TPUv2.",
-    )
+def fill(inp: Inputs, w: Writer, s: Content) -> None:
+    data = inp.kept
     for mode in M.compiled_modes(data):
         st = M.study(data, mode, include_noisy=True)  # `data` is already filtered
         if st is None:
@@ -106,7 +80,19 @@ def section(data: Any, w: Any) -> dict[str, Any]:
             "`paradnn run --preset modes` (or any sweep with `--mode eager --mode compile`); "
             "in the terminal: `paradnn compare --by mode --a eager --b compile`."
         )
-    return asdict(s)
 
 
-__all__ = ["section"]
+SECTION = Section(
+    "modes",
+    "Execution modes (torch.compile against eager)",
+    fill,
+    intro=(
+        "Each config ran eager and compiled (torch.compile of forward+loss, inductor; each "
+        "compiled run in a fresh worker). Speedup = examples/s compiled over eager, a ratio of "
+        "medians with a 95% bootstrap CI (PyTorch's compiler-benchmark method). Compile time "
+        "cold: fresh inductor cache; warm: a second process with the cache kept. Break-even "
+        "steps = cold compile time ÷ time saved per step. Memory ratio = peak eager ÷ peak "
+        "compiled. Seed 001 measured 1.8-6.3× for XLA fusion on TPUv2."
+    ),
+    step="modes",
+)

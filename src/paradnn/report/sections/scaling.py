@@ -1,17 +1,12 @@
 """The report's data-parallel section (docs/scaling.md): seed 000 Fig. 4's analogue, the
-serial fractions, Amdahl fits, the measured all-reduce and the simulator's error against it.
-
-Registered with one line in report/build.py's `_SECTIONS`. It returns a section object with
-the fields the template reads (`id`, `title`, `intro`, `figures`, `tables`, `notes`, `empty`)
-and never imports report/build.py (the package's modules stay acyclic); `w` is build's writer."""
+serial fractions, Amdahl fits, the measured all-reduce and the simulator's error against it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from paradnn.analysis import scaling as S
 from paradnn.plots import scaling as P
+from paradnn.report.section import Content, Inputs, Section
+from paradnn.report.writer import Writer
 from paradnn.sim.scaling_check import check_frame
 
 INTRO = (
@@ -34,19 +29,8 @@ SHOWN = [
 ]  # fmt: skip
 
 
-@dataclass
-class ScalingSection:
-    id: str = "scaling"
-    title: str = "Data-parallel scaling (seed 000 Figure 4, observation 3)"
-    intro: str = INTRO
-    figures: list[Any] = field(default_factory=list)
-    tables: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    empty: str | None = None
-
-
-def section(data: Any, w: Any) -> ScalingSection:
-    s = ScalingSection()
+def fill(inp: Inputs, w: Writer, s: Content) -> None:
+    data = inp.kept
     table = S.efficiency_table(data)
     if not len(table):
         s.empty = (
@@ -54,7 +38,7 @@ def section(data: Any, w: Any) -> ScalingSection:
             "flagged noisy (on a shared machine: `paradnn report --include-noisy`): "
             "`paradnn scale fc layers=1 nodes=32 batch=8 --procs 1,2`."
         )
-        return s
+        return
     verdict, evidence, rule = S.observation3(data)
     s.notes.append(f"Observation 3 (seed 000 §4.3): {verdict}. {evidence}. Rule: {rule}.")
     s.figures.append(
@@ -94,4 +78,12 @@ def section(data: Any, w: Any) -> ScalingSection:
         s.tables.append(
             w.table("scaling-sim-check", pd.DataFrame(check.rows), "The simulator's check")
         )
-    return s
+
+
+SECTION = Section(
+    "scaling",
+    "Data-parallel scaling (seed 000 Figure 4, observation 3)",
+    fill,
+    intro=INTRO,
+    step="scaling",
+)

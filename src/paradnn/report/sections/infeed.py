@@ -1,18 +1,14 @@
 """The report's data-infeed section (docs/infeed.md): the infeed share per run and over a
 family's space (seed 000 Fig. 5 plots it per real model), §4.4's gain from removing the infeed
 bottleneck per model, observation 4's verdict and the simulator's input term against the
-measurements.
-
-Registered with one line in report/build.py's `_SECTIONS`, which makes a `Section` of the
-fields this returns (build imports this module, so this one cannot import build)."""
+measurements."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from paradnn.analysis import infeed as I
 from paradnn.plots import infeed as P
+from paradnn.report.section import Content, Inputs, Section
+from paradnn.report.writer import Writer
 from paradnn.sim.infeed_check import check
 
 INTRO = (
@@ -35,20 +31,8 @@ RUN_COLUMNS = (
 PAIR_COLUMNS = ("family", "config_key", "speedup", "ci_low", "ci_high", "call")
 
 
-@dataclass
-class _Fields:  # report.build.Section's fields
-    id: str = "infeed"
-    title: str = "Host data infeed (seed 000 Fig. 5, §4.4, observation 4)"
-    intro: str = INTRO
-    figures: list[Any] = field(default_factory=list)
-    tables: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    empty: str | None = None
-
-
-def section(data: Any, w: Any) -> dict[str, Any]:
-    """The section's fields; `w` is the report's writer (figures and tables land on disk)."""
-    s = _Fields()
+def fill(inp: Inputs, w: Writer, s: Content) -> None:
+    data = inp.kept
     for kind, workers in I.variants(data):
         st = I.study(data, kind, workers)
         if st is None:
@@ -104,7 +88,12 @@ def section(data: Any, w: Any) -> dict[str, Any]:
             "--data pipeline`; in the terminal: `paradnn compare --by data_source --a pipeline "
             "--b device`."
         )
-    return asdict(s)
 
 
-__all__ = ["section"]
+SECTION = Section(
+    "infeed",
+    "Host data infeed (seed 000 Fig. 5, §4.4, observation 4)",
+    fill,
+    intro=INTRO,
+    step="infeed",
+)
