@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from paradnn.analysis import backends as B
 from paradnn.plots import modes as PM
-from paradnn.report.section import Content, Inputs, Section
-from paradnn.report.writer import Writer
+from paradnn.report.paired import Fig, Notes, Paired, Study, Tab, columns, short_errors
+from paradnn.report.section import Section
 
 PAIR_COLUMNS = (
     "family",
@@ -24,61 +24,60 @@ PAIR_COLUMNS = (
 )
 
 
-def fill(inp: Inputs, w: Writer, s: Content) -> None:
-    data = inp.kept
-    for base in B.torch_engines(data):
-        st = B.study(data, base, include_noisy=True)  # `data` is already filtered
-        if st is None:
-            continue
-        if not len(st.pairs):
-            s.notes.append(f"jax vs {base}: no configuration ran ok on both.")
-            continue
-        s.figures.append(
-            w.figure(
-                f"backends-jax-{base}-families",
-                PM.speedups_by_family(st.families, base, ylabel=f"jax over {base}"),
-                f"jax over {base}: geometric-mean ratio of examples/s per family, 95% CI",
-            )
-        )
-        s.tables.append(
-            w.table(
-                f"backends-jax-{base}-families",
-                st.families,
-                f"jax over {base} per family: geometric mean with its 95% CI and the medians of "
-                "XLA's lowering and compile seconds and its FLOP ratio",
-            )
-        )
-        cols = [c for c in PAIR_COLUMNS if c in st.pairs]
-        s.tables.append(
-            w.table(f"backends-jax-{base}-configs", st.pairs[cols], f"jax over {base} per config")
-        )
-        s.notes.extend(f"jax vs {base}: {n}" for n in st.notes)
-    agree = B.flop_agreement(data)
-    if len(agree):
-        s.tables.append(
-            w.table(
-                "backends-xla-flops",
-                agree,
-                "XLA FLOPs / analytic FLOPs per family (whole step; grad: forward+backward "
-                "before optimisation) and rows flagged beyond ±10 %",
-            )
-        )
-    bad = B.failures(data)
-    if len(bad):
-        bad = bad.assign(error=bad["error"].map(lambda e: (e or "")[:200]))
-        s.tables.append(w.table("backends-failures", bad, "JAX runs that did not finish ok"))
-    if not s.figures and not s.tables:
-        s.empty = (
-            "Needs runs on both backends over the same configs: `paradnn run --preset quick "
-            "--backend torch --backend jax` (pip install 'paradnn[jax]'); in the terminal: "
-            "`paradnn compare --by backend --a torch --b jax`."
-        )
+def _studies(data) -> list[Study]:
+    """JAX against each torch engine that ran (`data` is already filtered)."""
+    studies = [(b, B.study(data, b, include_noisy=True)) for b in B.torch_engines(data)]
+    return [Study(data, st, {"v": b}) for b, st in studies if st is not None]
 
 
 SECTION = Section(
     "backends",
     "Backends (JAX/XLA against PyTorch)",
-    fill,
+    Paired(
+        _studies,
+        parts=(
+            Fig(
+                "backends-jax-{v}-families",
+                lambda st: PM.speedups_by_family(
+                    st.got.families, st.keys["v"], ylabel=st.text("jax over {v}")
+                ),
+                "jax over {v}: geometric-mean ratio of examples/s per family, 95% CI",
+            ),
+            Tab(
+                "backends-jax-{v}-families",
+                lambda st: st.got.families,
+                "jax over {v} per family: geometric mean with its 95% CI and the medians of "
+                "XLA's lowering and compile seconds and its FLOP ratio",
+            ),
+            Tab(
+                "backends-jax-{v}-configs",
+                lambda st: columns(st.got.pairs, PAIR_COLUMNS),
+                "jax over {v} per config",
+            ),
+            Notes(lambda st: st.got.notes, prefix="jax vs {v}: "),
+        ),
+        unpaired="jax vs {v}: no configuration ran ok on both.",
+        after=(
+            Tab(
+                "backends-xla-flops",
+                lambda st: B.flop_agreement(st.data),
+                "XLA FLOPs / analytic FLOPs per family (whole step; grad: forward+backward "
+                "before optimisation) and rows flagged beyond ±10 %",
+                nonempty=True,
+            ),
+            Tab(
+                "backends-failures",
+                lambda st: short_errors(B.failures(st.data)),
+                "JAX runs that did not finish ok",
+                nonempty=True,
+            ),
+        ),
+        empty=(
+            "Needs runs on both backends over the same configs: `paradnn run --preset quick "
+            "--backend torch --backend jax` (pip install 'paradnn[jax]'); in the terminal: "
+            "`paradnn compare --by backend --a torch --b jax`."
+        ),
+    ),
     intro=(
         "Each config ran on PyTorch and on JAX (one jitted step with donated buffers, lowered "
         "and compiled by XLA before the first step, each run in a fresh worker). Ratio = "

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from paradnn.analysis import infeed as I
 from paradnn.plots import infeed as P
-from paradnn.report.section import Content, Inputs, Section
-from paradnn.report.writer import Writer
+from paradnn.report.paired import Fig, HeatMap, Notes, Paired, PerFamily, Study, Tab, columns
+from paradnn.report.section import Section
 from paradnn.sim.infeed_check import check
 
 INTRO = (
@@ -31,69 +31,84 @@ RUN_COLUMNS = (
 PAIR_COLUMNS = ("family", "config_key", "speedup", "ci_low", "ci_high", "call")
 
 
-def fill(inp: Inputs, w: Writer, s: Content) -> None:
-    data = inp.kept
-    for kind, workers in I.variants(data):
-        st = I.study(data, kind, workers)
-        if st is None:
-            continue
-        runs, source = st.runs, st.source  # source: the label, e.g. "pipeline w2"
-        slug = source.replace(" ", "-")
-        s.figures.append(
-            w.figure(f"infeed-{slug}-shares", P.share_bars(runs, source),
-                     f"{source}: infeed share of the step per config (red: input-bound)")
-        )  # fmt: skip
-        for family in sorted(set(runs["family"])):
-            h = I.share_map(runs, family)
-            if h is None:
-                continue
-            grid, y, x = h
-            s.figures.append(
-                w.figure(
-                    f"infeed-{slug}-{family}-map",
-                    P.share_map(grid, family, source, y, x),
-                    f"{family}: infeed share over {y} × {x} ({source}; no seed figure: seed "
-                    "000 Fig. 5 plots real models; other hyperparameters pooled by the mean)",
-                )
-            )
-        if len(st.real) and st.real["gain_geomean"].notna().any():
-            s.figures.append(
-                w.figure(f"infeed-{slug}-gains", P.gains(st.real, source, I.SEED_RANGE),
-                         f"Gain from removing the {source} infeed per model (seed 000 §4.4)")
-            )  # fmt: skip
-        s.tables.append(
-            w.table(f"infeed-{slug}-models", st.real,
-                    f"{source} per model: configs, median infeed share, input-bound runs, and "
-                    "the geometric-mean gain of device data over it with its 95% CI")
-        )  # fmt: skip
-        cols = [c for c in RUN_COLUMNS if c in runs]
-        s.tables.append(w.table(f"infeed-{slug}-runs", runs[cols], f"{source} runs"))
-        c = st.comparison
-        if c is not None and len(c.pairs):
-            cols = [x for x in PAIR_COLUMNS if x in c.pairs]
-            s.tables.append(
-                w.table(f"infeed-{slug}-gains", c.pairs[cols],
-                        f"Gain of device data over {source} per config")
-            )  # fmt: skip
-        s.notes.extend(f"{source}: {n}" for n in st.notes)
-        s.notes.append(f"{source}: {check(I.simulator_rows(runs)).summary()}")
-    if s.figures or s.tables:
-        f = I.infeed_finding(data)
-        decide = f" What would decide it: {f.decide}." if f.decide else ""
-        s.notes.insert(0, f"Observation 4 ({f.verdict}): {f.evidence}.{decide} Rule: {f.rule}.")
-    else:
-        s.empty = (
-            "Needs runs on host-fed data: `paradnn run --preset infeed` (device, host and "
-            "pipeline over small CNNs and a real model), or any sweep with `--data device "
-            "--data pipeline`; in the terminal: `paradnn compare --by data_source --a pipeline "
-            "--b device`."
-        )
+def _studies(data) -> list[Study]:
+    """Each host-fed source (and loader worker count) against device data."""
+    studies = [I.study(data, kind, workers) for kind, workers in I.variants(data)]
+    return [
+        Study(data, st, {"v": st.source, "slug": st.source.replace(" ", "-")})
+        for st in studies
+        if st is not None
+    ]  # st.source: the label, e.g. "pipeline w2"
+
+
+def _gains(st: Study):
+    c = st.got.comparison
+    return columns(c.pairs, PAIR_COLUMNS) if c is not None else None
+
+
+def _verdict(data) -> str:
+    f = I.infeed_finding(data)
+    decide = f" What would decide it: {f.decide}." if f.decide else ""
+    return f"Observation 4 ({f.verdict}): {f.evidence}.{decide} Rule: {f.rule}."
 
 
 SECTION = Section(
     "infeed",
     "Host data infeed (seed 000 Fig. 5, §4.4, observation 4)",
-    fill,
+    Paired(
+        _studies,
+        parts=(
+            Fig(
+                "infeed-{slug}-shares",
+                lambda st: P.share_bars(st.got.runs, st.keys["v"]),
+                "{v}: infeed share of the step per config (red: input-bound)",
+            ),
+            PerFamily(
+                lambda st: st.got.runs["family"],
+                parts=(
+                    HeatMap(
+                        "infeed-{slug}-{family}-map",
+                        lambda st: I.share_map(st.got.runs, st.keys["family"]),
+                        lambda st, grid, y, x: P.share_map(
+                            grid, st.keys["family"], st.keys["v"], y, x
+                        ),
+                        "{family}: infeed share over {y} × {x} ({v}; no seed figure: seed 000 "
+                        "Fig. 5 plots real models; other hyperparameters pooled by the mean)",
+                    ),
+                ),
+            ),
+            Fig(
+                "infeed-{slug}-gains",
+                lambda st: P.gains(st.got.real, st.keys["v"], I.SEED_RANGE),
+                "Gain from removing the {v} infeed per model (seed 000 §4.4)",
+                when=lambda st: (
+                    bool(len(st.got.real)) and bool(st.got.real["gain_geomean"].notna().any())
+                ),
+            ),
+            Tab(
+                "infeed-{slug}-models",
+                lambda st: st.got.real,
+                "{v} per model: configs, median infeed share, input-bound runs, and the "
+                "geometric-mean gain of device data over it with its 95% CI",
+            ),
+            Tab("infeed-{slug}-runs", lambda st: columns(st.got.runs, RUN_COLUMNS), "{v} runs"),
+            Tab(
+                "infeed-{slug}-gains",
+                _gains,
+                "Gain of device data over {v} per config",
+                nonempty=True,
+            ),
+            Notes(lambda st: st.got.notes, prefix="{v}: "),
+            Notes(lambda st: [check(I.simulator_rows(st.got.runs)).summary()], prefix="{v}: "),
+        ),
+        verdict=_verdict,
+        empty=(
+            "Needs runs on host-fed data: `paradnn run --preset infeed` (device, host and "
+            "pipeline over small CNNs and a real model), or any sweep with `--data device "
+            "--data pipeline`; in the terminal: `paradnn compare --by data_source --a pipeline "
+            "--b device`."
+        ),
+    ),
     intro=INTRO,
     step="infeed",
 )

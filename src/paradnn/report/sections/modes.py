@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from paradnn.analysis import modes as M
 from paradnn.plots import modes as PM
-from paradnn.report.section import Content, Inputs, Section
-from paradnn.report.writer import Writer
+from paradnn.report.paired import (
+    Fig,
+    HeatMap,
+    Notes,
+    Paired,
+    PerFamily,
+    Study,
+    Tab,
+    columns,
+    short_errors,
+)
+from paradnn.report.section import Section
 
 PAIR_COLUMNS = (
     "family",
@@ -25,67 +35,65 @@ PAIR_COLUMNS = (
 )
 
 
-def fill(inp: Inputs, w: Writer, s: Content) -> None:
-    data = inp.kept
-    for mode in M.compiled_modes(data):
-        st = M.study(data, mode, include_noisy=True)  # `data` is already filtered
-        if st is None:
-            continue
-        if not len(st.pairs):
-            s.notes.append(f"{mode}: no configuration ran ok both eager and {mode}.")
-            continue
-        fam = st.families
-        s.figures.append(
-            w.figure(
-                f"modes-{mode}-families",
-                PM.speedups_by_family(fam, mode),
-                f"{mode} over eager: geometric-mean speedup per family with its 95% CI",
-            )
-        )
-        for family in sorted(set(st.pairs["family"])):
-            h = M.heat(st.pairs, family)
-            if h is None:
-                continue
-            grid, y, x = h
-            s.figures.append(
-                w.figure(
-                    f"modes-{mode}-{family}-map",
-                    PM.speedup_map(grid, family, mode, y, x),
-                    f"{family}: {mode} speedup over {y} × {x} (other hyperparameters pooled "
-                    "by geometric mean)",
-                )
-            )
-        s.tables.append(
-            w.table(
-                f"modes-{mode}-families",
-                fam,
-                f"{mode} over eager per family: geometric mean with its 95% CI and the medians "
-                "of compile time (cold, warm), break-even steps, graph count and memory ratio",
-            )
-        )
-        cols = [c for c in PAIR_COLUMNS if c in st.pairs]
-        s.tables.append(
-            w.table(f"modes-{mode}-configs", st.pairs[cols], f"{mode} over eager per config")
-        )
-        s.notes.extend(f"{mode}: {n}" for n in st.notes)
-    bad = M.failures(data)
-    if len(bad):
-        bad = bad.assign(error=bad["error"].map(lambda e: (e or "")[:200]))
-        s.tables.append(
-            w.table("modes-failures", bad, "Compiled runs that failed (the reason is the data)")
-        )
-    if not s.figures and not s.tables:
-        s.empty = (
-            "Needs runs in eager and a compiled mode over the same configs: "
-            "`paradnn run --preset modes` (or any sweep with `--mode eager --mode compile`); "
-            "in the terminal: `paradnn compare --by mode --a eager --b compile`."
-        )
+def _studies(data) -> list[Study]:
+    """Each compiled mode against eager (`data` is already filtered)."""
+    studies = [(m, M.study(data, m, include_noisy=True)) for m in M.compiled_modes(data)]
+    return [Study(data, st, {"v": m}) for m, st in studies if st is not None]
 
 
 SECTION = Section(
     "modes",
     "Execution modes (torch.compile against eager)",
-    fill,
+    Paired(
+        _studies,
+        parts=(
+            Fig(
+                "modes-{v}-families",
+                lambda st: PM.speedups_by_family(st.got.families, st.keys["v"]),
+                "{v} over eager: geometric-mean speedup per family with its 95% CI",
+            ),
+            PerFamily(
+                lambda st: st.got.pairs["family"],
+                parts=(
+                    HeatMap(
+                        "modes-{v}-{family}-map",
+                        lambda st: M.heat(st.got.pairs, st.keys["family"]),
+                        lambda st, grid, y, x: PM.speedup_map(
+                            grid, st.keys["family"], st.keys["v"], y, x
+                        ),
+                        "{family}: {v} speedup over {y} × {x} (other hyperparameters pooled "
+                        "by geometric mean)",
+                    ),
+                ),
+            ),
+            Tab(
+                "modes-{v}-families",
+                lambda st: st.got.families,
+                "{v} over eager per family: geometric mean with its 95% CI and the medians "
+                "of compile time (cold, warm), break-even steps, graph count and memory ratio",
+            ),
+            Tab(
+                "modes-{v}-configs",
+                lambda st: columns(st.got.pairs, PAIR_COLUMNS),
+                "{v} over eager per config",
+            ),
+            Notes(lambda st: st.got.notes, prefix="{v}: "),
+        ),
+        unpaired="{v}: no configuration ran ok both eager and {v}.",
+        after=(
+            Tab(
+                "modes-failures",
+                lambda st: short_errors(M.failures(st.data)),
+                "Compiled runs that failed (the reason is the data)",
+                nonempty=True,
+            ),
+        ),
+        empty=(
+            "Needs runs in eager and a compiled mode over the same configs: "
+            "`paradnn run --preset modes` (or any sweep with `--mode eager --mode compile`); "
+            "in the terminal: `paradnn compare --by mode --a eager --b compile`."
+        ),
+    ),
     intro=(
         "Each config ran eager and compiled (torch.compile of forward+loss, inductor; each "
         "compiled run in a fresh worker). Speedup = examples/s compiled over eager, a ratio of "
