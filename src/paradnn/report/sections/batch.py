@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from paradnn import analysis as A
 from paradnn import plots as P
-from paradnn.analysis.frames import (
-    default_metric,
-)
+from paradnn.analysis.frames import default_metric
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
 
@@ -26,7 +24,9 @@ SECTION = Section(
     "batch",
     "Batch-size effect",
     fill,
-    intro="The metric at each batch size relative to the "
-    "smallest, median over configurations that ran at several batch sizes.",
+    intro=(
+        "The metric at each batch size relative to the "
+        "smallest, median over configurations that ran at several batch sizes."
+    ),
     step="batch effect",
 )

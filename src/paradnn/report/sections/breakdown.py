@@ -149,9 +149,11 @@ SECTION = Section(
     "breakdown",
     "Where the step time goes, per op type (seed 000 Figures 3(b)/(d) and 6(b)-(c))",
     fill,
-    intro="From the per-op profiles stored with runs (`--profile`): each op type's share of the "
-    "run's profiled device time per step (the shares of a run add to 100%), and, where two "
-    "groups of profiled runs share a configuration, each op's speedup (time in the first "
-    "group over time in the second) against its counted arithmetic intensity.",
+    intro=(
+        "From the per-op profiles stored with runs (`--profile`): each op type's share of the "
+        "run's profiled device time per step (the shares of a run add to 100%), and, where two "
+        "groups of profiled runs share a configuration, each op's speedup (time in the first "
+        "group over time in the second) against its counted arithmetic intensity."
+    ),
     step="per-op breakdown",
 )

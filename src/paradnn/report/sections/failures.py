@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from paradnn.analysis.frames import (
-    choose,
-)
+from paradnn.analysis.frames import choose
 from paradnn.records import Status
+from paradnn.report.paired import short_errors
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
 
@@ -20,9 +19,7 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
     cols = [
         c for c in ("family", "config_key", "platform", "precision", "status", "error") if c in bad
     ]
-    t = bad[cols].copy()
-    if "error" in t:
-        t["error"] = t["error"].map(lambda e: (e or "")[:200])
+    t = short_errors(bad[cols]) if "error" in cols else bad[cols]
     s.tables.append(w.table("failures", t, "Runs that did not finish ok"))
 
 

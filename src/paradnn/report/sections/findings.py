@@ -51,11 +51,13 @@ SECTION = Section(
     "findings",
     "Findings: the seeds' observations, tested on this data",
     fill,
-    intro="Each verdict is computed from the data in this report by the stated rule: holds or "
-    "does not hold only when the 95% interval of the number it is decided on lies wholly "
-    "on one side of the rule's threshold, inconclusive when the interval straddles it "
-    "(with what more data would decide it); observations about hardware or run kinds the "
-    "data lacks are untestable, not guessed. Beside each citation, a phrase of the seed. "
-    "The seeds: " + "; ".join(f"{k} is {v}" for k, v in A.findings.SEEDS.items()) + ".",
+    intro=(
+        "Each verdict is computed from the data in this report by the stated rule: holds or "
+        "does not hold only when the 95% interval of the number it is decided on lies wholly "
+        "on one side of the rule's threshold, inconclusive when the interval straddles it "
+        "(with what more data would decide it); observations about hardware or run kinds the "
+        "data lacks are untestable, not guessed. Beside each citation, a phrase of the seed. "
+        "The seeds: " + "; ".join(f"{k} is {v}" for k, v in A.findings.SEEDS.items()) + "."
+    ),
     step="findings",
 )

@@ -100,11 +100,13 @@ SECTION = Section(
     "heatmaps",
     "Heat maps (seed 000 Figures 2(a)-(c) and 7)",
     fill,
-    intro="A metric over batch size and the family's width hyperparameter with the other "
-    "hyperparameters fixed (the paper's values when the data has them, else the "
-    "most common value, as stated under each map): utilization (Figure 2) and, per "
-    "platform, examples/s (Figure 7, which fixes FC at 64 layers where Figure 2 fixes 32: "
-    "64 where the data has it, else the closest layer count present, said under the map). "
-    "Failed cells show their status.",
+    intro=(
+        "A metric over batch size and the family's width hyperparameter with the other "
+        "hyperparameters fixed (the paper's values when the data has them, else the "
+        "most common value, as stated under each map): utilization (Figure 2) and, per "
+        "platform, examples/s (Figure 7, which fixes FC at 64 layers where Figure 2 fixes 32: "
+        "64 where the data has it, else the closest layer count present, said under the map). "
+        "Failed cells show their status."
+    ),
     step="heat maps",
 )

@@ -29,7 +29,9 @@ SECTION = Section(
     "params",
     "Model sizes (seed 000 Figure 1)",
     fill,
-    intro="Trainable parameters per family: the paper space's range (counted from the "
-    "analytic formulas) and the configurations in the database.",
+    intro=(
+        "Trainable parameters per family: the paper space's range (counted from the "
+        "analytic formulas) and the configurations in the database."
+    ),
     step="parameter ranges",
 )

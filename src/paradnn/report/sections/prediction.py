@@ -68,7 +68,9 @@ SECTION = Section(
     "prediction",
     "Predicted vs measured (what-if model)",
     fill,
-    intro="Step times predicted by `paradnn simulate` for configurations measured here. "
-    "Predictions are labelled as such.",
+    intro=(
+        "Step times predicted by `paradnn simulate` for configurations measured here. "
+        "Predictions are labelled as such."
+    ),
     step="prediction",
 )

@@ -39,9 +39,11 @@ SECTION = Section(
     "rooflines",
     "Rooflines (seed 000 Figure 3(a)/(c))",
     fill,
-    intro="Achieved FLOP/s against arithmetic intensity. Model intensity is counted from "
-    "the shape list (GEMM/conv operand traffic without reuse), so it is an upper "
-    "bound; crosses are measured per-op profiles. Datasheet roof dashed, measured "
-    "roof solid.",
+    intro=(
+        "Achieved FLOP/s against arithmetic intensity. Model intensity is counted from "
+        "the shape list (GEMM/conv operand traffic without reuse), so it is an upper "
+        "bound; crosses are measured per-op profiles. Datasheet roof dashed, measured "
+        "roof solid."
+    ),
     step="rooflines",
 )

@@ -54,8 +54,10 @@ SECTION = Section(
     "sensitivity",
     "Hyperparameter sensitivity (seed 000 Figure 2(d)-(f))",
     fill,
-    intro="Ordinary least squares of the metric on z-scored hyperparameters (log2 for "
-    "geometric axes), with 95% confidence intervals: the weights rank importance, "
-    "they do not predict.",
+    intro=(
+        "Ordinary least squares of the metric on z-scored hyperparameters (log2 for "
+        "geometric axes), with 95% confidence intervals: the weights rank importance, "
+        "they do not predict."
+    ),
     step="sensitivity",
 )
