@@ -141,16 +141,18 @@ def test_the_report_counts_the_same_attempts_as_compare(tmp_path):
     """The issue's case: a good run, then a noisy one (and a failure last): the report kept the
     config out ('1 of 2 ok runs were flagged noisy'). The sections that count and compare, fed
     as `report.build` feeds them (the whole report takes seconds more: tests/test_report.py)."""
-    from paradnn.report.build import _findings, _noisy_note, _speedups, _summary, _Writer
+    from paradnn.report.build import _noisy_note
+    from paradnn.report.sections import findings, speedups, summary
+    from paradnn.report.writer import Writer
 
     db = _db(tmp_path, ("good", "noisy", "failed"))
     full = A.load([db])
     data, noisy = A.frames.without_noisy(full)
     assert len(noisy) == 0 and _noisy_note(full, noisy) is None
-    w = _Writer(tmp_path / "out")
-    _summary(data, w, every=full)
-    _speedups(data, w)
-    _findings(data, w)
+    w = Writer(tmp_path / "out")
+    summary.SECTION.build(data, w, every=full)
+    speedups.SECTION.build(data, w)
+    findings.SECTION.build(data, w)
     status = pd.read_csv(tmp_path / "out" / "tables" / "status-by-family.csv")
     assert status.iloc[0]["ok"] == 16 and "of which noisy" not in status
     assert "crashed" not in status  # the failure is not the config's attempt

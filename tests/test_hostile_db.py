@@ -46,7 +46,7 @@ def _never_measure(monkeypatch):
     # keeps the matrix fast (the figures are tests/test_report.py's).
     report_build = importlib.import_module("paradnn.report.build")  # the package's `build`
     # is the function of the same name
-    monkeypatch.setattr(report_build, "_SECTIONS", report_build._SECTIONS[:1])
+    monkeypatch.setattr(report_build, "SECTIONS", report_build.SECTIONS[:1])
 
 
 # -- the databases -------------------------------------------------------------------------

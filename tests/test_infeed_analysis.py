@@ -12,8 +12,9 @@ from paradnn import analysis as A
 from paradnn.analysis import infeed as I
 from paradnn.analysis.findings import FAILS, HOLDS, NO_DATA, UNTESTABLE
 from paradnn.errors import ConfigError
-from paradnn.report.build import _SECTIONS, Section, _Writer
-from paradnn.report.infeed import section
+from paradnn.report.build import SECTIONS
+from paradnn.report.sections.infeed import SECTION
+from paradnn.report.writer import Writer
 from paradnn.sim.chip import load as load_chip
 from paradnn.sim.infeed_check import check
 from paradnn.sim.model import input_step, predict
@@ -124,16 +125,16 @@ def test_the_report_section_shows_the_maps_the_gains_and_the_verdict(tmp_path):
     rows = _fed("device", 1.0, 0.0) + _fed("pipeline", 2.0, 0.6, seed0=50)
     rows += _fed("device", 1.0, 0.0, family="squeezenet1_1", space=None, seed0=80)
     rows += _fed("pipeline", 1.8, 0.45, family="squeezenet1_1", space=None, seed0=90)
-    sec = Section(**section(A.from_frames(rows), _Writer(tmp_path / "out")))
+    sec = SECTION.build(A.from_frames(rows), Writer(tmp_path / "out"))
     assert sec.empty is None
     assert len(sec.figures) == 3  # shares per config, the cnn map, the gains per model
     models = pd.read_csv(tmp_path / "out" / "tables" / "infeed-pipeline-w2-models.csv")
     assert list(models["family"]) == ["squeezenet1_1", "cnn"]  # real models first
     assert sec.notes[0].startswith("Observation 4 (holds)")
     assert any("simulator's input term over 5" in n for n in sec.notes)
-    empty = Section(**section(A.from_frames(_fed("device", 1, 0)), _Writer(tmp_path / "e")))
+    empty = SECTION.build(A.from_frames(_fed("device", 1, 0)), Writer(tmp_path / "e"))
     assert "--data pipeline" in empty.empty
-    assert "infeed" in dict(_SECTIONS)
+    assert SECTION in SECTIONS
 
 
 def test_the_simulator_predicts_an_input_bound_workload_as_input_bound():

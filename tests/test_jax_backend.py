@@ -168,14 +168,14 @@ def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store, tmp_pa
     assert list(agree["family"]) == ["fc", "rnn", "all"] and agree["runs"].tolist() == [1, 1, 2]
     # precision comparisons never pair a torch run with a jax run
     assert "backend" in analysis.speedup._key("precision", data.runs, data.runs)
-    from paradnn.report.backends import section
-    from paradnn.report.build import Section, _Writer
+    from paradnn.report.sections.backends import SECTION
+    from paradnn.report.writer import Writer
 
-    sec = Section(**section(data, _Writer(tmp_path / "out")))
+    sec = SECTION.build(data, Writer(tmp_path / "out"))
     assert sec.empty is None and sec.figures
     agreement = tmp_path / "out" / "tables" / "backends-xla-flops.csv"
     assert agreement.exists() and "median_ratio" in agreement.read_text()
-    none = Section(**section(analysis.from_frames(store.frame().iloc[0:1]), _Writer(tmp_path)))
+    none = SECTION.build(analysis.from_frames(store.frame().iloc[0:1]), Writer(tmp_path))
     assert "--backend torch --backend jax" in none.empty
 
 

@@ -11,8 +11,9 @@ from paradnn.analysis import modes as M
 from paradnn.analysis.findings import FAILS, HOLDS, INCONCLUSIVE, NO_DATA, UNTESTABLE
 from paradnn.config import MODES, RunOptions
 from paradnn.errors import ConfigError
-from paradnn.report.build import _SECTIONS, Section, _Writer
-from paradnn.report.modes import section
+from paradnn.report.build import SECTIONS
+from paradnn.report.sections.modes import SECTION
+from paradnn.report.writer import Writer
 
 import synth
 
@@ -90,15 +91,15 @@ def test_the_report_section_and_failures_are_data(tmp_path):
     for k in ("step_time_s", "samples", "examples_per_s", "achieved_flops"):
         comp[0].pop(k, None)
     data = A.from_frames(_runs("eager") + comp)
-    sec = Section(**section(data, _Writer(tmp_path / "out")))
+    sec = SECTION.build(data, Writer(tmp_path / "out"))
     assert sec.empty is None and len(sec.figures) == 2  # per-family bars and the fc map
     fam = pd.read_csv(tmp_path / "out" / "tables" / "modes-compile-families.csv")
     assert fam.iloc[-1]["n"] == 3
     bad = pd.read_csv(tmp_path / "out" / "tables" / "modes-failures.csv")
     assert list(bad["status"]) == ["crashed"] and "recompiled" in bad.iloc[0]["error"]
-    empty = Section(**section(A.from_frames(_runs("eager")), _Writer(tmp_path / "e")))
+    empty = SECTION.build(A.from_frames(_runs("eager")), Writer(tmp_path / "e"))
     assert "--preset modes" in empty.empty
-    assert "modes" in dict(_SECTIONS)
+    assert SECTION in SECTIONS
 
 
 def test_compare_by_mode_cli(tmp_path, capsys):

@@ -11,7 +11,9 @@ import pytest
 from paradnn import analysis as A
 from paradnn import tables
 from paradnn.analysis import scaling as S
-from paradnn.report.build import _p90, _summary, _Writer
+from paradnn.report.sections import summary
+from paradnn.report.sections.summary import _p90
+from paradnn.report.writer import Writer
 
 import synth
 
@@ -80,7 +82,7 @@ def test_the_summary_shows_the_90th_percentile_of_utilization_beside_its_maximum
         [{"device_name": "SynthCPU", "kind": "matmul", "precision": "fp32", "value": synth.PEAK}]
     )
     data = A.from_frames(rows, ceilings=ceilings)
-    _summary(data, _Writer(tmp_path))
+    summary.SECTION.build(data, Writer(tmp_path))
     t = pd.read_csv(tmp_path / "tables" / "summary.csv").iloc[0]
     # five utilizations 0.1 … 0.5: position 3.6 -> 0.4 + 0.6 × 0.1 = 0.46
     assert t["max_util_measured"] == pytest.approx(0.5)
@@ -130,18 +132,19 @@ def test_figure7_fixes_fc_at_64_layers_where_the_data_has_them():
 
 def test_figure7_falls_back_to_the_closest_layer_count_and_says_so(tmp_path):
     from paradnn.analysis.heatmap import figure7_fixed
-    from paradnn.report.build import Section, _throughput_maps
+    from paradnn.report.section import Content
+    from paradnn.report.sections.heatmaps import _throughput_maps
 
     data = _fc_grid([8, 32, 128])
     fixed, paper = figure7_fixed(data.ok, "fc")
     assert fixed == {"layers": 32}  # 32 is 32 away from 64, 128 is 64 away
     hm = A.heatmap(data, "fc", metric="examples_per_s", fixed=fixed, paper=paper)
     assert hm.fixed["layers"] == 32 and hm.paper_fixed["layers"] is False
-    s = Section("heatmaps", "")
-    _throughput_maps(data, _Writer(tmp_path), s)
+    s = Content("heatmaps", "")
+    _throughput_maps(data, Writer(tmp_path), s)
     (cap,) = [f.caption for f in s.figures]
     assert "layers=32*" in cap and "no run at seed 000 Fig. 7's layers=64" in cap
-    s = Section("heatmaps", "")
-    _throughput_maps(_fc_grid([8, 64, 128]), _Writer(tmp_path), s)
+    s = Content("heatmaps", "")
+    _throughput_maps(_fc_grid([8, 64, 128]), Writer(tmp_path), s)
     (cap,) = [f.caption for f in s.figures]
     assert "layers=64 as in seed 000 Fig. 7" in cap and "layers=64*" not in cap

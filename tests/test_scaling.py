@@ -252,11 +252,8 @@ def test_compare_by_procs_pairs_a_config_with_its_single_process_run():
 
 
 def test_the_report_section_shows_the_figure_the_verdict_and_the_check(tmp_path):
-    import importlib
-
-    from paradnn.report.scaling import section
-
-    build = importlib.import_module("paradnn.report.build")  # the module, not its function
+    from paradnn.report.sections.scaling import SECTION
+    from paradnn.report.writer import Writer
 
     n = 2
     ladder = [{"bytes": b, "time_s": 1e-4 + b / 1e9} for b in (4096, 10**6, 4 * 10**6)]
@@ -266,14 +263,14 @@ def test_the_report_section_shows_the_figure_the_verdict_and_the_check(tmp_path)
             _row(n, 0.0125, family=fam, allreduce_s=1.1e-3, allreduce_bytes=10**6,
                  compute_nosync_s=0.011, ladder=ladder)
         )  # fmt: skip
-    w = build._Writer(tmp_path)
-    s = section(frames.from_frames(rows), w)
+    w = Writer(tmp_path)
+    s = SECTION.build(frames.from_frames(rows), w)
     assert s.empty is None and len(s.figures) == 3
     assert {p.name for p in w.figures} >= {"scaling-speedup.png", "scaling-serial.png"}
     assert s.notes[0].startswith("Observation 3 (seed 000 §4.3): holds. median e = 0.250")
     assert "FC median e 0.250 vs CNN 0.250" in s.notes[0]
     assert "simulator check over 2 run(s)" in s.notes[1]
-    empty = section(frames.from_frames([_row(1, 0.01)]), w)
+    empty = SECTION.build(frames.from_frames([_row(1, 0.01)]), w)
     assert "paradnn scale" in empty.empty and not empty.figures
 
 

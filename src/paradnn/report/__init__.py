@@ -1,5 +1,6 @@
 """The HTML report: analysis + figures of one or more result databases. Never imports torch."""
 
-from paradnn.report.build import Report, Section, build
+from paradnn.report.build import Report, build
+from paradnn.report.section import Content, Section
 
-__all__ = ["Report", "Section", "build"]
+__all__ = ["Content", "Report", "Section", "build"]

@@ -5,7 +5,7 @@ The CSV files beside the report keep the numbers as numbers and the machine name
 columns (plus the same hyperparameter columns); only the HTML is formatted. A column is known
 by its name (`COLUMNS`), else by its suffix (`_s` seconds, `_bytes`, `_flops`, `_w`, `_j`,
 `_frac`, `utilization`), else shown as a plain number; a table may override per column
-(`_Writer.table(..., units=...)`).
+(`Writer.table(..., units=...)`, report/writer.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,63 @@
+"""The seeds' observations, each tested on the report's data by its stated rule."""
+
+from __future__ import annotations
+
+from paradnn import analysis as A
+from paradnn.report.section import Content, Inputs, Section
+from paradnn.report.writer import Writer
+
+FINDING_HEADERS = {
+    "interval": "95% interval vs threshold",
+    "decide": "what would decide it",
+    "quote": "the seed says",
+}
+
+
+def fill(inp: Inputs, w: Writer, s: Content) -> None:
+    data = inp.kept
+    fs = A.findings.as_frame(A.evaluate(data, include_noisy=True))  # `data` is already filtered
+    never = fs["id"].isin(A.findings.NEVER_TESTABLE)
+    here = (fs["verdict"] == A.findings.UNTESTABLE) & ~never
+    tested = fs[~never & ~here]
+    s.tables.append(
+        w.table(
+            "findings",
+            tested[
+                ["verdict", "claim", "evidence", "interval", "decide", "source", "quote", "rule"]
+            ].rename(columns=FINDING_HEADERS),
+            "Verdicts",
+        )
+    )
+    if here.any():
+        s.lists.append(
+            (
+                "Untestable on this data: paradnn can produce what they need (another "
+                "platform, torch version or run kind), this report's databases do not hold it",
+                [f"{r.claim} — {r.source}: {r.evidence}." for r in fs[here].itertuples()],
+            )
+        )
+    if never.any():
+        s.lists.append(
+            (
+                "Untestable on any data paradnn can produce: they are about TPU "
+                "hardware or 1,024-chip systems, which paradnn does not measure",
+                [f"{r.claim} — {r.source}: {r.evidence}." for r in fs[never].itertuples()],
+            )
+        )
+    w.table("findings-all", fs, "")  # every finding, one CSV
+
+
+SECTION = Section(
+    "findings",
+    "Findings: the seeds' observations, tested on this data",
+    fill,
+    intro=(
+        "Each verdict is computed from the data in this report by the stated rule: holds or "
+        "does not hold only when the 95% interval of the number it is decided on lies wholly "
+        "on one side of the rule's threshold, inconclusive when the interval straddles it "
+        "(with what more data would decide it); observations about hardware or run kinds the "
+        "data lacks are untestable, not guessed. Beside each citation, a phrase of the seed. "
+        "The seeds: " + "; ".join(f"{k} is {v}" for k, v in A.findings.SEEDS.items()) + "."
+    ),
+    step="findings",
+)

@@ -1,0 +1,207 @@
+"""The report's shape, pinned: one synthetic store that feeds every section (the paired studies
+included) is built into a report, and its structure is compared with tests/data/report_golden.json:
+each section's id, title, intro, empty text, notes and lists, each figure's file and caption, each
+table's caption, columns and cells, and the figure and table files written. Digits are masked
+(`#`), so a last-bit difference in a float on another CPU cannot fail it while a heading, a
+column, a row, a verdict word or a figure that moved does.
+
+Regenerate after an intended change: PARADNN_GOLDEN=write pytest tests/test_report_golden.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from paradnn import report
+from paradnn.store import open_store
+
+import synth
+
+GOLDEN = Path(__file__).parent / "data" / "report_golden.json"
+
+FC = {"layers": [2, 4], "nodes": [64, 256, 1024], "input": [100], "output": [10],
+      "batch": [32, 128]}  # fmt: skip
+MODES = {"layers": [2], "nodes": [64, 128], "input": [20], "output": [10], "batch": [8, 16]}
+CNN = {"blocks": [1], "filters": [4, 8], "image": [16], "output": [3], "batch": [4, 8]}
+COMPILED = dict(compile_cold_s=20.0, compile_warm_s=3.0, graph_count=1, graph_breaks=0)
+
+
+def _keyed(rows: list[dict], tag: str, **extra) -> list[dict]:
+    return [{**r, "run_key": f"{r['run_key']}-{tag}", **extra} for r in rows]
+
+
+def _samples(family: str, space: dict, faster=lambda c: 1.0, seed0: int = 0, **kw) -> list[dict]:
+    return [
+        synth.row(family, c, 0.1 * faster(c), n_samples=20, spread=0.02, seed=seed0 + i, **kw)
+        for i, c in enumerate(synth.grid(space))
+    ]
+
+
+def _fed(source: str, slower: float, share: float, seed0: int) -> list[dict]:
+    out = []
+    for i, c in enumerate(synth.grid(CNN)):
+        r = synth.row("cnn", c, 0.1 / slower, n_samples=20, spread=0.02, seed=seed0 + i)
+        if source != "device":
+            r |= {
+                "infeed_share": share,
+                "data_wait_s": share * r["step_time_s"],
+                "data_copy_s": 0.0,
+                "loader_examples_per_s": r["examples_per_s"] * 0.9,
+                "model_only_examples_per_s": r["examples_per_s"] * slower,
+                "input_bound": share > 0.5,
+                "loader_workers": 2,
+            }
+        out.append({**r, "run_key": f"{r['run_key']}-{source}", "data_source": source})
+    return out
+
+
+def _backends() -> list[dict]:
+    torch = _samples("rnn", {"layers": [1], "embed": [8], "length": [5], "vocab": [7],
+                             "batch": [2, 4, 8]}, seed0=300)  # fmt: skip
+    jax = _samples("rnn", {"layers": [1], "embed": [8], "length": [5], "vocab": [7],
+                           "batch": [2, 4, 8]}, lambda c: 1.3, seed0=400)  # fmt: skip
+    xla = dict(xla_lower_s=0.2, xla_compile_s=1.5, xla_flops_ratio=1.04, xla_flops_mismatch=0)
+    return _keyed(torch, "torch", backend="torch") + _keyed(jax, "jax", backend="jax", **xla)
+
+
+def _scaling() -> list[dict]:
+    ladder = [{"bytes": b, "time_s": 1e-4 + b / 1e9} for b in (4096, 10**6, 4 * 10**6)]
+    rows = [synth.scale_row(1, 0.010), synth.scale_row(1, 0.010, family="cnn",
+            config={"blocks": 1, "filters": 4, "image": 16, "output": 3, "batch": 8})]  # fmt: skip
+    for fam, cfg in (("fc", {}), ("cnn", {"config": rows[1]["config"]})):
+        rows.append(
+            synth.scale_row(2, 0.0125, family=fam, allreduce_s=1.1e-3, allreduce_bytes=10**6,
+                            compute_nosync_s=0.011, ladder=ladder, **cfg)
+        )  # fmt: skip
+    env = dict(torch_version="2.13.0", hostname="host-a", optimizer="rmsprop")
+    return [{**r, **env, "run_key": f"scale-{i}"} for i, r in enumerate(rows)]
+
+
+def _profile(run_id: int, scale: float) -> list[dict]:
+    ops = [
+        ("aten::addmm", [[32, 100]], 6e-3, 2e7, 2e5),
+        ("aten::mm", [[100, 64]], 4e-3, 1e7, 1e5),
+        ("aten::add_", [[64]], 1e-3, 6e4, 3e5),
+        ("aten::t", [[64, 100]], 1e-4, 0, 0),
+    ]
+    return [
+        dict(run_id=run_id, op=op, shapes=shapes, dtype="float32", calls=2,
+             device_time_s=t * scale, flops=int(f), bytes=int(b),
+             achieved_flops=f / (t * scale), intensity=(f / b) if b else None)
+        for op, shapes, t, f, b in ops
+    ]  # fmt: skip
+
+
+def _store(tmp: Path) -> list[str]:
+    """Two databases: platform A (every study, ceilings, ops, profiles, failures) and B (the
+    same FC grid, faster at small widths, for the platform speedups)."""
+    fast = {64: 2.0, 256: 1.0, 1024: 0.5}
+    a_rows = synth.rows("fc", FC, lambda c: None if c["nodes"] == 1024 and c["batch"] == 128
+                        and c["layers"] == 4 else 0.1, platform="PlatA")  # fmt: skip
+    a_rows += _keyed(synth.rows("fc", FC, lambda c: 0.15, platform="PlatA", precision="bf16"),
+                     "bf16")  # fmt: skip
+    a_rows += _keyed(synth.rows("fc", FC, lambda c: 0.12, platform="PlatA",
+                                torch_version="2.14.0"), "v214")  # fmt: skip
+    a_rows += _keyed(synth.rows("fc", FC, lambda c: 0.08, platform="PlatA", threads=1), "t1")
+    a_rows += _keyed(_samples("fc", MODES, seed0=100), "eager", mode="eager")
+    a_rows += _keyed(_samples("fc", MODES, lambda c: 1.5, seed0=150, **COMPILED), "compile",
+                     mode="compile")  # fmt: skip
+    a_rows += _fed("device", 1.0, 0.0, 200) + _fed("pipeline", 2.0, 0.6, 250)
+    a_rows += _backends() + _scaling()
+    ceilings = [
+        dict(device="cpu", device_name="PlatA", fingerprint="f", kind=k, precision=p,
+             value=v, unit=u, measured_at="2026-11-21T00:00:00")
+        for k, p, v, u in (("matmul", "fp32", 1.628e11, "FLOP/s"), ("copy", None, 2e10, "B/s"))
+    ]  # fmt: skip
+    a = synth.write_db(
+        tmp / "a.db",
+        a_rows,
+        ceilings=ceilings,
+        ops=[synth.op_row("512", 2 * 512**3, 0.01, threads=t, device_name="PlatA") for t in (1, 2)]
+        + [synth.op_row("1024", 2 * 1024**3, 0.07, device_name="PlatA")],
+    )
+    b = synth.write_db(
+        tmp / "b.db",
+        synth.rows("fc", FC, lambda c: 0.1 * fast[c["nodes"]], platform="PlatB", hostname="b"),
+    )
+    for db, scale in ((a, 1.0), (b, 0.5)):
+        with open_store(db) as store:
+            store.insert_rows("op_profile", _profile(1, scale) + _profile(2, scale))
+    return [a, b]
+
+
+def _mask(text: object) -> str:
+    return re.sub(r"\d+", "#", str(text))
+
+
+_CELL = re.compile(r"<t([hd])[^>]*>(.*?)</t[hd]>", re.S)
+
+
+def _table(caption: str, html: str) -> dict:
+    head, _, body = html.partition("</thead>")
+    columns = [unescape(c) for _, c in _CELL.findall(head)]
+    rows = [
+        [_mask(unescape(c)) for _, c in _CELL.findall(tr)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+    ]
+    return {"caption": _mask(caption), "columns": columns, "rows": rows}
+
+
+def _figure(f) -> list[str]:
+    f = f if isinstance(f, dict) else vars(f)
+    return [f["name"], _mask(f["caption"])]
+
+
+def shape(rep: report.Report) -> dict:
+    return {
+        "sections": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "intro": _mask(s.intro),
+                "empty": None if s.empty is None else _mask(s.empty),
+                "figures": [_figure(f) for f in s.figures],
+                "tables": [_table(c, h) for c, h in s.tables],
+                "lists": [[_mask(h), [_mask(x) for x in xs]] for h, xs in getattr(s, "lists", [])],
+                "notes": [_mask(n) for n in s.notes],
+            }
+            for s in rep.sections
+        ],
+        "figure_files": [p.name for p in rep.figures],
+        "table_files": [p.name for p in rep.tables],
+    }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("golden")
+    return report.build(_store(tmp), tmp / "out")
+
+
+def test_the_report_has_the_pinned_sections_tables_figures_and_verdicts(built):
+    got = shape(built)
+    if os.environ.get("PARADNN_GOLDEN") == "write":
+        GOLDEN.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    want = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert [s["id"] for s in got["sections"]] == [s["id"] for s in want["sections"]]
+    for g, w in zip(got["sections"], want["sections"], strict=True):
+        assert g == w, g["id"]
+    assert got["figure_files"] == want["figure_files"]
+    assert got["table_files"] == want["table_files"]
+
+
+def test_the_synthetic_store_feeds_every_section(built):
+    """The golden file is only worth its name if no section of it is empty."""
+    empty = [s.id for s in built.sections if s.empty and s.id not in ("prediction",)]
+    assert empty == []
+    ids = [s.id for s in built.sections]
+    for paired in ("speedups", "scaling", "modes", "infeed", "backends"):
+        assert paired in ids and built.sections[ids.index(paired)].tables, paired
+    speed = built.sections[ids.index("speedups")]
+    for by in ("platform", "precision", "torch_version", "mode", "threads"):
+        assert any(f.name.startswith(f"speedup-{by}-") for f in speed.figures), by
