@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
 from paradnn.api.devices import device_capacity, native_precisions
-from paradnn.config import ExecutorSettings, RunOptions
+from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
-from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import EmptyDatabase, check_writable
 

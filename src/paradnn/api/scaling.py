@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families
-from paradnn.config import RunOptions, TimingPolicy
+from paradnn.config import RunOptions, SweepSettings, TimingPolicy
 from paradnn.errors import ConfigError
 from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
@@ -67,7 +67,7 @@ def scale(
     split, more ranks than cores) raises before any work starts."""
     from paradnn import host
     from paradnn.api.devices import device_capacity
-    from paradnn.runner.supervisor import Supervisor, SweepSettings
+    from paradnn.runner.supervisor import Supervisor
 
     ns = check_procs(procs)
     cfg = families.get(family).config(dict(config or {}))

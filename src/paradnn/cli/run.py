@@ -59,12 +59,14 @@ from paradnn.config import (
     MAX_ARRAY_SIZE,
     MAX_CONFIGS_PER_JOB,
     MAX_RECYCLE_EVERY,
+    MAX_REMEASURE,
     MAX_THREADS,
     MAX_WORKERS,
     OPTIMIZERS,
+    REMEASURE_BACKOFF_S,
+    SweepSettings,
 )
 from paradnn.measure.timer import progress_words
-from paradnn.runner.supervisor import MAX_REMEASURE, REMEASURE_BACKOFF_S
 from paradnn.store import DEFAULT_DB
 
 # Re-measures of a noisy run (docs/runner.md#re-measuring-noisy-runs): a sweep tries twice more
@@ -250,8 +252,6 @@ def run(
     Run the same command again to resume: finished configs are skipped (whichever executor
     ran them).
     """
-    from paradnn.runner.supervisor import SweepSettings
-
     sweep = presets.get(preset)
     where = _executor(
         sweep.executor,
@@ -433,7 +433,6 @@ def bench(
     backend: BackendOpt = "torch",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
-    from paradnn.runner.supervisor import SweepSettings
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
