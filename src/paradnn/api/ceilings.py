@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from paradnn.api.returns import Rows, rows
 from paradnn.config import RunOptions, check_budget
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB, open_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.runner.supervisor import Event
 
 Say = Callable[[str], None]
 
@@ -28,7 +32,7 @@ def calibrate(
     allow_emulated: bool = False,
     force: bool = False,
     progress: Say | None = None,
-) -> list[dict[str, Any]]:
+) -> Rows:
     """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
     on the device report utilization against them. Units already measured in this environment
     are skipped (`force` measures them again). With `if_missing`, a database that already holds
@@ -40,7 +44,7 @@ def calibrate(
         RunOptions(precision=p)
     check_budget(budget_s)
     with open_store(db) as store:
-        return kernels.calibrate(
+        measured = kernels.calibrate(
             store,
             device,
             precisions,
@@ -51,6 +55,7 @@ def calibrate(
             if_missing=if_missing,
             on_event=_reporter(progress),
         )
+    return rows("ceilings", measured)
 
 
 def ops(
@@ -64,7 +69,7 @@ def ops(
     allow_emulated: bool = False,
     force: bool = False,
     progress: Say | None = None,
-) -> list[dict[str, Any]]:
+) -> Rows:
     """The accelerator study's op micro-benchmarks (Table 4), each in an isolated worker,
     stored with utilization against the datasheet peak and the measured ceiling."""
     from paradnn.ops.table4 import default_threads_list
@@ -81,7 +86,7 @@ def ops(
     else:
         counts = (threads,)
     with open_store(db) as store:
-        return kernels.ops(
+        measured = kernels.ops(
             store,
             device,
             precisions,
@@ -91,16 +96,17 @@ def ops(
             force=force,
             on_event=_reporter(progress),
         )
+    return rows("ops", measured)
 
 
-def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
+def _reporter(progress: Say | None) -> Callable[[Event], None] | None:
     """Supervisor events as lines: each unit's news and its stored outcome."""
     if progress is None:
         return None
 
     last: dict[str, Any] = {"msg": None, "t": 0.0}
 
-    def hear(e: Any) -> None:
+    def hear(e: Event) -> None:
         if e.kind == "start":
             for note in e.notes:
                 progress(note)

@@ -20,16 +20,20 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from paradnn.runner.supervisor import Event
+    from paradnn.sim.scaling_check import Check
 
 MAX_PROCS_LIST = 16  # values of --procs in one command (docs/limits.md)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Scaled:
+    """`scale`'s result: the stored runs, their scaling table (`scale --json` prints it), the
+    Amdahl fits and the simulator's check."""
+
     records: list[RunRecord]
     table: pd.DataFrame  # analysis.scaling.efficiency_table over these runs
     fits: pd.DataFrame  # an Amdahl fit over N
-    check: Any  # sim.scaling_check.Check of the measured all-reduces and efficiencies
+    check: Check  # of the measured all-reduces and efficiencies
 
 
 def check_procs(procs: Sequence[int]) -> list[int]:

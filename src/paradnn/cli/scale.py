@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -32,6 +32,10 @@ from paradnn.errors import ConfigError, OptionError
 from paradnn.measure.timer import progress_words
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import parse_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.api.scaling import Scaled
+    from paradnn.runner.supervisor import Event
 
 ProcsListOpt = Annotated[
     str | None,
@@ -129,7 +133,7 @@ def scale(
     ns = parse_procs(procs)
     last = [0.0]
 
-    def heard(e: Any) -> None:
+    def heard(e: Event) -> None:
         import time
 
         if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
@@ -183,7 +187,7 @@ def _share(v: Any) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0%}"
 
 
-def lines(res: Any) -> list[str]:
+def lines(res: Scaled) -> list[str]:
     """One line per N > 1: speedup, efficiency, e, the all-reduce and its bandwidths."""
     out_lines = []
     for _, r in res.table.iterrows():
