@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from paradnn.api.returns import Rows, rows
 from paradnn.config import RunOptions, check_budget
 from paradnn.errors import ConfigError
+from paradnn.records import Status
 from paradnn.store import DEFAULT_DB, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,7 +122,7 @@ def _reporter(progress: Say | None) -> Callable[[Event], None] | None:
                 label = getattr(e.running[0], "label", "") if e.running else ""
                 progress(f"{label}: still running ({e.progress.get('elapsed_s', 0):.0f} s)")
                 last["t"] = now
-        elif e.kind == "result" and e.row is not None and e.row.get("status") != "ok":
+        elif e.kind == "result" and e.row is not None and e.row.get("status") != Status.OK:
             progress(f"[{e.done}/{e.total}] {e.row['status']}: {e.row.get('error')}")
 
     return hear

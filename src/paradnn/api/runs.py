@@ -14,7 +14,7 @@ from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
-from paradnn.records import RunRecord
+from paradnn.records import RunRecord, Status
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import EmptyDatabase, check_writable
 
@@ -92,7 +92,9 @@ def plan(
     precision, optimizer and study-axis value (`precisions`, `optimizer` and `axes` replace the
     sweep's). Everything is checked here, before any work: `run`, `dry_run` and
     `dry_run_count` take the plan and do not plan again."""
-    sweep = presets.get(preset) if isinstance(preset, str) else preset
+    from paradnn.sweep import Sweep
+
+    sweep = preset if isinstance(preset, Sweep) else presets.get(preset)  # get: checks the name
     specs = sweep.specs(precisions, [optimizer] if optimizer else None, axes)
     return SweepPlan(sweep, tuple(specs))
 
@@ -377,7 +379,9 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
         rows = store.runs()
         found["latest"] = store.latest_status()
         for c in store.rows("ceilings", {"kind": "matmul"}):
-            if c.get("status", "ok") == "ok" and str(c["device"]).startswith(device_type or ""):
+            if c.get("status", Status.OK) == Status.OK and str(c["device"]).startswith(
+                device_type or ""
+            ):
                 p = c["precision"]
                 found["ceilings"][p] = max(found["ceilings"].get(p, 0.0), c["value"])
     for r in rows:
@@ -385,7 +389,7 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
             continue
         if (r.get("env") or {}).get("hostname") == platform.node() and r.get("fingerprint"):
             found["fingerprint"] = r["fingerprint"]  # rows come oldest first: the newest wins
-        if r["status"] != "ok":
+        if r["status"] != Status.OK:
             continue
         if r["achieved_flops"]:
             by.setdefault((r["family"], r["precision"]), []).append(r["achieved_flops"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -74,6 +75,7 @@ from paradnn.store import DEFAULT_DB
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.returns import SweepPlan
     from paradnn.records import RunRecord
+    from paradnn.runner.supervisor import Event
 
 # Re-measures of a noisy run (docs/runner.md#re-measuring-noisy-runs): a sweep tries twice more
 # (other configs run during the back-off, so the load has time to pass); `bench` once, so one
@@ -485,13 +487,13 @@ def _infeed(data: str, workers: int, pin: Any, prefetch: Any, persistent: Any) -
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _heartbeat(label: str) -> Any:
+def _heartbeat(label: str) -> Callable[[Event], None]:
     """An event listener that says the worker's phase, at most every 2 s."""
     import time
 
     last = [0.0]
 
-    def heard(e: Any) -> None:
+    def heard(e: Event) -> None:
         if e.kind == "start":  # e.g. the threads chosen from the load, or a --threads warning
             for note in e.notes:
                 say(note)
@@ -505,7 +507,7 @@ def _heartbeat(label: str) -> Any:
     return heard
 
 
-def _show_bench(rec: Any, db: str, energy: bool) -> None:
+def _show_bench(rec: RunRecord, db: str, energy: bool) -> None:
     row = rec.as_dict()
     out.print(tables.rich_table([row]))
     if rec.error:

@@ -30,6 +30,7 @@ from paradnn.cli.progress import say, warn_noisy
 from paradnn.config import MAX_PROCS, SCALINGS, STRATEGIES
 from paradnn.errors import ConfigError, OptionError
 from paradnn.measure.timer import progress_words
+from paradnn.records import Status
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import parse_int
 
@@ -162,7 +163,7 @@ def scale(
         return
     out.print(tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs"))
     for r in rows:
-        if r["status"] != "ok":
+        if r["status"] != Status.OK:
             out.print(f"N = {r['procs']}: [bold]{r['status']}[/]: {escape(str(r['error']))}")
     for line in lines(res):
         out.print(line)
