@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
@@ -256,7 +257,7 @@ def dry_run(
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
     specs = _pick(specs, limit, sample)
     history = _history(db, device_type)
-    overhead = history["overhead_s"] if history["overhead_s"] is not None else RUN_OVERHEAD_S
+    overhead = history.overhead_s if history.overhead_s is not None else RUN_OVERHEAD_S
     found = []
     for spec in specs:
         fam = families.get(spec.family)
@@ -265,7 +266,7 @@ def dry_run(
             spec.family, cfg, spec.precision, spec.optimizer, device_type=device_type
         )
         flops = fam.train_flops(cfg)
-        rate = history["rates"].get((spec.family, spec.precision))
+        rate = history.rates.get((spec.family, spec.precision))
         peak = None if rate else _peak_rate(history, device, spec.precision)
         step = flops / rate if rate else (flops / peak if peak else 0.0)
         warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
@@ -350,7 +351,19 @@ def _check_study(study: Mapping[str, Any]) -> None:
             raise ConfigError("bench option", name, f"unknown; study axes are {allowed}")
 
 
-def _history(db: str, device_type: str | None) -> dict[str, Any]:
+@dataclass
+class _History:
+    """What earlier runs in a database on this kind of device say (`_history`)."""
+
+    rates: dict[tuple[str, str], float] = field(default_factory=dict)  # (family, precision)
+    overhead_s: float | None = None  # a run's median seconds in its worker outside its steps
+    latest: dict[str, str] = field(default_factory=dict)  # run key -> newest attempt's status
+    fingerprint: str | None = None  # this host's newest environment
+    ceilings: dict[str, float] = field(default_factory=dict)  # precision -> best matmul FLOP/s
+    peaks: dict[str, float | None] = field(default_factory=dict)  # derived/datasheet, on first use
+
+
+def _history(db: str, device_type: str | None) -> _History:
     """What earlier ok runs in `db` on this kind of device say: the median achieved FLOP/s per
     (family, precision), the median seconds a run spent in its worker outside its timed phases,
     the latest status per run key, and the newest environment fingerprint of this host."""
@@ -359,13 +372,7 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
     from datetime import datetime
     from pathlib import Path
 
-    found: dict[str, Any] = {
-        "rates": {},
-        "overhead_s": None,
-        "latest": {},
-        "fingerprint": None,
-        "ceilings": {},
-    }
+    found = _History()
     if not Path(db).exists():
         check_writable(db)  # where `run` would make it: a file in the way is refused now
         return found
@@ -377,18 +384,18 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
     overheads: list[float] = []
     with store:
         rows = store.runs()
-        found["latest"] = store.latest_status()
+        found.latest = store.latest_status()
         for c in store.rows("ceilings", {"kind": "matmul"}):
             if c.get("status", Status.OK) == Status.OK and str(c["device"]).startswith(
                 device_type or ""
             ):
                 p = c["precision"]
-                found["ceilings"][p] = max(found["ceilings"].get(p, 0.0), c["value"])
+                found.ceilings[p] = max(found.ceilings.get(p, 0.0), c["value"])
     for r in rows:
         if device_type is not None and not str(r["device"] or "").startswith(device_type):
             continue
         if (r.get("env") or {}).get("hostname") == platform.node() and r.get("fingerprint"):
-            found["fingerprint"] = r["fingerprint"]  # rows come oldest first: the newest wins
+            found.fingerprint = r["fingerprint"]  # rows come oldest first: the newest wins
         if r["status"] != Status.OK:
             continue
         if r["achieved_flops"]:
@@ -401,19 +408,19 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
             overheads.append(wall - (r["first_step_s"] or 0) - (r["warmup_s"] or 0) - steps)
         except (TypeError, ValueError):
             continue
-    found["rates"] = {k: statistics.median(v) for k, v in by.items()}
+    found.rates = {k: statistics.median(v) for k, v in by.items()}
     if overheads:
-        found["overhead_s"] = max(0.0, statistics.median(overheads))
+        found.overhead_s = max(0.0, statistics.median(overheads))
     return found
 
 
-def _peak_rate(history: dict[str, Any], device: str, precision: str) -> float | None:
+def _peak_rate(history: _History, device: str, precision: str) -> float | None:
     """The fastest a step can go at `precision` on this device, FLOP/s: the measured matmul
     ceiling in the db, else the derived CPU peak or the GPU's datasheet peak; None if unknown.
     A step's time is at least its FLOPs over this (a floor, never an estimate)."""
-    if precision in history["ceilings"]:
-        return history["ceilings"][precision]
-    peaks = history.setdefault("peaks", {})
+    if precision in history.ceilings:
+        return history.ceilings[precision]
+    peaks = history.peaks
     if not peaks:
         from paradnn.platforms import local
 
@@ -431,16 +438,16 @@ def _peak_rate(history: dict[str, Any], device: str, precision: str) -> float | 
 
 
 def _stored_status(
-    history: dict[str, Any], family: str, config: dict[str, Any], options: RunOptions
+    history: _History, family: str, config: dict[str, Any], options: RunOptions
 ) -> str | None:
     """The newest stored attempt's status of this run in this host's newest environment (what
     a resumed `run` skips), or None. A changed environment (another torch) makes new keys."""
     from paradnn.records import run_key
 
-    if history["fingerprint"] is None:
+    if history.fingerprint is None:
         return None
-    key = run_key(family, config, options.key_fields(), history["fingerprint"])
-    return history["latest"].get(key)
+    key = run_key(family, config, options.key_fields(), history.fingerprint)
+    return history.latest.get(key)
 
 
 def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> Rows:
