@@ -49,11 +49,12 @@ class Rows(Sequence[Row]):
     def __iter__(self) -> Iterator[Row]:
         return iter(self.rows)
 
-    def as_dict(self) -> list[Row]:  # type: ignore[override]
+    def as_dict(self) -> list[Row]:
         return [dict(r) for r in self.rows]
 
 
 def rows(table: str, found: Sequence[Mapping[str, Any]]) -> Rows:
+    """`found` as the Rows of `table` (each row copied into a dict of its own)."""
     return Rows(table, tuple(dict(r) for r in found))
 
 
