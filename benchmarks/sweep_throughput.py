@@ -31,11 +31,11 @@ from pathlib import Path
 import torch
 
 from paradnn import families, presets
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, SweepSettings
 from paradnn.measure.stats import summarize
 from paradnn.measure.step import TrainStep
 from paradnn.runner.execute import execute, prepare
-from paradnn.runner.supervisor import Supervisor, SweepSettings
+from paradnn.runner.supervisor import Supervisor
 from paradnn.store import open_store
 
 OUT = Path(__file__).parent / "results" / "sweep_throughput.json"

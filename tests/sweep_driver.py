@@ -2,9 +2,9 @@
 
 import sys
 
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, SweepSettings
 from paradnn.presets import RunSpec
-from paradnn.runner.supervisor import Supervisor, SweepSettings
+from paradnn.runner.supervisor import Supervisor
 from paradnn.store import open_store
 
 from conftest import TINY_POLICY

@@ -34,7 +34,7 @@ def test_dry_run_of_the_paper_preset_counts_every_config(capsys):
 
     rows = api.dry_run("paper-rnn", device="cpu")
     assert len(rows) == 2160
-    assert all(r["predicted_mem_lower_bytes"] <= r["predicted_mem_bytes"] for r in rows)
+    assert all(r.predicted_mem_lower_bytes <= r.predicted_mem_bytes for r in rows)
 
 
 def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
@@ -151,8 +151,8 @@ def test_dry_run_picks_first_and_sampled_runs():
     first = api.dry_run("paper-rnn", device="cpu", limit=3)
     every = api.dry_run("paper-rnn", device="cpu", sample=4)
     assert len(first) == 3 and len(every) == 4
-    assert every[0]["config"] == first[0]["config"]
-    assert every[-1]["config"] != first[-1]["config"]  # the sample spans the sweep
+    assert every[0].config == first[0].config
+    assert every[-1].config != first[-1].config  # the sample spans the sweep
 
 
 def test_dry_run_is_honest_for_the_zoo(tmp_path, monkeypatch):
@@ -169,19 +169,19 @@ def test_dry_run_is_honest_for_the_zoo(tmp_path, monkeypatch):
         [("resnet50", {"batch": 1024}), ("squeezenet1_1", {"batch": 64}), ("fc", TINY["fc"])],
     )
     rows = api.dry_run(str(sweep), device="cpu", db=str(tmp_path / "none.db"))
-    by = {r["family"]: r for r in rows}
+    by = {r.family: r for r in rows}
     resnet = by["resnet50"]
-    assert resnet["fits"] is False and resnet["predicted_mem_lower_bytes"] > 30 * 2**30
-    assert by["squeezenet1_1"]["fits"] is True
+    assert resnet.fits is False and resnet.predicted_mem_lower_bytes > 30 * 2**30
+    assert by["squeezenet1_1"].fits is True
     # 24.9 TFLOP per step at a peak of 100 GFLOP/s: the first, warm-up and timed steps, each
     # ≥ 249 s (not the ≥ 1.3 s of the timing policy's minimum alone)
-    assert resnet["est_time_s"] >= 3 * resnet["flops_per_step"] / 1e11
+    assert resnet.est_time_s >= 3 * resnet.flops_per_step / 1e11
     tiny = by["fc"]
-    assert tiny["est_time_s"] >= runs.RUN_OVERHEAD_S and tiny["est_time_is_floor"]
+    assert tiny.est_time_s >= runs.RUN_OVERHEAD_S and tiny.est_time_is_floor
     total = api.dry_run_total(rows, len(rows), recycle_every=50)
-    assert total == pytest.approx(sum(r["est_time_s"] for r in rows) + runs.WORKER_START_S)
+    assert total == pytest.approx(sum(r.est_time_s for r in rows) + runs.WORKER_START_S)
     assert api.dry_run_total(rows, 120, recycle_every=50) == pytest.approx(
-        sum(r["est_time_s"] for r in rows) * 40 + 3 * runs.WORKER_START_S
+        sum(r.est_time_s for r in rows) * 40 + 3 * runs.WORKER_START_S
     )
 
 

@@ -11,9 +11,8 @@ import threading
 import pytest
 
 from paradnn import api
-from paradnn.config import ExecutorSettings
+from paradnn.config import ExecutorSettings, SweepSettings
 from paradnn.errors import ConfigError
-from paradnn.runner.supervisor import SweepSettings
 from paradnn.store import open_store
 
 FC = '[[runs]]\nfamily = "fc"\nconfig = {{ layers = {}, nodes = 16, batch = 4, input = 8 }}\n'

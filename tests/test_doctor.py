@@ -7,6 +7,7 @@ import os
 import pytest
 import torch
 
+from paradnn.api.returns import DoctorReport
 from paradnn.measure import doctor as doc
 from paradnn.measure import quality
 from paradnn.measure.energy.fakes import (
@@ -210,7 +211,7 @@ def test_the_table_prints_gpu_facts_and_their_nulls(capsys):
     r = doc.doctor("cpu", checks=False, nvml=nv)
     (g,) = r["gpus"]
     assert g["name"] == "Fake H100" and g["ecc_mode"] is None
-    cli_doctor._print(r)
+    cli_doctor._print(DoctorReport(**r))
     out = capsys.readouterr().out
     assert "Fake H100 (cc 9.0), driver 560.35.03" in out
     assert "85.9 GB" in out and "1980" in out

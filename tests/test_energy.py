@@ -367,7 +367,8 @@ def test_an_energy_failure_nulls_the_energy_never_the_run(monkeypatch, tiny_poli
 
 
 def test_energy_refuses_parallel_workers_that_would_share_a_package(store):
-    from paradnn.runner.supervisor import Supervisor, SweepSettings
+    from paradnn.config import SweepSettings
+    from paradnn.runner.supervisor import Supervisor
 
     with pytest.raises(ConfigError, match="workers = 2: --energy needs 1"):
         Supervisor(store, RunOptions(device="cpu", energy=True), SweepSettings(workers=2))

@@ -73,12 +73,12 @@ def test_quick_preset_follows_the_device(cpu_flags):
 
     cpu_flags(AVX2)
     rows = api.dry_run("quick", device="cpu")
-    assert {r["precision"] for r in rows} == {"fp32"}
+    assert {r.precision for r in rows} == {"fp32"}
     cpu_flags(ZEN4)
     both = api.dry_run("quick", device="cpu")
-    assert [r["precision"] for r in both].count("bf16") == len(rows)
+    assert [r.precision for r in both].count("bf16") == len(rows)
     # the preset is big enough for a heat map and a regression fit per family
-    fams = [r["family"] for r in rows]
+    fams = [r.family for r in rows]
     assert all(fams.count(f) >= 8 for f in ("fc", "cnn", "rnn"))
 
 

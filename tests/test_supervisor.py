@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, SweepSettings
 from paradnn.errors import ParadnnError
 from paradnn.presets import RunSpec
-from paradnn.runner.supervisor import Supervisor, SweepSettings, _death
+from paradnn.runner.supervisor import Supervisor, _death
 
 from conftest import TINY, TINY_POLICY
 

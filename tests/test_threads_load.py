@@ -225,8 +225,8 @@ def test_a_busy_machine_gets_fewer_threads_and_the_record_says_why(tmp_path):
 
 
 def test_a_requested_count_above_the_free_cores_is_kept_and_warned_about():
-    from paradnn.config import RunOptions
-    from paradnn.runner.supervisor import Supervisor, SweepSettings
+    from paradnn.config import RunOptions, SweepSettings
+    from paradnn.runner.supervisor import Supervisor
 
     sup = Supervisor(None, RunOptions(device="cpu", threads=2), SweepSettings(), load=_busy(2.0))
     choice = sup._choose_threads()
@@ -260,8 +260,8 @@ def test_a_resumed_sweep_keeps_the_threads_it_began_with_unless_told(tmp_path):
     import json
     import platform
 
-    from paradnn.config import RunOptions
-    from paradnn.runner.supervisor import Supervisor, SweepSettings
+    from paradnn.config import RunOptions, SweepSettings
+    from paradnn.runner.supervisor import Supervisor
     from paradnn.store import open_store
 
     db = tmp_path / "r.db"

@@ -75,13 +75,13 @@ def test_transformer_body_is_nn_transformer_exactly(big, body):
 
 
 def test_every_zoo_config_field_has_a_paper_default_and_the_kind_is_real():
-    info = {f["name"]: f for f in api.family_info()}
+    info = {f.name: f for f in api.family_info()}
     for name in ZOO:
         fam = families.get(name)
-        assert isinstance(fam, RealModel) and fam.kind == "real" and info[name]["kind"] == "real"
-        assert "batch" in info[name]["fields"] and fam.source
+        assert isinstance(fam, RealModel) and fam.kind == "real" and info[name].kind == "real"
+        assert "batch" in info[name].fields and fam.source
     for name in ("fc", "cnn", "rnn", "transformer"):
-        assert info[name]["kind"] == "generated"
+        assert info[name].kind == "generated"
     defaults = {n: families.get(n).default_config() for n in ZOO}
     assert defaults["inception_v3"].image == 299 and defaults["retinanet"].image == 640
     assert defaults["resnet50"].image == defaults["vgg16"].image == 224

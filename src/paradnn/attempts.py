@@ -21,6 +21,8 @@ import json
 
 import pandas as pd
 
+from paradnn.records import Status
+
 BEST_GOOD = "best good attempt"
 LATEST_NONE_GOOD = "latest attempt, none good"
 CHOICES = (BEST_GOOD, LATEST_NONE_GOOD)
@@ -50,7 +52,7 @@ def add_quality(runs: pd.DataFrame) -> pd.DataFrame:
         if "step_time_s" in runs
         else pd.Series(float("nan"), index=runs.index)
     )
-    timed = status.isin(["ok", "nan"]) & step.notna()
+    timed = status.isin([Status.OK, Status.NAN]) & step.notna()
     unconverged = (
         runs["converged"].map(lambda v: v is not None and not pd.isna(v) and not bool(v))
         if "converged" in runs
@@ -86,7 +88,7 @@ def good(runs: pd.DataFrame) -> pd.Series:
     if not len(runs):
         return pd.Series(False, index=runs.index, dtype=bool)
     noisy = runs["noisy"] if "noisy" in runs else add_quality(runs.copy())["noisy"]
-    return (runs["status"] == "ok") & ~noisy.astype(bool)
+    return (runs["status"] == Status.OK) & ~noisy.astype(bool)
 
 
 def choose(runs: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,7 @@ __all__ = [
     "DATA_SOURCES",
     "EXECUTORS",
     "KEYED_WHEN_SET",
-    "LOADER_FIELDS",
+    "LOADER_SETTINGS",
     "MODES",
     "OPTIMIZERS",
     "PRECISIONS",
@@ -33,6 +33,7 @@ __all__ = [
     "STRATEGIES",
     "ExecutorSettings",
     "RunOptions",
+    "SweepSettings",
     "TimingPolicy",
     "check_device",
     "precision_flags",
@@ -71,7 +72,9 @@ KEYED_WHEN_SET: tuple[str, ...] = (
 # (non_blocking); `pipeline` JPEG images and token files written by paradnn to a local cache,
 # decoded and augmented by a torch DataLoader every step.
 DATA_SOURCES = ("device", "host", "pipeline")
-LOADER_FIELDS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
+# The DataLoader settings (RunOptions fields): they change what is measured only for
+# data_source = pipeline. One tuple for the sweep, the run key and the record's nulls.
+LOADER_SETTINGS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
 MAX_LOADER_WORKERS = 256  # DataLoader processes of one run (docs/limits.md)
 MAX_PREFETCH = 64  # batches each loader worker keeps ready
 # The framework that builds and runs the step (docs/jax.md): PyTorch, or JAX/XLA (the optional
@@ -90,6 +93,8 @@ MAX_WORKERS = 1024  # a sweep's worker processes: more than any host's cores
 MAX_TIMEOUT_S = 7 * 86_400.0  # a week per config
 MAX_RECYCLE_EVERY = 1_000_000  # runs per worker before a fresh one
 MAX_CONFIGS_PER_JOB = 10_000  # configs one Slurm array element runs in turn
+MAX_REMEASURE = 10  # re-measures of one noisy run: beyond this the machine is not going quiet
+REMEASURE_BACKOFF_S = 10.0  # the first re-measure's wait; each next one waits twice as long
 
 
 def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
@@ -98,7 +103,7 @@ def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
     remaining combination once."""
     if combo.get("data_source", "device") == "pipeline":
         return dict(combo)
-    return {k: v for k, v in combo.items() if k not in LOADER_FIELDS}
+    return {k: v for k, v in combo.items() if k not in LOADER_SETTINGS}
 
 
 def _finite(value: object) -> bool:
@@ -264,7 +269,7 @@ class RunOptions:
             key.pop("strategy", None)
             key.pop("scaling", None)
         if self.data_source != "pipeline":  # no loader: its settings change nothing measured
-            for name in LOADER_FIELDS:
+            for name in LOADER_SETTINGS:
                 key.pop(name, None)
         return key
 
@@ -306,3 +311,33 @@ class ExecutorSettings:
         int_at_least("max_array_size", self.max_array_size, 1, MAX_ARRAY_SIZE)
         if self.cluster is not None:
             one_of("cluster", self.cluster, ("slurm", "local", "debug"))
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """How a sweep runs: worker processes, the time each run may take, when workers are
+    replaced, and what is measured again (`paradnn run` / `bench` options)."""
+
+    workers: int = 1
+    timeout_s: float = 900.0
+    recycle_every: int = 50
+    predict: bool = True
+    retry_failed: bool = False
+    force: bool = False  # measure even what is finished (a new attempt): `paradnn bench`
+    # A run that finishes ok but noisy is measured again, as a new attempt, up to this many
+    # times, the k-th after remeasure_backoff_s × 2^(k-1) seconds (other runs go on meanwhile).
+    # The CLI turns it on (run: 2, bench: 1; docs/runner.md#re-measuring-noisy-runs).
+    remeasure: int = 0
+    remeasure_backoff_s: float = REMEASURE_BACKOFF_S
+
+    def __post_init__(self) -> None:
+        # Upper bounds (docs/limits.md): more workers than any host has cores, a week per
+        # config, a million runs per worker.
+        int_at_least("workers", self.workers, 1, MAX_WORKERS)
+        number_at_least("timeout", self.timeout_s, 0.0, strict=True, high=MAX_TIMEOUT_S)
+        int_at_least("recycle_every", self.recycle_every, 1, MAX_RECYCLE_EVERY)
+        int_at_least("remeasure", self.remeasure, 0, MAX_REMEASURE)
+        number_at_least("remeasure_backoff", self.remeasure_backoff_s, 0.0, high=3600.0)
+        for flag in ("predict", "retry_failed", "force"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(flag, getattr(self, flag), "must be true or false")

@@ -33,6 +33,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+# Defined once in config (the RunOptions fields); runner/start.py and measure/infeed.py read it
+# here, beside the record's null reasons for it.
+from paradnn.config import LOADER_SETTINGS  # noqa: F401
+
 
 class Status(StrEnum):
     """What became of a run (equal to its string, as stored)."""
@@ -257,7 +261,6 @@ class Compiled:
 
 DEVICE_DATA = "device data: the batch is made once on the device, there is no loader"
 HOST_DATA = "host data: pinned host tensors copied each step, there is no loader"
-LOADER_SETTINGS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
 
 
 @dataclass(frozen=True)

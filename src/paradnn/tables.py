@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from paradnn.records import hyperparameter_columns
+from paradnn.records import Status, hyperparameter_columns
 from paradnn.units import duration
 from paradnn.units import nbytes as _bytes
 from paradnn.units import pct as _pct
@@ -19,14 +19,14 @@ from paradnn.units import si as _si
 si = _si  # for other modules (the CLI's families table)
 
 STATUS_STYLE = {
-    "ok": "green",
-    "nan": "yellow",
-    "unsupported": "dim",
-    "invalid": "red",
-    "oom": "magenta",
-    "predicted_oom": "magenta",
-    "timeout": "red",
-    "crashed": "red",
+    Status.OK: "green",
+    Status.NAN: "yellow",
+    Status.UNSUPPORTED: "dim",
+    Status.INVALID: "red",
+    Status.OOM: "magenta",
+    Status.PREDICTED_OOM: "magenta",
+    Status.TIMEOUT: "red",
+    Status.CRASHED: "red",
 }
 SCALAR_SKIP = ("samples", "env", "energy", "load")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paradnn.records import RunRecord, Utilization
+from paradnn.records import RunRecord, Status, Utilization
 from paradnn.store import Store
 
 NO_CEILING = "no measured ceiling for {device} at {precision}: run `paradnn calibrate`"
@@ -32,10 +32,10 @@ def datasheet_peak(device_name: str | None, precision: str) -> tuple[float | Non
 def measured_ceiling(store: Store, device_name: str | None, precision: str) -> float | None:
     """The best calibrated matmul throughput for this device and precision, if any."""
     rows = store.conn.execute(
-        "SELECT MAX(value) FROM ceilings WHERE kind = 'matmul' AND status = 'ok' "
+        "SELECT MAX(value) FROM ceilings WHERE kind = 'matmul' AND status = ? "
         "AND device_name = ? "
         "AND precision = ?",
-        (device_name, precision),
+        (Status.OK, device_name, precision),
     ).fetchone()
     return rows[0] if rows and rows[0] else None
 

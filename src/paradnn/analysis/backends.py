@@ -23,6 +23,7 @@ import pandas as pd
 
 from paradnn.analysis.frames import Data, choose
 from paradnn.analysis.speedup import Comparison, compare, values
+from paradnn.records import Status
 
 JAX = "jax"
 XLA_COLUMNS = ("xla_lower_s", "xla_compile_s", "xla_flops_ratio", "xla_flops_mismatch")
@@ -69,7 +70,7 @@ def _with_xla(data: Data, c: Comparison) -> pd.DataFrame:
         return pairs
     key = [k for k in c.key if k in pairs]
     jax = _jax_rows(data)
-    jax = jax[jax["status"] == "ok"]
+    jax = jax[jax["status"] == Status.OK]
     have = [col for col in XLA_COLUMNS if col in jax]
     side = jax[key + have].drop_duplicates(subset=key, keep="last")
     pairs = pairs.merge(side, on=key, how="left")
@@ -152,7 +153,7 @@ def flop_agreement(data: Data) -> pd.DataFrame:
 def failures(data: Data) -> pd.DataFrame:
     """JAX runs (newest attempt) that did not finish ok: the reason is the finding."""
     jax = _jax_rows(data)
-    bad = jax[jax["status"] != "ok"] if len(jax) else jax
+    bad = jax[jax["status"] != Status.OK] if len(jax) else jax
     cols = [c for c in ("family", "config_key", "precision", "status", "error") if c in bad]
     return bad[cols].reset_index(drop=True)
 

@@ -39,6 +39,7 @@ from paradnn.analysis.scaling import (
 )
 from paradnn.analysis.speedup import compare, geomean, values, version_key
 from paradnn.analysis.summaries import thread_scaling
+from paradnn.records import Status
 from paradnn.units import number
 
 # The papers the findings cite, by the seed number every `source` names.
@@ -440,7 +441,7 @@ def larger_ops_faster(data: Data) -> Finding:
     ops = data.ops
     if not len(ops):
         return Finding(fid, claim, src, NO_DATA, "no op benchmarks (run `paradnn ops`)", rule)
-    ok = ops[(ops["status"] == "ok") & ops["achieved_flops"].notna()]
+    ok = ops[(ops["status"] == Status.OK) & ops["achieved_flops"].notna()]
     if "threads" in ok:  # one thread count per group: the most common one
         ok = ok[ok["threads"].isna() | (ok["threads"] == ok["threads"].mode().iloc[0])]
     ranked, rhos = [], []
@@ -654,8 +655,8 @@ def largest_fc_prefer_cpu(data: Data) -> Finding:
         return Finding(
             fid, claim, src, UNTESTABLE, "needs FC runs on a CPU and an accelerator", rule
         )
-    ok_cpu = set(cpu[cpu["status"] == "ok"]["config_key"])
-    oom = acc[acc["status"].isin(["oom", "predicted_oom"])]
+    ok_cpu = set(cpu[cpu["status"] == Status.OK]["config_key"])
+    oom = acc[acc["status"].isin([Status.OOM, Status.PREDICTED_OOM])]
     both = oom[oom["config_key"].isin(ok_cpu)]
     k = int(both["config_key"].nunique())
     ev = f"{k} FC configs ok on CPU and out of memory on an accelerator"

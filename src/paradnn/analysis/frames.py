@@ -20,6 +20,7 @@ from paradnn.attempts import add_quality as add_quality  # the quality flags liv
 from paradnn.attempts import choice_note as choice_note
 from paradnn.attempts import choose as choose  # the one choice of a config's attempt
 from paradnn.errors import ConfigError, StoreError
+from paradnn.records import Status
 from paradnn.store import open_store
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
@@ -47,7 +48,7 @@ class Data:
 
     @property
     def ok(self) -> pd.DataFrame:
-        return self.runs[self.runs["status"] == "ok"] if len(self.runs) else self.runs
+        return self.runs[self.runs["status"] == Status.OK] if len(self.runs) else self.runs
 
     def empty(self) -> bool:
         return not (len(self.runs) or len(self.ops) or len(self.ceilings))
@@ -157,7 +158,7 @@ def noisy_ok(runs: pd.DataFrame) -> pd.Series:
     """Rows that finished ok but are flagged noisy: the ones comparisons leave out."""
     if not len(runs) or "noisy" not in runs:
         return pd.Series(False, index=runs.index)
-    return (runs["status"] == "ok") & runs["noisy"].astype(bool)
+    return (runs["status"] == Status.OK) & runs["noisy"].astype(bool)
 
 
 def reason_counts(runs: pd.DataFrame) -> dict[str, int]:
@@ -327,4 +328,4 @@ def select(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
 def chosen_ok(data: Data) -> pd.DataFrame:
     """The chosen attempt of each config (paradnn.attempts.choose) where it finished ok."""
     runs = choose(data.runs)
-    return runs[runs["status"] == "ok"] if len(runs) else runs
+    return runs[runs["status"] == Status.OK] if len(runs) else runs

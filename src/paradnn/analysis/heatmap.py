@@ -22,6 +22,7 @@ from paradnn.analysis.frames import (
     slice_columns,
 )
 from paradnn.errors import ConfigError
+from paradnn.records import Status
 
 
 @dataclass
@@ -47,7 +48,7 @@ class HeatMap:
         for yv in self.status.index:
             for xv in self.status.columns:
                 s = self.status.at[yv, xv]
-                if s is not None and not pd.isna(s) and s != "ok":
+                if s is not None and not pd.isna(s) and s != Status.OK:
                     out[(xv, yv)] = s
         return out
 
@@ -115,7 +116,7 @@ def heatmap(
         raise ConfigError("y", y, f"a hyperparameter other than x ({x})")
     metric = check_metric(metric) if metric else default_metric(runs)
     if where is None:
-        ok = runs[runs["status"] == "ok"]
+        ok = runs[runs["status"] == Status.OK]
         pool = ok if len(ok) else runs
         where = largest_group(pool, slice_columns(pool))
     runs = select(runs, dict(where))
@@ -129,9 +130,9 @@ def heatmap(
     values = pd.DataFrame(float("nan"), index=pd.Index(ys, name=y), columns=pd.Index(xs, name=x))
     status = pd.DataFrame(None, index=values.index, columns=values.columns, dtype=object)
     for (xv, yv), cell in cell_runs.groupby([x, y]):
-        good = cell[cell["status"] == "ok"]
+        good = cell[cell["status"] == Status.OK]
         if len(good):
-            status.at[yv, xv] = "ok"
+            status.at[yv, xv] = Status.OK
             vals = pd.to_numeric(good[metric], errors="coerce").dropna()
             if len(vals):
                 values.at[yv, xv] = float(vals.median())
@@ -146,7 +147,10 @@ def _clean(v: Any) -> Any:
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
-_SEVERITY = ("predicted_oom", "oom", "timeout", "crashed", "nan", "invalid", "unsupported")
+_SEVERITY = (
+    *(Status.PREDICTED_OOM, Status.OOM, Status.TIMEOUT, Status.CRASHED, Status.NAN),
+    *(Status.INVALID, Status.UNSUPPORTED),
+)
 
 
 def _worst(statuses: list[str]) -> str:

@@ -30,6 +30,7 @@ from paradnn.analysis.findings import (
 )
 from paradnn.analysis.frames import Data, choose
 from paradnn.analysis.speedup import Comparison, compare, values
+from paradnn.records import Status
 
 BASE = "device"
 FED = ("pipeline", "host")  # host-fed sources, the realistic one first
@@ -103,7 +104,7 @@ def host_fed(data: Data, source: str) -> pd.DataFrame:
     runs = choose(data.runs) if len(data.runs) else data.runs
     if not len(runs) or "data_source" not in runs:
         return pd.DataFrame(columns=["family", "config_key", *INFEED_COLUMNS])
-    runs = runs[(runs["status"] == "ok") & (runs["data_source"] == source)]
+    runs = runs[(runs["status"] == Status.OK) & (runs["data_source"] == source)]
     cols = ["family", "config_key", *(c for c in INFEED_COLUMNS if c in runs)]
     out = runs[cols].reset_index(drop=True)
     hp = pd.DataFrame([dict(c) if isinstance(c, dict) else {} for c in runs["config"]])

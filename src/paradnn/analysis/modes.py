@@ -34,6 +34,7 @@ from paradnn.analysis.findings import (
 )
 from paradnn.analysis.frames import Data, choose
 from paradnn.analysis.speedup import Comparison, compare, values
+from paradnn.records import Status
 
 BASE = "eager"
 # what a compiled run adds to its pair (records.Compiled)
@@ -62,7 +63,7 @@ def failures(data: Data, mode: str | None = None) -> pd.DataFrame:
     runs = choose(data.runs) if len(data.runs) else data.runs
     if not len(runs) or "mode" not in runs:
         return pd.DataFrame(columns=["family", "config_key", "mode", "status", "error"])
-    bad = runs[(runs["mode"] != BASE) & (runs["status"] != "ok")]
+    bad = runs[(runs["mode"] != BASE) & (runs["status"] != Status.OK)]
     if mode is not None:
         bad = bad[bad["mode"] == mode]
     cols = [c for c in ("family", "config_key", "mode", "status", "error") if c in bad]
@@ -83,7 +84,7 @@ def study(data: Data, mode: str, include_noisy: bool = False) -> ModeStudy | Non
 
 def _side(data: Data, mode: str, key: list[str], cols: list[str]) -> pd.DataFrame:
     runs = choose(data.runs)
-    runs = runs[(runs["mode"] == mode) & (runs["status"] == "ok")]
+    runs = runs[(runs["mode"] == mode) & (runs["status"] == Status.OK)]
     have = [c for c in cols if c in runs]
     return runs[key + have].drop_duplicates(subset=key, keep="last")
 

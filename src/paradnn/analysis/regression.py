@@ -29,6 +29,7 @@ from paradnn.analysis.frames import (
     slice_columns,
 )
 from paradnn.errors import ConfigError
+from paradnn.records import Status
 
 MIN_ROWS = 8  # below this a weight and its interval mean little
 
@@ -69,7 +70,7 @@ def sensitivity(
     `frame` replaces the ok runs (e.g. a speedup table, whose metric column is `speedup`)."""
     if frame is None:
         runs = choose(data.runs[data.runs["family"] == family])
-        runs = runs[runs["status"] == "ok"]
+        runs = runs[runs["status"] == Status.OK]
         metric = check_metric(metric) if metric else default_metric(runs)
         if where is None:
             where = largest_group(runs, slice_columns(runs))

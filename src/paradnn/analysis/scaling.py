@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from paradnn.analysis.frames import Data, choose
+from paradnn.records import Status
 
 KF_RULE = "e = (1/S − 1/N) / (1 − 1/N), S = speedup over the N = 1 run (Karp & Flatt 1990)"
 MATCH = ("family", "config_key", "precision", "optimizer", "mode", "platform")
@@ -106,7 +107,7 @@ def _runs(data: Data | pd.DataFrame) -> pd.DataFrame:
     if not len(runs):
         return runs
     runs = choose(runs)
-    runs = runs[runs["status"] == "ok"].copy()
+    runs = runs[runs["status"] == Status.OK].copy()
     if "procs" not in runs:
         runs["procs"] = 1
     runs["procs"] = pd.to_numeric(runs["procs"], errors="coerce").fillna(1).astype(int)

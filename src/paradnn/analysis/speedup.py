@@ -31,6 +31,7 @@ import pandas as pd
 
 from paradnn.analysis.frames import Data, choose, noisy_ok, reason_counts
 from paradnn.errors import ConfigError
+from paradnn.records import Status
 
 # What a group may be defined by, and what must otherwise be equal for two runs to pair.
 BY = (
@@ -283,8 +284,8 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
             if col in ga and col in gb and ga[col].notna().any() and gb[col].notna().any():
                 key.append(col)
     if by != "threads" and "threads" in ga and "threads" in gb:
-        ta = set(ga.loc[ga["status"] == "ok", "threads"].dropna())
-        tb = set(gb.loc[gb["status"] == "ok", "threads"].dropna())
+        ta = set(ga.loc[ga["status"] == Status.OK, "threads"].dropna())
+        tb = set(gb.loc[gb["status"] == Status.OK, "threads"].dropna())
         if ta & tb:
             key.append("threads")
     return key
@@ -315,7 +316,7 @@ def _per_config(group: pd.DataFrame, key: list[str], metric: str) -> pd.DataFram
     widest stored CI of the median step time, whether any run was emulated."""
     cols = [*key, "value", "params", "runs", "samples", "n", "t_low", "t_high", "t"]
     cols += ["emulated", "attempt"]
-    ok = group[group["status"] == "ok"].copy()
+    ok = group[group["status"] == Status.OK].copy()
     ok["value"] = pd.to_numeric(ok[metric], errors="coerce")
     ok = ok[ok["value"] > 0]
     if not len(ok):
@@ -525,9 +526,9 @@ def _failed(ga: pd.DataFrame, gb: pd.DataFrame, key: list[str], a: str, b: str) 
     """Configs that ran ok in one group and only failed in the other (e.g. OOM on the GPU)."""
     out = []
     for ok_g, bad_g, ok_name, bad_name in ((ga, gb, a, b), (gb, ga, b, a)):
-        ok_keys = ok_g[ok_g["status"] == "ok"][key].drop_duplicates()
+        ok_keys = ok_g[ok_g["status"] == Status.OK][key].drop_duplicates()
         bad = bad_g.groupby(key, dropna=False)["status"].agg(lambda s: ",".join(sorted(set(s))))
-        bad = bad[~bad.str.contains("ok")].reset_index()
+        bad = bad[~bad.str.contains(Status.OK)].reset_index()
         m = ok_keys.merge(bad, on=key)
         if len(m):
             m["ok_in"], m["failed_in"] = ok_name, bad_name

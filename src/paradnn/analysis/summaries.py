@@ -9,6 +9,7 @@ from itertools import product
 import pandas as pd
 
 from paradnn.analysis.frames import Data, choose, chosen_ok
+from paradnn.records import Status
 
 SPACE_LIMIT = 20_000  # configs enumerated per family for the analytic parameter range
 
@@ -134,7 +135,7 @@ def thread_scaling(data: Data) -> pd.DataFrame:
     ops = data.ops
     if not len(ops) or "threads" not in ops:
         return pd.DataFrame(columns=cols)
-    ok = ops[(ops["status"] == "ok") & ops["threads"].notna() & ops["time_s"].notna()]
+    ok = ops[(ops["status"] == Status.OK) & ops["threads"].notna() & ops["time_s"].notna()]
     rows = []
     for key, g in ok.groupby(["name", "precision", "pass", "device_name"]):
         per = g.groupby("threads")["time_s"].median().sort_index()

@@ -3,7 +3,8 @@
 Split by domain — `runs` (bench, run, dry runs, stored results), `devices` (what the device
 is, torch-free), `ceilings` (calibrate, ops), `analysis` (report, compare), `catalog`
 (families), `simulation` (the what-if model) — and re-exported here, so `api.bench(...)` is
-the one way in."""
+the one way in. What they return is typed (`paradnn.api.returns`: frozen dataclasses, each
+with `as_dict()` for JSON)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
         dry_run,
         dry_run_count,
         dry_run_total,
+        plan,
         results,
         run,
         side_table,
@@ -52,6 +54,7 @@ _HOMES = {
     "dry_run": "runs",
     "dry_run_count": "runs",
     "dry_run_total": "runs",
+    "plan": "runs",
     "results": "runs",
     "run": "runs",
     "side_table": "runs",
@@ -92,6 +95,7 @@ __all__ = [
     "family_info",
     "native_precisions",
     "ops",
+    "plan",
     "report",
     "results",
     "run",

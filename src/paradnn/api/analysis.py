@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from paradnn.store import DEFAULT_DB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.analysis import Comparison
+    from paradnn.report import Report
 
 
 def report(
@@ -12,7 +17,7 @@ def report(
     out: str = "report",
     progress: Callable[[str], None] | None = None,
     include_noisy: bool = False,
-):
+) -> Report:
     """Write the HTML report (+ figures/ and tables/) of one or more databases into `out`.
     Noisy runs are left out of every figure and comparison unless `include_noisy`."""
     from paradnn import report as report_mod
@@ -30,7 +35,7 @@ def compare(
     metric: str = "examples_per_s",
     family: str | None = None,
     include_noisy: bool = False,
-):
+) -> Comparison:
     """Speedup of group b over group a (by platform, precision, version, db, attempt, …) per
     matched config, with a bootstrap CI and a call each; noisy runs left out unless asked."""
     from paradnn import analysis

@@ -6,25 +6,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from paradnn import families
+from paradnn.api.returns import FamilyInfo
 
 
-def family_info() -> list[dict[str, Any]]:
+def family_info() -> list[FamilyInfo]:
+    """Every model family: its config fields with defaults, the paper's space and sizes."""
     out = []
     for name in families.names():
         fam = families.get(name)
         default = fam.default_config()
         out.append(
-            {
-                "name": name,
-                "title": fam.title,
-                "kind": fam.kind,
-                "fields": {f.name: getattr(default, f.name) for f in fam.fields()},
-                "paper_space": {k: list(v) for k, v in fam.paper_space.items()},
-                "space_label": fam.space_label,
-                "paper_configs": _space_size(fam.paper_space),
-                "default_params": fam.params(default),
-                "default_train_flops": fam.train_flops(default),
-            }
+            FamilyInfo(
+                name=name,
+                title=fam.title,
+                kind=fam.kind,
+                fields={f.name: getattr(default, f.name) for f in fam.fields()},
+                paper_space={k: list(v) for k, v in fam.paper_space.items()},
+                space_label=fam.space_label,
+                paper_configs=_space_size(fam.paper_space),
+                default_params=fam.params(default),
+                default_train_flops=fam.train_flops(default),
+            )
         )
     return out
 

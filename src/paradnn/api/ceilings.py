@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from paradnn.api.returns import Rows, rows
 from paradnn.config import RunOptions, check_budget
 from paradnn.errors import ConfigError
+from paradnn.records import Status
 from paradnn.store import DEFAULT_DB, open_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.runner.supervisor import Event
 
 Say = Callable[[str], None]
 
@@ -28,7 +33,7 @@ def calibrate(
     allow_emulated: bool = False,
     force: bool = False,
     progress: Say | None = None,
-) -> list[dict[str, Any]]:
+) -> Rows:
     """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
     on the device report utilization against them. Units already measured in this environment
     are skipped (`force` measures them again). With `if_missing`, a database that already holds
@@ -40,7 +45,7 @@ def calibrate(
         RunOptions(precision=p)
     check_budget(budget_s)
     with open_store(db) as store:
-        return kernels.calibrate(
+        measured = kernels.calibrate(
             store,
             device,
             precisions,
@@ -51,6 +56,7 @@ def calibrate(
             if_missing=if_missing,
             on_event=_reporter(progress),
         )
+    return rows("ceilings", measured)
 
 
 def ops(
@@ -64,7 +70,7 @@ def ops(
     allow_emulated: bool = False,
     force: bool = False,
     progress: Say | None = None,
-) -> list[dict[str, Any]]:
+) -> Rows:
     """The accelerator study's op micro-benchmarks (Table 4), each in an isolated worker,
     stored with utilization against the datasheet peak and the measured ceiling."""
     from paradnn.ops.table4 import default_threads_list
@@ -81,7 +87,7 @@ def ops(
     else:
         counts = (threads,)
     with open_store(db) as store:
-        return kernels.ops(
+        measured = kernels.ops(
             store,
             device,
             precisions,
@@ -91,16 +97,17 @@ def ops(
             force=force,
             on_event=_reporter(progress),
         )
+    return rows("ops", measured)
 
 
-def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
+def _reporter(progress: Say | None) -> Callable[[Event], None] | None:
     """Supervisor events as lines: each unit's news and its stored outcome."""
     if progress is None:
         return None
 
     last: dict[str, Any] = {"msg": None, "t": 0.0}
 
-    def hear(e: Any) -> None:
+    def hear(e: Event) -> None:
         if e.kind == "start":
             for note in e.notes:
                 progress(note)
@@ -115,7 +122,7 @@ def _reporter(progress: Say | None) -> Callable[[Any], None] | None:
                 label = getattr(e.running[0], "label", "") if e.running else ""
                 progress(f"{label}: still running ({e.progress.get('elapsed_s', 0):.0f} s)")
                 last["t"] = now
-        elif e.kind == "result" and e.row is not None and e.row.get("status") != "ok":
+        elif e.kind == "result" and e.row is not None and e.row.get("status") != Status.OK:
             progress(f"[{e.done}/{e.total}] {e.row['status']}: {e.row.get('error')}")
 
     return hear

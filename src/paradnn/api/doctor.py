@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from paradnn.api.returns import DoctorReport
 from paradnn.config import check_device
 from paradnn.validate import number_in
 
@@ -20,7 +21,7 @@ def doctor(
     checks: bool = True,
     nvml: Any = None,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> DoctorReport:
     """The doctor's report (docs/gpu.md lists its keys): software, CPU, precisions, GPUs,
     power, the datasheet entry, and the checks with their verdicts. `budget_s` is the seconds
     the checks aim for (1 to 600; the matmuls take at least 1 s per native precision)."""
@@ -28,4 +29,5 @@ def doctor(
     number_in("--budget", budget_s, 1.0, MAX_BUDGET_S)
     from paradnn.measure import doctor as doc
 
-    return doc.doctor(device, budget_s=budget_s, checks=checks, nvml=nvml, progress=progress)
+    facts = doc.doctor(device, budget_s=budget_s, checks=checks, nvml=nvml, progress=progress)
+    return DoctorReport(**facts)

@@ -1,26 +1,28 @@
-"""Runs: measure one config (`bench`) or a sweep (`run`), plan one without torch
-(`dry_run`, `dry_run_count`), and read the stored results back."""
+"""Runs: measure one config (`bench`) or a sweep (`run`), plan one once (`plan`) and estimate
+it without torch (`dry_run`, `dry_run_count`), and read the stored results back."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
 from paradnn.api.devices import device_capacity, native_precisions
-from paradnn.config import ExecutorSettings, RunOptions
+from paradnn.api.returns import DryRunRow, Rows, StoreInfo, SweepPlan, rows
+from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
 from paradnn.errors import ConfigError
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
-from paradnn.records import RunRecord
-from paradnn.runner.supervisor import SweepSettings
+from paradnn.records import RunRecord, Status
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import EmptyDatabase, check_writable
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.host import LoadSample
     from paradnn.runner.supervisor import Event
+    from paradnn.sweep import Sweep
 
 
 def bench(
@@ -80,8 +82,42 @@ def bench(
     return records[-1]
 
 
+def plan(
+    preset: str | Sweep = "quick",
+    *,
+    precisions: Sequence[str] | None = None,
+    optimizer: str | None = None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
+) -> SweepPlan:
+    """A preset or sweep file (or a loaded Sweep) expanded into its runs: every config at every
+    precision, optimizer and study-axis value (`precisions`, `optimizer` and `axes` replace the
+    sweep's). Everything is checked here, before any work: `run`, `dry_run` and
+    `dry_run_count` take the plan and do not plan again."""
+    from paradnn.sweep import Sweep
+
+    sweep = preset if isinstance(preset, Sweep) else presets.get(preset)  # get: checks the name
+    specs = sweep.specs(precisions, [optimizer] if optimizer else None, axes)
+    return SweepPlan(sweep, tuple(specs))
+
+
+def _planned(
+    preset: str | SweepPlan,
+    precisions: Sequence[str] | None,
+    optimizer: str | None,
+    axes: Mapping[str, Sequence[Any]] | None,
+) -> SweepPlan:
+    """`preset` planned, or the plan given (whose precisions, optimizer and axes are set)."""
+    if not isinstance(preset, SweepPlan):
+        return plan(preset, precisions=precisions, optimizer=optimizer, axes=axes)
+    given = {"precisions": precisions, "optimizer": optimizer, "axes": axes}
+    for name, value in given.items():
+        if value:
+            raise ConfigError(name, value, "is set by api.plan: give it there, not with a plan")
+    return preset
+
+
 def run(
-    preset: str = "quick",
+    preset: str | SweepPlan = "quick",
     *,
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
@@ -100,15 +136,17 @@ def run(
     executor: ExecutorSettings | None = None,
     load: LoadSample | None = None,
 ) -> list[RunRecord]:
-    """Run a preset or sweep file in worker processes; each result is stored as it lands, and
-    a second call with the same arguments resumes where the first stopped. `axes` replaces
+    """Run a preset or sweep file (or its `plan`) in worker processes; each result is stored as
+    it lands, and a second call with the same arguments resumes where the first stopped. `axes`
+    replaces
     the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
     `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
     cluster or Slurm instead (docs/cluster.md); this process still stores every result.
     `load`: as for `bench` (`paradnn run` measures it for a second before the sweep)."""
     from paradnn.runner.supervisor import Supervisor
 
-    sweep, specs = _plan(preset, precisions, optimizer, axes)
+    planned = _planned(preset, precisions, optimizer, axes)
+    sweep, specs = planned.sweep, list(planned.specs)
     options = RunOptions(
         device=device,
         threads=threads,
@@ -181,7 +219,7 @@ RUN_OVERHEAD_S = 2.0
 
 
 def dry_run(
-    preset: str = "quick",
+    preset: str | SweepPlan = "quick",
     *,
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
@@ -191,7 +229,7 @@ def dry_run(
     limit: int | None = None,
     sample: int | None = None,
     axes: Mapping[str, Sequence[Any]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[DryRunRow]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
     predicted memory (whether it can fit this machine's device: `fits`, the lower bound the
     runner skips on; and whether the best estimate does: `fits_estimate`), whether `db` holds
@@ -211,15 +249,16 @@ def dry_run(
     whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
     from paradnn import memory
 
-    sweep, specs = _plan(preset, precisions, optimizer, axes)
-    options = RunOptions(device=device, timing=timing or sweep.timing)
+    planned = _planned(preset, precisions, optimizer, axes)
+    specs = list(planned.specs)
+    options = RunOptions(device=device, timing=timing or planned.sweep.timing)
     policy = options.timing
     capacity, device_type = device_capacity(device)
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
     specs = _pick(specs, limit, sample)
     history = _history(db, device_type)
-    overhead = history["overhead_s"] if history["overhead_s"] is not None else RUN_OVERHEAD_S
-    rows = []
+    overhead = history.overhead_s if history.overhead_s is not None else RUN_OVERHEAD_S
+    found = []
     for spec in specs:
         fam = families.get(spec.family)
         cfg = fam.config(dict(spec.config))
@@ -227,7 +266,7 @@ def dry_run(
             spec.family, cfg, spec.precision, spec.optimizer, device_type=device_type
         )
         flops = fam.train_flops(cfg)
-        rate = history["rates"].get((spec.family, spec.precision))
+        rate = history.rates.get((spec.family, spec.precision))
         peak = None if rate else _peak_rate(history, device, spec.precision)
         step = flops / rate if rate else (flops / peak if peak else 0.0)
         warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
@@ -236,28 +275,28 @@ def dry_run(
             options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
         )
         stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec_options)
-        rows.append(
-            {
-                "family": spec.family,
-                "config": dict(cfg.__dict__),
-                "precision": spec.precision,
-                "optimizer": spec.optimizer,
-                **spec.options,
-                "params": fam.params(cfg),
-                "flops_per_step": flops,
-                "predicted_mem_bytes": est.total,
-                "predicted_mem_lower_bytes": est.lower_bound,
-                "fits": None if capacity is None else memory.fits(est, capacity),
-                "fits_estimate": None if capacity is None else est.total <= capacity,
-                "stored": stored,
-                "est_time_s": 0.0 if stored else overhead + step + warm + timed,
-                "est_time_is_floor": rate is None and not stored,
-            }
+        found.append(
+            DryRunRow(
+                family=spec.family,
+                config=dict(cfg.__dict__),
+                precision=spec.precision,
+                optimizer=spec.optimizer,
+                options=dict(spec.options),
+                params=fam.params(cfg),
+                flops_per_step=flops,
+                predicted_mem_bytes=est.total,
+                predicted_mem_lower_bytes=est.lower_bound,
+                fits=None if capacity is None else memory.fits(est, capacity),
+                fits_estimate=None if capacity is None else est.total <= capacity,
+                stored=stored,
+                est_time_s=0.0 if stored else overhead + step + warm + timed,
+                est_time_is_floor=rate is None and not stored,
+            )
         )
-    return rows
+    return found
 
 
-def dry_run_total(rows: Sequence[dict[str, Any]], runs: int, recycle_every: int = 50) -> float:
+def dry_run_total(rows: Sequence[DryRunRow], runs: int, recycle_every: int = 50) -> float:
     """Seconds the whole sweep of `runs` runs would take, from `rows` (all of them, or an even
     sample): their estimates scaled to `runs`, plus a worker start per `recycle_every` runs
     still to do (WORKER_START_S each)."""
@@ -265,12 +304,12 @@ def dry_run_total(rows: Sequence[dict[str, Any]], runs: int, recycle_every: int 
 
     if not rows:
         return 0.0
-    todo = runs * sum(1 for r in rows if not r.get("stored")) / len(rows)
+    todo = runs * sum(1 for r in rows if not r.stored) / len(rows)
     starts = math.ceil(todo / recycle_every) if todo else 0
-    return sum(r["est_time_s"] for r in rows) * runs / len(rows) + starts * WORKER_START_S
+    return sum(r.est_time_s for r in rows) * runs / len(rows) + starts * WORKER_START_S
 
 
-def _mapping(family: str, config: Any) -> dict[str, Any]:
+def _mapping(family: str, config: Mapping[str, Any] | None) -> dict[str, Any]:
     """A config given to the API as a mapping of field = value (None: the defaults)."""
     if config is None:
         return {}
@@ -280,7 +319,7 @@ def _mapping(family: str, config: Any) -> dict[str, Any]:
 
 
 def dry_run_count(
-    preset: str = "quick",
+    preset: str | SweepPlan = "quick",
     *,
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
@@ -288,7 +327,7 @@ def dry_run_count(
     axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> int:
     """How many runs `run` would plan, counted without estimating any of them."""
-    _, specs = _plan(preset, precisions, optimizer, axes)
+    specs = list(_planned(preset, precisions, optimizer, axes).specs)
     _, device_type = device_capacity(device)
     return len(presets.resolve_native(specs, native_precisions(device_type, device))[0])
 
@@ -302,17 +341,6 @@ def _pick(specs: list[RunSpec], limit: int | None, sample: int | None) -> list[R
     return specs
 
 
-def _plan(
-    preset: str,
-    precisions: Sequence[str] | None,
-    optimizer: str | None,
-    axes: Mapping[str, Sequence[Any]] | None = None,
-):
-    """Load and validate everything a run needs, before any work starts."""
-    sweep = presets.get(preset)
-    return sweep, sweep.specs(precisions, [optimizer] if optimizer else None, axes)
-
-
 def _check_study(study: Mapping[str, Any]) -> None:
     """`bench`'s study keywords: only the fields of paradnn.config.AXES."""
     from paradnn.config import AXES
@@ -323,7 +351,19 @@ def _check_study(study: Mapping[str, Any]) -> None:
             raise ConfigError("bench option", name, f"unknown; study axes are {allowed}")
 
 
-def _history(db: str, device_type: str | None) -> dict[str, Any]:
+@dataclass
+class _History:
+    """What earlier runs in a database on this kind of device say (`_history`)."""
+
+    rates: dict[tuple[str, str], float] = field(default_factory=dict)  # (family, precision)
+    overhead_s: float | None = None  # a run's median seconds in its worker outside its steps
+    latest: dict[str, str] = field(default_factory=dict)  # run key -> newest attempt's status
+    fingerprint: str | None = None  # this host's newest environment
+    ceilings: dict[str, float] = field(default_factory=dict)  # precision -> best matmul FLOP/s
+    peaks: dict[str, float | None] = field(default_factory=dict)  # derived/datasheet, on first use
+
+
+def _history(db: str, device_type: str | None) -> _History:
     """What earlier ok runs in `db` on this kind of device say: the median achieved FLOP/s per
     (family, precision), the median seconds a run spent in its worker outside its timed phases,
     the latest status per run key, and the newest environment fingerprint of this host."""
@@ -332,13 +372,7 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
     from datetime import datetime
     from pathlib import Path
 
-    found: dict[str, Any] = {
-        "rates": {},
-        "overhead_s": None,
-        "latest": {},
-        "fingerprint": None,
-        "ceilings": {},
-    }
+    found = _History()
     if not Path(db).exists():
         check_writable(db)  # where `run` would make it: a file in the way is refused now
         return found
@@ -350,17 +384,19 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
     overheads: list[float] = []
     with store:
         rows = store.runs()
-        found["latest"] = store.latest_status()
+        found.latest = store.latest_status()
         for c in store.rows("ceilings", {"kind": "matmul"}):
-            if c.get("status", "ok") == "ok" and str(c["device"]).startswith(device_type or ""):
+            if c.get("status", Status.OK) == Status.OK and str(c["device"]).startswith(
+                device_type or ""
+            ):
                 p = c["precision"]
-                found["ceilings"][p] = max(found["ceilings"].get(p, 0.0), c["value"])
+                found.ceilings[p] = max(found.ceilings.get(p, 0.0), c["value"])
     for r in rows:
         if device_type is not None and not str(r["device"] or "").startswith(device_type):
             continue
         if (r.get("env") or {}).get("hostname") == platform.node() and r.get("fingerprint"):
-            found["fingerprint"] = r["fingerprint"]  # rows come oldest first: the newest wins
-        if r["status"] != "ok":
+            found.fingerprint = r["fingerprint"]  # rows come oldest first: the newest wins
+        if r["status"] != Status.OK:
             continue
         if r["achieved_flops"]:
             by.setdefault((r["family"], r["precision"]), []).append(r["achieved_flops"])
@@ -372,19 +408,19 @@ def _history(db: str, device_type: str | None) -> dict[str, Any]:
             overheads.append(wall - (r["first_step_s"] or 0) - (r["warmup_s"] or 0) - steps)
         except (TypeError, ValueError):
             continue
-    found["rates"] = {k: statistics.median(v) for k, v in by.items()}
+    found.rates = {k: statistics.median(v) for k, v in by.items()}
     if overheads:
-        found["overhead_s"] = max(0.0, statistics.median(overheads))
+        found.overhead_s = max(0.0, statistics.median(overheads))
     return found
 
 
-def _peak_rate(history: dict[str, Any], device: str, precision: str) -> float | None:
+def _peak_rate(history: _History, device: str, precision: str) -> float | None:
     """The fastest a step can go at `precision` on this device, FLOP/s: the measured matmul
     ceiling in the db, else the derived CPU peak or the GPU's datasheet peak; None if unknown.
     A step's time is at least its FLOPs over this (a floor, never an estimate)."""
-    if precision in history["ceilings"]:
-        return history["ceilings"][precision]
-    peaks = history.setdefault("peaks", {})
+    if precision in history.ceilings:
+        return history.ceilings[precision]
+    peaks = history.peaks
     if not peaks:
         from paradnn.platforms import local
 
@@ -402,19 +438,19 @@ def _peak_rate(history: dict[str, Any], device: str, precision: str) -> float | 
 
 
 def _stored_status(
-    history: dict[str, Any], family: str, config: dict[str, Any], options: RunOptions
+    history: _History, family: str, config: dict[str, Any], options: RunOptions
 ) -> str | None:
     """The newest stored attempt's status of this run in this host's newest environment (what
     a resumed `run` skips), or None. A changed environment (another torch) makes new keys."""
     from paradnn.records import run_key
 
-    if history["fingerprint"] is None:
+    if history.fingerprint is None:
         return None
-    key = run_key(family, config, options.key_fields(), history["fingerprint"])
-    return history["latest"].get(key)
+    key = run_key(family, config, options.key_fields(), history.fingerprint)
+    return history.latest.get(key)
 
 
-def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> list[dict[str, Any]]:
+def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> Rows:
     """Stored runs (every attempt), each with `attempt_choice`: how paradnn.attempts.choose
     picked it as its config's attempt (the one compare, report and findings use), or None for
     an attempt they pass over. `chosen`: only those. The choice is made over every row of the
@@ -424,26 +460,26 @@ def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> list[
     with open_store(db, readonly=True) as store:
         picked = chosen_ids(store.runs())
         limit = filters.pop("limit", None)
-        rows = store.runs(**filters, limit=None if chosen else limit)
-    rows = [{**r, "attempt_choice": picked.get(r["id"])} for r in rows]
+        stored = store.runs(**filters, limit=None if chosen else limit)
+    found = [{**r, "attempt_choice": picked.get(r["id"])} for r in stored]
     if chosen:
-        rows = [r for r in rows if r["attempt_choice"] is not None][:limit]
-    return rows
+        found = [r for r in found if r["attempt_choice"] is not None][:limit]
+    return rows("runs", found)
 
 
-def store_info(db: str = DEFAULT_DB) -> dict[str, Any]:
+def store_info(db: str = DEFAULT_DB) -> StoreInfo:
     """The database an export reads: its path and schema version (None if it does not exist)."""
     from pathlib import Path
 
     from paradnn.store.db import schema_version
 
     if not Path(db).exists():
-        return {"db": db, "store_schema": None}
+        return StoreInfo(db, None)
     with open_store(db, readonly=True) as store:
-        return {"db": db, "store_schema": schema_version(store.conn)}
+        return StoreInfo(db, schema_version(store.conn))
 
 
-def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> list[dict[str, Any]]:
+def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> Rows:
     """Rows of `ceilings`, `ops` or `op_profile`."""
     with open_store(db, readonly=True) as store:
-        return store.rows(table, {k: v for k, v in where.items() if v is not None})
+        return rows(table, store.rows(table, {k: v for k, v in where.items() if v is not None}))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families
-from paradnn.config import RunOptions, TimingPolicy
+from paradnn.config import RunOptions, SweepSettings, TimingPolicy
 from paradnn.errors import ConfigError
 from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
@@ -20,16 +20,20 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from paradnn.runner.supervisor import Event
+    from paradnn.sim.scaling_check import Check
 
 MAX_PROCS_LIST = 16  # values of --procs in one command (docs/limits.md)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Scaled:
+    """`scale`'s result: the stored runs, their scaling table (`scale --json` prints it), the
+    Amdahl fits and the simulator's check."""
+
     records: list[RunRecord]
     table: pd.DataFrame  # analysis.scaling.efficiency_table over these runs
     fits: pd.DataFrame  # an Amdahl fit over N
-    check: Any  # sim.scaling_check.Check of the measured all-reduces and efficiencies
+    check: Check  # of the measured all-reduces and efficiencies
 
 
 def check_procs(procs: Sequence[int]) -> list[int]:
@@ -67,7 +71,7 @@ def scale(
     split, more ranks than cores) raises before any work starts."""
     from paradnn import host
     from paradnn.api.devices import device_capacity
-    from paradnn.runner.supervisor import Supervisor, SweepSettings
+    from paradnn.runner.supervisor import Supervisor
 
     ns = check_procs(procs)
     cfg = families.get(family).config(dict(config or {}))

@@ -4,19 +4,26 @@ its scaling curve, the seeds' MXU-size and precision studies, and validation aga
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
-from paradnn.api.runs import _mapping, _plan
+from paradnn.api.returns import Rows, SimFit, Validation, rows
+from paradnn.api.runs import _mapping, plan
 from paradnn.errors import ABSENT, ConfigError
 from paradnn.presets import RunSpec
 from paradnn.store import DEFAULT_DB
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from paradnn.sim.chip import Chip
+    from paradnn.sim.interconnect import Topology
 
 MAX_LOADER_RATE = 1e12  # `--loader-rate`: examples/s per chip, far past any input pipeline
 MAX_HOLDOUT = 90  # `fit --holdout`: percent of configs held out; a fit needs the rest
 
 
-def default_precision(chip: Any) -> str:
+def default_precision(chip: Chip) -> str:
     """The precision a command uses when none is given: fp32, as `bench` and `run` (the seeds'
     baseline), on a chip with a dense fp32 peak; bf16, its training precision, on one without
     (a TPU has no fp32 arithmetic: the ParaDnn paper's TPU runs were bf16)."""
@@ -38,7 +45,7 @@ def simulate(
     loader_rate: float | None = None,
     loader_overlapped: bool = True,
     model: str = "roofline",
-) -> list[dict[str, Any]]:
+) -> Rows:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
     predictions (``kind = "prediction"``); a preset run at a precision the chip has no peak for
@@ -73,7 +80,9 @@ def simulate(
     if chips > 1:
         chip.require_link()
     if preset is not None:
-        specs = _plan(preset, [precision] if precision else None, optimizer)[1]
+        specs = list(
+            plan(preset, precisions=[precision] if precision else None, optimizer=optimizer).specs
+        )
         # `native` on a what-if chip: the low precisions it has a dense peak for
         lows = [p for p in PRECISIONS if p != "fp32" and chip.platform.peak(p) is not None]
         specs, _ = presets.resolve_native(specs, ["fp32", *lows])
@@ -82,10 +91,10 @@ def simulate(
         precision = precision or default_precision(chip)
         chip.peak(precision)
         specs = [RunSpec(family, dict(cfg.__dict__), precision, optimizer or "rmsprop")]
-    rows = []
+    found = []
     for spec in specs:
         if chip.platform.peak(spec.precision) is None:
-            rows.append(
+            found.append(
                 {
                     "kind": KIND,
                     "family": spec.family,
@@ -112,13 +121,17 @@ def simulate(
         )
         loader = (loader_rate, loader_overlapped)
         row = p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo, loader)
-        rows.append(row)
-    keys = list(dict.fromkeys(k for r in rows for k in r))  # skipped rows: same columns, null
-    return [{k: r.get(k) for k in keys} for r in rows]
+        found.append(row)
+    keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
+    return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
 
 
 def _with_steptime(
-    roof: dict[str, Any], spec: Any, chip: Any, topo: Any, loader: tuple[Any, bool] = (None, True)
+    roof: dict[str, Any],
+    spec: RunSpec,
+    chip: Chip,
+    topo: Topology | None,
+    loader: tuple[float | None, bool] = (None, True),
 ) -> dict[str, Any]:
     """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
     utilization, bottleneck and examples/s become the step-time model's; the roofline's own
@@ -154,7 +167,7 @@ def simulate_scaling(
     max_chips: int = 1024,
     overlap: float = 0.0,
     concurrent: bool = False,
-) -> list[dict[str, Any]]:
+) -> Rows:
     """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config; the precision
     defaults as in `simulate` (`default_precision`)."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
@@ -171,7 +184,7 @@ def simulate_scaling(
     config = families.get(family).config(_mapping(family, config))
     chip = sim_chip.load(platform)
     chip.require_link()
-    return scaling(
+    curve = scaling(
         family,
         dict(config.__dict__),
         chip,
@@ -181,25 +194,24 @@ def simulate_scaling(
         overlap=overlap,
         concurrent=concurrent,
     )
+    return rows("scaling", curve)
 
 
-def simulate_mxu_study(batch: int = 8, dataflow: str = "ws") -> list[dict[str, Any]]:
+def simulate_mxu_study(batch: int = 8, dataflow: str = "ws") -> Rows:
     """The seed's MXU-size argument: utilization of 1×256², 4×128² and 16×64² on CNNs."""
     from paradnn.sim.studies import mxu_study
 
-    return mxu_study(batch, dataflow)
+    return rows("mxu_study", mxu_study(batch, dataflow))
 
 
-def simulate_precision_study() -> list[dict[str, Any]]:
+def simulate_precision_study() -> Rows:
     """bf16 vs fp16 vs fp32 inputs to a matmul (fp32 accumulation), against float64."""
     from paradnn.sim.rounding import precision_study
 
-    return precision_study()
+    return rows("precision_study", precision_study())
 
 
-def simulate_validate(
-    db: str = DEFAULT_DB, platform: str | None = None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def simulate_validate(db: str = DEFAULT_DB, platform: str | None = None) -> Validation:
     """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
     MdAPE rows)."""
     from paradnn.sim.fidelity import validate_frame
@@ -208,9 +220,8 @@ def simulate_validate(
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
     df, summary = validate_frame(frame, ceilings, platform, db=db)
-    clean = df.astype(object).where(df.notna(), None)
-    return clean.to_dict("records"), summary.astype(object).where(summary.notna(), None).to_dict(
-        "records"
+    return Validation(
+        rows("validation", _records(df)), rows("validation_summary", _records(summary))
     )
 
 
@@ -224,13 +235,13 @@ def simulate_fit(
     statistic: str = "median",
     source: str = "runs",
     holdout_ops: str | None = None,
-) -> dict[str, Any]:
+) -> SimFit:
     """Fit a device's step-time parameters on the runs of ``db`` outside the held-out part
     (config hash), write them as a chip file to ``out``, and report the error on both parts.
     ``source="ops"``: fit the GEMM parameters from the op micro-benchmarks (`paradnn ops`)
     instead, holding out the ops named in ``holdout_ops`` (comma-separated; default
     `sim.opfit.HOLDOUT_OPS`; "" holds none out).
-    Returns {"params": ..., "summary": [...], "rows": [...], "chip_toml": text, "out": path}."""
+    """
     from pathlib import Path
 
     from paradnn import paths
@@ -263,18 +274,17 @@ def simulate_fit(
     text = sim_fit.chip_toml(chip, result, name)
     if out is not None:
         Path(out).write_text(text)
-    summary = sim_fit.summary(result.rows)
-    return {
-        "device_name": name,
-        "params": result.params.as_dict(),
-        "fitted_runs": result.fitted_runs,
-        "holdout_runs": result.holdout_runs,
-        "status": result.status,
-        "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
-        "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),
-        "chip_toml": text,
-        "out": out,
-    }
+    return SimFit(
+        device_name=name,
+        params=result.params.as_dict(),
+        fitted_runs=result.fitted_runs,
+        holdout_runs=result.holdout_runs,
+        status=result.status,
+        summary=rows("fit_summary", _records(sim_fit.summary(result.rows))),
+        rows=rows("fit", _records(result.rows)),
+        chip_toml=text,
+        out=out,
+    )
 
 
 def _fit_ops(
@@ -284,7 +294,7 @@ def _fit_ops(
     platform: str | None,
     statistic: str,
     holdout_ops: str | None,
-) -> dict[str, Any]:
+) -> SimFit:
     """`simulate_fit` from the ``ops`` table (`sim.opfit`); same result keys, plus which
     parameters were fitted and which kept (with why)."""
     from pathlib import Path
@@ -294,8 +304,8 @@ def _fit_ops(
     from paradnn.store import open_store
 
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
-        rows, ceilings = store.rows("ops"), store.rows("ceilings")
-    chip, name, mine = opfit.device_chip(rows, ceilings, device, platform, db)
+        measured, ceilings = store.rows("ops"), store.rows("ceilings")
+    chip, name, mine = opfit.device_chip(measured, ceilings, device, platform, db)
     if holdout_ops is None:
         held = list(opfit.HOLDOUT_OPS)
     else:
@@ -321,20 +331,24 @@ def _fit_ops(
     text = sim_fit.chip_toml(chip, result, name, header)
     if out is not None:
         Path(out).write_text(text)
-    summary = opfit.summary(result.rows)
-    return {
-        "device_name": name,
-        "source": "ops",
-        "params": result.params.as_dict(),
-        "fitted": result.fitted,
-        "kept": result.kept,
-        "fitted_runs": result.fitted_rows,
-        "holdout_runs": result.holdout_rows,
-        "holdout_ops": list(result.holdout_ops),
-        "warnings": list(result.warnings),
-        "status": result.status,
-        "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
-        "rows": result.rows.astype(object).where(result.rows.notna(), None).to_dict("records"),
-        "chip_toml": text,
-        "out": out,
-    }
+    return SimFit(
+        device_name=name,
+        source="ops",
+        params=result.params.as_dict(),
+        fitted=result.fitted,
+        kept=result.kept,
+        fitted_runs=result.fitted_rows,
+        holdout_runs=result.holdout_rows,
+        holdout_ops=list(result.holdout_ops),
+        warnings=list(result.warnings),
+        status=result.status,
+        summary=rows("fit_summary", _records(opfit.summary(result.rows))),
+        rows=rows("fit", _records(result.rows)),
+        chip_toml=text,
+        out=out,
+    )
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows as dicts, NaN as None (JSON null)."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")

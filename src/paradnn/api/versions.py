@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from paradnn import paths
 from paradnn.config import PRECISIONS, RunOptions, TimingPolicy
@@ -20,16 +20,22 @@ from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import check_writable
 from paradnn.validate import one_of
 
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.analysis import Comparison
+
 SweepRunner = Callable[[envs.TorchEnv, list[str]], int]
 
 
-@dataclass
+@dataclass(frozen=True)
 class VersionStudy:
+    """`versions`' result: the environments run, the versions that could not be installed, each
+    sweep's exit status, the torch_version each version's runs carry, and the comparisons."""
+
     envs: list[envs.TorchEnv] = field(default_factory=list)  # built (or cached) and run
     failed: list[str] = field(default_factory=list)  # one line per version that could not be
     sweep_codes: dict[str, int] = field(default_factory=dict)  # version -> `run`'s exit status
     stored: dict[str, str] = field(default_factory=dict)  # version -> torch_version in the db
-    comparisons: list[Any] = field(default_factory=list)  # analysis Comparison, first vs each
+    comparisons: list[Comparison] = field(default_factory=list)  # first vs each
 
 
 def run_args(
@@ -119,30 +125,33 @@ def versions(
         "$PARADNN_ENV_CACHE", where
     )
     check_writable(db)  # each environment's `run` stores into it: refused now, not N times
-    study = VersionStudy()
+    built: list[envs.TorchEnv] = []
+    failed: list[str] = []
+    codes: dict[str, int] = {}
     for v in wanted:
         try:
             env = build(v, where, index_url=index_url, offline=offline, deps=deps, say=say)
         except envs.InstallError as e:
-            study.failed.append(str(e))
+            failed.append(str(e))
             if on_failure:
                 on_failure(str(e))
             continue
         if say:
             how = "cached" if env.cached else "built"
             say(f"torch {v}: {how} ({env.torch}, {env.python}); running {preset}")
-        study.envs.append(env)
-        study.sweep_codes[v] = sweep(env, args)
-    study.stored = _stored_versions(db, study.envs)
-    measured = [e.version for e in study.envs if e.version in study.stored]
+        built.append(env)
+        codes[v] = sweep(env, args)
+    stored = _stored_versions(db, built)
+    measured = [e.version for e in built if e.version in stored]
+    comparisons = []
     if len(measured) >= 2:
         from paradnn.api.analysis import compare
 
-        base = study.stored[measured[0]]
+        first = stored[measured[0]]
         for v in measured[1:]:
-            c = compare([db], "torch_version", base, study.stored[v], include_noisy=include_noisy)
-            study.comparisons.append(c)
-    return study
+            c = compare([db], "torch_version", first, stored[v], include_noisy=include_noisy)
+            comparisons.append(c)
+    return VersionStudy(built, failed, codes, stored, comparisons)
 
 
 def _stored_versions(db: str, built: list[envs.TorchEnv]) -> dict[str, str]:

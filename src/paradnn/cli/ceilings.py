@@ -82,7 +82,7 @@ def calibrate(
     if not rows:
         out.print("Nothing to measure: every unit is already in the database (--force: again).")
         return
-    kept = if_missing and rows and rows[0].get("id") is not None
+    kept = if_missing and rows[0].get("id") is not None
     title = "measured ceilings" + (" (already in the database)" if kept else "")
     out.print(tables.side_table("ceilings", rows, title=title))
     out.print(f"Stored in [bold]{escape(db)}[/].")

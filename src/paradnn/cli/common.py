@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -31,6 +31,9 @@ from paradnn.config import (
 )
 from paradnn.errors import ConfigError, OptionError
 from paradnn.validate import one_of, parse_int, parse_number
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.config import TimingPolicy
 
 MAX_ROWS = 1_000_000_000  # `--limit` of results and compare
 
@@ -388,7 +391,9 @@ FormatOpt = Annotated[
 ]
 
 
-def timing(min_time: float | None, max_time: float | None, base: Any = None) -> Any:
+def timing(
+    min_time: float | None, max_time: float | None, base: TimingPolicy | None = None
+) -> TimingPolicy:
     """The timing policy with --min-time/--max-time applied (a longer minimum lifts the cap)."""
     import dataclasses
 

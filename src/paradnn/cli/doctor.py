@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from paradnn import api
 from paradnn.cli.common import DeviceOpt, err, number, out
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.api.returns import DoctorReport
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
@@ -42,10 +45,10 @@ def doctor(
     say = None if as_json else (lambda msg: err.print(f"[dim]{msg}[/]", highlight=False))
     report = api.doctor(device, budget_s=budget, checks=checks, progress=say)
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=1, default=str) + "\n")
+        sys.stdout.write(json.dumps(report.as_dict(), indent=1, default=str) + "\n")
     else:
         _print(report)
-    if any(c["status"] == "fail" for c in report["checks"]):
+    if report.failed:
         raise typer.Exit(1)
 
 
@@ -61,16 +64,16 @@ def _value(v: Any, key: str, nulls: dict[str, str]) -> str:
     return _fmt(v) if v is not None else f"n/a ({nulls.get(key, 'unknown')})"
 
 
-def _print(r: dict[str, Any]) -> None:
+def _print(r: DoctorReport) -> None:
     from rich.table import Table
 
-    nulls = r["nulls"]
-    t = Table(title=f"paradnn doctor: {r['device']} ({r['device_name']})", show_header=False)
+    nulls = r.nulls
+    t = Table(title=f"paradnn doctor: {r.device} ({r.device_name})", show_header=False)
     t.add_column("fact", style="bold")
     t.add_column("value", overflow="fold")
-    for k, v in r["software"].items():
+    for k, v in r.software.items():
         t.add_row(k, _value(v, f"software.{k}", nulls))
-    cpu = r["cpu"]
+    cpu = r.cpu
     t.add_row("cpu", f"{cpu['model']} ({cpu['usable_cpus']} usable of {cpu['logical_cpus']})")
     flags = " ".join(f for f, on in cpu["flags"].items() if on) or "none of interest"
     caps = " ".join(f"{k}={v}" for k, v in cpu["isa_caps"].items())
@@ -80,12 +83,12 @@ def _print(r: dict[str, Any]) -> None:
         "host memory",
         f"{cpu['memory_bytes'] / 1e9:.1f} GB" + (f", {mem / 1e9:.1f} GB available" if mem else ""),
     )
-    t.add_row("native precisions", ", ".join(r["precisions"]["native"]))
-    for p, why in r["precisions"]["not_native"].items():
+    t.add_row("native precisions", ", ".join(r.precisions["native"]))
+    for p, why in r.precisions["not_native"].items():
         t.add_row(f"  {p}", f"not native: {why}")
-    if not r["gpus"]:
+    if not r.gpus:
         t.add_row("gpus", f"none ({nulls.get('gpus')})")
-    for g in r["gpus"]:
+    for g in r.gpus:
         i, p = g["index"], f"gpus.{g['index']}"
         t.add_row(f"gpu {i}", f"{g['name']} (cc {g['capability']}), driver {g['driver']}")
         for key in ("memory_free_bytes", "memory_total_bytes"):
@@ -109,20 +112,20 @@ def _print(r: dict[str, Any]) -> None:
             "  other processes",
             _value(len(procs) if procs is not None else None, f"{p}.other_processes", nulls),
         )
-    for src, d in r["power"].items():
+    for src, d in r.power.items():
         t.add_row(
             f"power via {src}",
             d.get("method") or ", ".join(d.get("zones") or []) or "readable"
             if d["readable"]
             else f"not readable ({d['reason']})",
         )
-    sheet = r["datasheet"]
+    sheet = r.datasheet
     t.add_row(
         "datasheet",
         f"{sheet['platform']} ({sheet['name']})" if sheet else f"none ({nulls.get('datasheet')})",
     )
     out.print(t)
-    for c in r["checks"]:
+    for c in r.checks:
         style = STYLE[c["status"]]
         out.print(
             f"[{style}]{c['status'].upper():4}[/] [bold]{c['name']}[/]: {c['message']}",
@@ -130,10 +133,10 @@ def _print(r: dict[str, Any]) -> None:
         )
         if c["advice"]:
             out.print(f"      → {c['advice']}", highlight=False)
-    if r["summary"]:
-        s = r["summary"]
+    if r.summary:
+        s = r.summary
         out.print(
             f"{s['pass']} passed, {s['warn']} warned, {s['fail']} failed, "
-            f"{s['skip']} skipped in {r['seconds']:.1f} s",
+            f"{s['skip']} skipped in {r.seconds:.1f} s",
             highlight=False,
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -14,6 +15,10 @@ from rich.text import Text
 from paradnn import tables
 from paradnn.cli.common import err, error_line
 from paradnn.measure.timer import progress_words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.host import LoadSample
+    from paradnn.runner.supervisor import Event
 
 
 class ProgressMode(StrEnum):
@@ -43,7 +48,9 @@ WAIT_SAY_EVERY_S = 10.0  # --wait-for-idle says how it waits at most this often
 MAX_WAIT_S = 7 * 86_400.0
 
 
-def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
+def quiet_check(
+    wait: bool, max_wait_s: float, sampler: Callable[[], LoadSample] | None = None
+) -> LoadSample:
     """The machine's load before a sweep (about a second): one warning line when it is busy,
     and with `wait` a bounded hold until it is quiet, saying how it waits on stderr. Returns
     the last sample (the sweep's threads are chosen from it). Ctrl-C while waiting runs
@@ -65,7 +72,7 @@ def quiet_check(wait: bool, max_wait_s: float, sampler: Any = None) -> Any:
         return sample
     said = [-math.inf]
 
-    def heard(sample: Any, waited: float) -> None:
+    def heard(sample: LoadSample, waited: float) -> None:
         if time.monotonic() - said[0] >= WAIT_SAY_EVERY_S:
             said[0] = time.monotonic()
             say(
@@ -129,7 +136,7 @@ class BarReporter:
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(*exc)
 
-    def __call__(self, e: Any) -> None:
+    def __call__(self, e: Event) -> None:
         if e.kind == "start":
             self.skipped = e.skipped
             if not self.quiet:
@@ -163,7 +170,7 @@ class BarReporter:
             eta=eta,
         )
 
-    def _line(self, e: Any) -> None:
+    def _line(self, e: Event) -> None:
         import time
 
         if e.kind == "result" and e.record is not None:
@@ -192,7 +199,7 @@ class JsonlReporter:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def __call__(self, e: Any) -> None:
+    def __call__(self, e: Event) -> None:
         import json
 
         if e.kind in ("run", "progress"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -23,6 +23,11 @@ from paradnn.cli.common import (
     out,
 )
 from paradnn.store import DEFAULT_DB
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from paradnn.analysis import Comparison
 
 
 def report(
@@ -55,7 +60,7 @@ def report(
 TOO_FEW_EXIT = 3
 
 
-def _too_few_hint(c: Any) -> str:
+def _too_few_hint(c: Comparison) -> str:
     """What would give the gate something to compare."""
     if any(c.noisy_left_out.values()):
         return (
@@ -171,7 +176,7 @@ def compare(
         raise typer.Exit(TOO_FEW_EXIT)
 
 
-def _show_comparison(c: Any, slower: Any, fmt: Format, limit: int) -> None:
+def _show_comparison(c: Comparison, slower: pd.DataFrame | None, fmt: Format, limit: int) -> None:
     if fmt is Format.csv:
         sys.stdout.write(c.pairs.to_csv(index=False))
     elif fmt is Format.json:
@@ -192,7 +197,7 @@ def _show_comparison(c: Any, slower: Any, fmt: Format, limit: int) -> None:
             )
 
 
-def _judge(c: Any, slower: Any, pct: float, fail_on: FailOn) -> bool:
+def _judge(c: Comparison, slower: pd.DataFrame, pct: float, fail_on: FailOn) -> bool:
     """The --fail-if-slower verdict on stderr; True when nothing is slower beyond its CI."""
     limit_x = f"{1 - pct / 100:.3g}×"
     head = f"--fail-if-slower {pct:g} ({c.b} over {c.a})"

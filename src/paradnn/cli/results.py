@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,11 @@ from paradnn.cli.common import (
 from paradnn.records import QUALITIES, STATUSES
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import INT64_MAX
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
+    from paradnn.api.returns import FamilyInfo
 
 
 class Table_(StrEnum):
@@ -103,8 +108,8 @@ def results(
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))
     elif fmt is Format.json:
-        meta = api.store_info(db)
-        sys.stdout.write(tables.to_json(rows, table=str(table), **meta) + "\n")
+        meta = api.store_info(db).as_dict()
+        sys.stdout.write(tables.to_json(rows.as_dict(), table=str(table), **meta) + "\n")
     else:
         out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs"))
 
@@ -113,34 +118,34 @@ def families(as_json: JsonOpt = False) -> None:
     """List the model families, their config fields (with defaults) and the paper's space."""
     info = api.family_info()
     if as_json:
-        out.print_json(data=info)
+        out.print_json(data=[f.as_dict() for f in info])
         return
     for table in _family_tables(info):
         out.print(table)
 
 
-def _family_tables(info: list[dict[str, Any]]) -> list[Any]:
+def _family_tables(info: list[FamilyInfo]) -> list[Table]:
     """One table per generated family (fields, defaults, paper space); one of the real models."""
     from rich.table import Table
 
     out_tables = []
-    for fam in (f for f in info if f["kind"] != "real"):
-        label = fam.get("space_label", "paper space (Table 2)")
-        n = fam["paper_configs"]
+    for fam in (f for f in info if f.kind != "real"):
+        label = fam.space_label
+        n = fam.paper_configs
         size = f"{n:,} paper configs" if label.startswith("paper") else f"{n:,} in its space"
         t = Table(
-            title=f"{fam['name']}: {fam['title']}  ({size})",
+            title=f"{fam.name}: {fam.title}  ({size})",
             title_justify="left",
             header_style="bold",
         )
         t.add_column("field")
         t.add_column("default", justify="right")
         t.add_column(label)
-        for name, default in fam["fields"].items():
-            space = fam["paper_space"].get(name, [])
+        for name, default in fam.fields.items():
+            space = fam.paper_space.get(name, [])
             t.add_row(name, str(default), ", ".join(map(str, space)))
         out_tables.append(t)
-    real = [f for f in info if f["kind"] == "real"]
+    real = [f for f in info if f.kind == "real"]
     if real:
         t = Table(
             title="Real-world models (docs/models.md)", title_justify="left", header_style="bold"
@@ -149,11 +154,11 @@ def _family_tables(info: list[dict[str, Any]]) -> list[Any]:
             t.add_column(col, justify="right" if col in ("params", "train FLOP/step") else "left")
         for f in real:
             t.add_row(
-                f["name"],
-                f["title"],
-                f"{f['default_params']:,}",
-                tables.si(f["default_train_flops"]),
-                " ".join(f"{k}={v}" for k, v in f["fields"].items()),
+                f.name,
+                f.title,
+                f"{f.default_params:,}",
+                tables.si(f.default_train_flops),
+                " ".join(f"{k}={v}" for k, v in f.fields.items()),
             )
         out_tables.append(t)
     return out_tables

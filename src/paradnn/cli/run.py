@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -59,13 +60,22 @@ from paradnn.config import (
     MAX_ARRAY_SIZE,
     MAX_CONFIGS_PER_JOB,
     MAX_RECYCLE_EVERY,
+    MAX_REMEASURE,
     MAX_THREADS,
     MAX_WORKERS,
     OPTIMIZERS,
+    REMEASURE_BACKOFF_S,
+    ExecutorSettings,
+    SweepSettings,
+    TimingPolicy,
 )
 from paradnn.measure.timer import progress_words
-from paradnn.runner.supervisor import MAX_REMEASURE, REMEASURE_BACKOFF_S
 from paradnn.store import DEFAULT_DB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.api.returns import SweepPlan
+    from paradnn.records import RunRecord
+    from paradnn.runner.supervisor import Event
 
 # Re-measures of a noisy run (docs/runner.md#re-measuring-noisy-runs): a sweep tries twice more
 # (other configs run during the back-off, so the load has time to pass); `bench` once, so one
@@ -250,8 +260,6 @@ def run(
     Run the same command again to resume: finished configs are skipped (whichever executor
     ran them).
     """
-    from paradnn.runner.supervisor import SweepSettings
-
     sweep = presets.get(preset)
     where = _executor(
         sweep.executor,
@@ -275,16 +283,16 @@ def run(
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
     axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
     axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
-    sweep.specs(precision, [optimizer] if optimizer else None, axes)  # one line, exit 2, now
+    # planned once, here: one line, exit 2, before any work; the dry run and api.run take it
+    planned = api.plan(sweep, precisions=precision, optimizer=optimizer, axes=axes)
     from paradnn.config import RunOptions
 
     RunOptions(  # checked before the dry run and the load check: one line, exit 2, no work
         device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
     )
     if dry_run:
-        plan = dict(precisions=precision, optimizer=optimizer, device=device, axes=axes)
         return _show_dry_run(
-            sweep.name, preset, plan, timing=policy, db=db, recycle_every=recycle_every
+            planned, device=device, timing=policy, db=db, recycle_every=recycle_every
         )
     mode = ProgressMode.quiet if quiet else progress_mode
     load = quiet_check(wait_for_idle, max_wait) if where.kind == "local" else None
@@ -292,9 +300,7 @@ def run(
     try:
         with report:
             records = api.run(
-                preset,
-                precisions=precision,
-                optimizer=optimizer,
+                planned,
                 device=device,
                 threads=threads,
                 timing=policy,
@@ -306,7 +312,6 @@ def run(
                 energy_idle_s=energy_idle,
                 allow_emulated=allow_emulated,
                 on_event=report,
-                axes=axes,
                 executor=where,
                 load=load,
             )
@@ -329,17 +334,15 @@ run.__doc__ = (run.__doc__ or "").rstrip() + (
 )
 
 
-def _executor(base: Any, **given: Any) -> Any:
+def _executor(base: ExecutorSettings | None, **given: Any) -> ExecutorSettings:
     """The sweep's [executor] with the options the user gave on top; checked before any work."""
     import dataclasses
-
-    from paradnn.config import ExecutorSettings
 
     chosen = {k: v for k, v in given.items() if v is not None}
     return dataclasses.replace(base or ExecutorSettings(), **chosen)
 
 
-def _show_nodes(records: list[Any]) -> None:
+def _show_nodes(records: list[RunRecord]) -> None:
     from collections import Counter
 
     nodes = Counter((r.env or {}).get("hostname") or "unknown" for r in records)
@@ -347,24 +350,30 @@ def _show_nodes(records: list[Any]) -> None:
 
 
 def _show_dry_run(
-    name: str, preset: str, plan: dict[str, Any], *, recycle_every: int = 50, **kw: Any
+    planned: SweepPlan,
+    *,
+    device: str,
+    timing: TimingPolicy | None,
+    db: str,
+    recycle_every: int = 50,
 ) -> None:
     """Every run of a small sweep; the first runs of a large one, its totals from a sample.
     Totals include the workers' start-ups (api.dry_run_total)."""
-    total = api.dry_run_count(preset, **plan)
+    name, kw = planned.name, {"device": device, "timing": timing, "db": db}
+    total = api.dry_run_count(planned, device=device)
     if total <= DRY_RUN_ROWS:
-        rows = api.dry_run(preset, **plan, **kw)
+        rows = api.dry_run(planned, **kw)
         est = api.dry_run_total(rows, total, recycle_every)
         title = f"{name}: {total} runs (dry run)"
-        out.print(tables.dry_run_table(rows, title=title, total_s=est))
+        out.print(tables.dry_run_table([r.as_dict() for r in rows], title=title, total_s=est))
         return
-    rows = api.dry_run(preset, limit=DRY_RUN_ROWS, **plan, **kw)
+    rows = api.dry_run(planned, limit=DRY_RUN_ROWS, **kw)
     title = f"{name}: {total:,} runs (dry run; the first {DRY_RUN_ROWS} listed)"
-    table = tables.dry_run_table(rows, title=title)
-    sample = api.dry_run(preset, sample=DRY_RUN_SAMPLE, **plan, **kw)
+    table = tables.dry_run_table([r.as_dict() for r in rows], title=title)
+    sample = api.dry_run(planned, sample=DRY_RUN_SAMPLE, **kw)
     est = api.dry_run_total(sample, total, recycle_every)
-    misfits = sum(1 for r in sample if r["fits"] is False) / len(sample)
-    floor = "≥ " if any(r["est_time_is_floor"] for r in sample) else ""
+    misfits = sum(1 for r in sample if r.fits is False) / len(sample)
+    floor = "≥ " if any(r.est_time_is_floor for r in sample) else ""
     table.caption = (
         f"estimated total {floor}{tables.duration(est)} for all {total:,} runs, from an even "
         f"sample of {len(sample)} ({misfits:.0%} of them predicted not to fit), worker start-ups "
@@ -433,7 +442,6 @@ def bench(
     backend: BackendOpt = "torch",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
-    from paradnn.runner.supervisor import SweepSettings
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
@@ -462,7 +470,7 @@ def bench(
         **({"backend": backend} if backend != "torch" else {}),
     )
     if as_json:
-        sys.stdout.write(tables.to_json([rec.as_dict()], **api.store_info(db)) + "\n")
+        sys.stdout.write(tables.to_json([rec.as_dict()], **api.store_info(db).as_dict()) + "\n")
     else:
         _show_bench(rec, db, energy)
 
@@ -479,13 +487,13 @@ def _infeed(data: str, workers: int, pin: Any, prefetch: Any, persistent: Any) -
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _heartbeat(label: str) -> Any:
+def _heartbeat(label: str) -> Callable[[Event], None]:
     """An event listener that says the worker's phase, at most every 2 s."""
     import time
 
     last = [0.0]
 
-    def heard(e: Any) -> None:
+    def heard(e: Event) -> None:
         if e.kind == "start":  # e.g. the threads chosen from the load, or a --threads warning
             for note in e.notes:
                 say(note)
@@ -499,7 +507,7 @@ def _heartbeat(label: str) -> Any:
     return heard
 
 
-def _show_bench(rec: Any, db: str, energy: bool) -> None:
+def _show_bench(rec: RunRecord, db: str, energy: bool) -> None:
     row = rec.as_dict()
     out.print(tables.rich_table([row]))
     if rec.error:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -30,8 +30,13 @@ from paradnn.cli.progress import say, warn_noisy
 from paradnn.config import MAX_PROCS, SCALINGS, STRATEGIES
 from paradnn.errors import ConfigError, OptionError
 from paradnn.measure.timer import progress_words
+from paradnn.records import Status
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import parse_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.api.scaling import Scaled
+    from paradnn.runner.supervisor import Event
 
 ProcsListOpt = Annotated[
     str | None,
@@ -129,7 +134,7 @@ def scale(
     ns = parse_procs(procs)
     last = [0.0]
 
-    def heard(e: Any) -> None:
+    def heard(e: Event) -> None:
         import time
 
         if e.kind == "progress" and e.progress and time.monotonic() - last[0] >= 2.0:
@@ -158,7 +163,7 @@ def scale(
         return
     out.print(tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs"))
     for r in rows:
-        if r["status"] != "ok":
+        if r["status"] != Status.OK:
             out.print(f"N = {r['procs']}: [bold]{r['status']}[/]: {escape(str(r['error']))}")
     for line in lines(res):
         out.print(line)
@@ -183,7 +188,7 @@ def _share(v: Any) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0%}"
 
 
-def lines(res: Any) -> list[str]:
+def lines(res: Scaled) -> list[str]:
     """One line per N > 1: speedup, efficiency, e, the all-reduce and its bandwidths."""
     out_lines = []
     for _, r in res.table.iterrows():

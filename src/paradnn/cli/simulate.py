@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -18,6 +19,9 @@ from paradnn.config import OPTIMIZERS
 from paradnn.errors import ABSENT, ConfigError, ParadnnError
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import parse_int, parse_number
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.api.returns import SimFit
 
 # The flags that chose a mode before `simulate` had subcommands, and the subcommand now.
 MOVED_FLAGS = {
@@ -332,8 +336,9 @@ def validate(
 ) -> None:
     """Predict every ok run measured in --db and compare: error per run and per family."""
     _csv(csv_path)
-    rows, summary = api.simulate_validate(db, platform)
-    emit(rows, f"predicted vs measured: {len(rows)} runs from {db}", fmt, csv_path, summary)
+    found = api.simulate_validate(db, platform)
+    title = f"predicted vs measured: {len(found.rows)} runs from {db}"
+    emit(found.rows, title, fmt, csv_path, found.summary)
 
 
 @app.command()
@@ -398,31 +403,31 @@ def fit(
     if fmt is Format.json:
         import json
 
-        res = {k: v for k, v in res.items() if k != "rows"}
-        sys.stdout.write(json.dumps(res, indent=1, default=str) + "\n")
+        shown = {k: v for k, v in res.as_dict().items() if k != "rows"}
+        sys.stdout.write(json.dumps(shown, indent=1, default=str) + "\n")
         return
     if fmt is Format.csv:
-        sys.stdout.write(tables.to_csv(res["rows"]))
+        sys.stdout.write(tables.to_csv(res.rows))
         return
     from paradnn.sim.render import sim_table
 
-    p = res["params"]
+    p = res.params
     rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
-    if res.get("source") == "ops":
+    if res.from_ops:
         rows = _ops_param_rows(res)
-    out.print(sim_table(rows, title=f"fitted step-time parameters of {res['device_name']}"))
+    out.print(sim_table(rows, title=f"fitted step-time parameters of {res.device_name}"))
     split = f"config hash mod 100 < {holdout}"
-    if res.get("source") == "ops":
-        split = "ops " + (", ".join(res["holdout_ops"]) or "none")
-    what = "op" if res.get("source") == "ops" else "family"
+    if res.from_ops:
+        split = "ops " + (", ".join(res.holdout_ops or ()) or "none")
+    what = "op" if res.from_ops else "family"
     out.print(
         sim_table(
-            res["summary"],
-            title=f"error per {what}: {res['fitted_runs']} {'op rows' if what == 'op' else 'runs'}"
-            f" fitted, {res['holdout_runs']} held out ({split})",
+            res.summary,
+            title=f"error per {what}: {res.fitted_runs} {'op rows' if what == 'op' else 'runs'}"
+            f" fitted, {res.holdout_runs} held out ({split})",
         )
     )
-    for w in res.get("warnings", ()):
+    for w in res.warnings:
         out.print(f"Warning: {w}", markup=False)
     if out_path:
         shown = escape(out_path)
@@ -432,30 +437,31 @@ def fit(
 FIT_SHOWN = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "source")
 
 
-def _ops_param_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+def _ops_param_rows(res: SimFit) -> list[dict[str, Any]]:
     """--from ops: each GEMM parameter, its value, and fitted (± as a factor) or kept (why)."""
-    p, rows = res["params"], []
+    p, rows = res.params, []
+    fitted, kept = res.fitted or {}, res.kept or {}
     for k in ("kernel_overhead_s", "k_half", "bw_efficiency"):
-        rows.append({"parameter": k, "value": p[k], "how": _how(res, k)})
+        rows.append({"parameter": k, "value": p[k], "how": _how(fitted, kept, k)})
     for prec, v in p["efficiency"].items():
         k = f"efficiency.{prec}"
-        how = _how(res, k) if k in res["fitted"] or k in res["kept"] else "base (not measured)"
+        how = _how(fitted, kept, k) if k in fitted or k in kept else "base (not measured)"
         rows.append({"parameter": k, "value": v, "how": how})
     return rows
 
 
-def _how(res: dict[str, Any], key: str) -> str:
-    if key in res["fitted"]:
-        return f"fitted (±×{res['fitted'][key]:.3g})"
-    return f"kept at base: {res['kept'].get(key, '')}"
+def _how(fitted: dict[str, float], kept: dict[str, str], key: str) -> str:
+    if key in fitted:
+        return f"fitted (±×{fitted[key]:.3g})"
+    return f"kept at base: {kept.get(key, '')}"
 
 
 def emit(
-    rows: list[dict[str, Any]],
+    rows: Sequence[dict[str, Any]],
     title: str,
     fmt: Format,
     csv_path: str | None,
-    summary: list[dict[str, Any]] | None = None,
+    summary: Sequence[dict[str, Any]] | None = None,
 ) -> None:
     """Predictions as a table, CSV or JSON on stdout, and as CSV to `csv_path` too."""
     if csv_path:
@@ -467,7 +473,9 @@ def emit(
     elif fmt is Format.json:
         import json
 
-        data: Any = {"rows": rows, "summary": summary} if summary is not None else rows
+        data: Any = [dict(r) for r in rows]
+        if summary is not None:
+            data = {"rows": data, "summary": [dict(r) for r in summary]}
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:
         from paradnn.sim.render import sim_table

@@ -57,7 +57,7 @@ from paradnn.ops.table4 import (
     spec,
 )
 from paradnn.precisions import can_emulate
-from paradnn.records import now
+from paradnn.records import Status, now
 
 
 def _build(
@@ -171,7 +171,7 @@ def run_ops(
                         "precision": p,
                         "pass": pass_,
                         **common,
-                        "status": "ok",
+                        "status": Status.OK,
                         "error": None,
                         "flops": s.flops(pass_),
                         "time_s": None,
@@ -191,7 +191,7 @@ def run_ops(
                     emu = " (emulated)" if emulated else ""
                     say(f"{label}{emu}: {'skipped' if reason else 'timing'}")
                     if reason:
-                        row["status"], row["error"] = "unsupported", reason
+                        row["status"], row["error"] = Status.UNSUPPORTED, reason
                     else:
                         held: list[torch.Tensor] = []
                         try:
@@ -218,7 +218,7 @@ def run_ops(
                             gc.collect()
                             if dev.type == "cuda":
                                 torch.cuda.empty_cache()
-                    if row["status"] != "ok":
+                    if row["status"] != Status.OK:
                         for k in ("time_s", "ci_low_s", "ci_high_s", "samples", "achieved_flops"):
                             nulls[k] = f"status {row['status']}"
                     row["nulls"] = nulls

@@ -22,15 +22,16 @@ from matplotlib.ticker import FuncFormatter
 
 from paradnn import units as U
 from paradnn.analysis.frames import METRICS
+from paradnn.records import Status
 
 STATUS_LABEL = {
-    "oom": "OOM",
-    "predicted_oom": "pOOM",
-    "timeout": "T/O",
-    "crashed": "crash",
-    "nan": "NaN",
-    "invalid": "inv",
-    "unsupported": "n/a",
+    Status.OOM: "OOM",
+    Status.PREDICTED_OOM: "pOOM",
+    Status.TIMEOUT: "T/O",
+    Status.CRASHED: "crash",
+    Status.NAN: "NaN",
+    Status.INVALID: "inv",
+    Status.UNSUPPORTED: "n/a",
 }
 
 
@@ -81,7 +82,7 @@ def heatmap(hm) -> Figure:
                     fontsize=7,
                     color="black" if lum > 0.6 else "white",
                 )
-            elif isinstance(status, str) and status != "ok":
+            elif isinstance(status, str) and status != Status.OK:
                 ax.text(
                     j,
                     i,
@@ -330,7 +331,7 @@ def thread_scaling(df: pd.DataFrame) -> Figure:
 
 def ops_bars(df: pd.DataFrame) -> Figure:
     """Achieved FLOP/s per op shape and precision (seed 002's Figure 7, the accelerator study)."""
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == Status.OK]
     pivot = ok.pivot_table(
         index="name", columns=["precision", "pass"], values="achieved_flops", aggfunc="median"
     )

@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from paradnn.config import ExecutorSettings, RunOptions
+from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
 from paradnn.errors import ConfigError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import RunRecord, Status
 from paradnn.runner.engine import Engine, Item
-from paradnn.runner.supervisor import Event, Supervisor, SweepSettings, _Job
+from paradnn.runner.supervisor import Event, Supervisor, _Job
 from paradnn.store import Store
 
 

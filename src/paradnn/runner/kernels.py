@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, SweepSettings
 from paradnn.runner import tasks as T
-from paradnn.runner.supervisor import Event, Supervisor, SweepSettings
+from paradnn.runner.supervisor import Event, Supervisor
 from paradnn.store import Store
 
 

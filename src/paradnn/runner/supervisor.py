@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from paradnn import host, utilization
-from paradnn.config import MAX_RECYCLE_EVERY, MAX_TIMEOUT_S, MAX_WORKERS, RunOptions
+from paradnn.config import RunOptions, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import Prediction, RunRecord, Status, now
@@ -41,39 +41,8 @@ FAILURES = (Status.OOM, Status.TIMEOUT, Status.CRASHED, Status.PREDICTED_OOM)
 RECYCLE_AFTER = (Status.OOM, Status.CRASHED, Status.TIMEOUT)
 FINAL = (Status.OK, Status.UNSUPPORTED)  # a kernel unit with this status is not measured again
 HELLO_TIMEOUT_S = 600.0
-MAX_REMEASURE = 10  # re-measures of one noisy run: beyond this the machine is not going quiet
-REMEASURE_BACKOFF_S = 10.0  # the first re-measure's wait; each next one waits twice as long
 LOAD_WINDOW_S = 0.3  # the load sample before a run whose threads paradnn chooses (host.py)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    workers: int = 1
-    timeout_s: float = 900.0
-    recycle_every: int = 50
-    predict: bool = True
-    retry_failed: bool = False
-    force: bool = False  # measure even what is finished (a new attempt): `paradnn bench`
-    # A run that finishes ok but noisy is measured again, as a new attempt, up to this many
-    # times, the k-th after remeasure_backoff_s × 2^(k-1) seconds (other runs go on meanwhile).
-    # The CLI turns it on (run: 2, bench: 1; docs/runner.md#re-measuring-noisy-runs).
-    remeasure: int = 0
-    remeasure_backoff_s: float = REMEASURE_BACKOFF_S
-
-    def __post_init__(self) -> None:
-        from paradnn.validate import int_at_least, number_at_least
-
-        # Upper bounds (docs/limits.md): more workers than any host has cores, a week per
-        # config, a million runs per worker.
-        int_at_least("workers", self.workers, 1, MAX_WORKERS)
-        number_at_least("timeout", self.timeout_s, 0.0, strict=True, high=MAX_TIMEOUT_S)
-        int_at_least("recycle_every", self.recycle_every, 1, MAX_RECYCLE_EVERY)
-        int_at_least("remeasure", self.remeasure, 0, MAX_REMEASURE)
-        number_at_least("remeasure_backoff", self.remeasure_backoff_s, 0.0, high=3600.0)
-        for flag in ("predict", "retry_failed", "force"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ConfigError(flag, getattr(self, flag), "must be true or false")
 
 
 @dataclass

@@ -27,6 +27,7 @@ import pandas as pd
 from paradnn.attempts import choose
 from paradnn.errors import ABSENT, ConfigError
 from paradnn.precisions import PRECISIONS
+from paradnn.records import Status
 from paradnn.sim import chip as chips
 from paradnn.sim.chip import Chip
 from paradnn.sim.model import KIND, predict
@@ -65,7 +66,7 @@ def predicted_vs_measured(
     if frame.empty:
         return pd.DataFrame(columns=list(COLUMNS))
     frame = choose(frame)  # a re-measured config counts once: the attempt compare uses
-    ok = frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
+    ok = frame[(frame["status"] == Status.OK) & frame["step_time_s"].notna()]
     for r in ok.to_dict("records"):
         chip = platform.get(r.get("device_name")) if isinstance(platform, Mapping) else platform
         if chip is None or r["precision"] not in PRECISIONS:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from paradnn.attempts import choose
 from paradnn.errors import ABSENT, ConfigError
+from paradnn.records import Status
 from paradnn.sim.chip import Chip
 from paradnn.sim.stepparams import StepParams
 from paradnn.sim.steptime import Plan, build_plan, evaluate, params_of
@@ -64,7 +65,7 @@ def _ok_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """Each config's chosen attempt (paradnn.attempts.choose, as compare and the report) where
     it finished ok with a step time."""
     frame = choose(frame)
-    return frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
+    return frame[(frame["status"] == Status.OK) & frame["step_time_s"].notna()]
 
 
 STATISTICS = {"median": "step_time_s", "min": "step_time_min_s"}

@@ -36,6 +36,7 @@ from paradnn.errors import ABSENT, ConfigError
 from paradnn.families.lowering import lower
 from paradnn.families.shapes import Conv2d, Gemm, Shape
 from paradnn.precisions import itemsize
+from paradnn.records import Status
 from paradnn.sim import traffic as mem
 from paradnn.sim.chip import Chip
 from paradnn.sim.stepparams import StepParams
@@ -157,7 +158,7 @@ def ok_rows(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(list(rows))
     if df.empty or not {"status", "time_s", "name", "precision", "pass"} <= set(df.columns):
         return pd.DataFrame()
-    df = df[(df["status"] == "ok") & df["time_s"].notna() & (df["time_s"] > 0)].copy()
+    df = df[(df["status"] == Status.OK) & df["time_s"].notna() & (df["time_s"] > 0)].copy()
     if df.empty:
         return df
     if "threads" not in df.columns:
