@@ -155,6 +155,16 @@ def _make_db(case: str, tmp: Path, pristine: dict[str, bytes], monkeypatch) -> P
         conn = sqlite3.connect(db)
         conn.execute("DROP TABLE runs")
         conn.close()
+    elif case == "schema not UTF-8":  # SQLite's own error message then holds the bad byte
+        db.write_bytes(good)
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET sql = CAST(CAST(sql AS BLOB) || x'ff' AS TEXT) "
+            "WHERE name = 'ops'"
+        )
+        conn.commit()
+        conn.close()
     elif case == "malformed rows":
         db.write_bytes(pristine["malformed"])
     elif case == "read-only file":
@@ -224,6 +234,7 @@ CASES = [
     "truncated",
     "future",
     "no runs table",
+    "schema not UTF-8",
     "malformed rows",
     "read-only file",
     "read-only folder",
@@ -240,6 +251,7 @@ REFUSED_BY = {  # what each case's one line says (beside the path): one of these
     "truncated": ("damaged database", "database disk image is malformed"),
     "future": ("written by a newer paradnn",),
     "no runs table": ("without the table runs",),
+    "schema not UTF-8": ("its schema is not UTF-8 text",),
     "read-only file": ("the database is read-only",),
     "read-only folder": ("is read-only",),
     "folder": ("is a folder",),

@@ -276,7 +276,7 @@ class Store:
         named in `skipped` and logged (one bad row costs that row, not the command)."""
         try:
             rows = self.conn.execute(sql, list(args)).fetchall()
-        except sqlite3.DatabaseError as e:  # a truncated or damaged file shows only here
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # damaged: shows only here
             raise StoreError(f"{self.path}: cannot read table {table}: {e}") from e
         numeric = self._numeric_columns(table)
         out = []
@@ -380,7 +380,11 @@ def _ro_connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
 
 
-def _sqlite_error(path: str, e: sqlite3.Error) -> StoreError:
+def _sqlite_error(path: str, e: sqlite3.Error | UnicodeDecodeError) -> StoreError:
+    if isinstance(e, UnicodeDecodeError):
+        return StoreError(
+            f"{path}: a damaged database (its schema is not UTF-8 text); use another --db"
+        )
     return StoreError(f"{path}: cannot open as a SQLite database: {e}")
 
 
@@ -412,7 +416,7 @@ def check_writable(path: str | Path) -> None:
                     _check_intact(conn, path)  # a truncated file: refused before the work
                 finally:
                     conn.close()
-            except sqlite3.Error as e:
+            except (sqlite3.Error, UnicodeDecodeError) as e:
                 raise _sqlite_error(path, e) from e
         if not paths.writable(p):
             raise StoreError(f"{path}: the database is read-only; results cannot be stored")
@@ -451,11 +455,12 @@ def open_store(path: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Stor
         raise StoreError(f"{path}: its folder cannot be created ({e.strerror or e})") from None
     try:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None)  # explicit transactions
+        conn.text_factory = _text
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         migrate(conn, path)
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
         raise _sqlite_error(path, e) from e
     return Store(conn, path)
 
@@ -467,6 +472,7 @@ def _open_readonly(path: str) -> Store:
     if p.stat().st_size == 0:
         raise EmptyDatabase(f"{path}: an empty file (0 bytes), not a paradnn database yet")
     mem = sqlite3.connect(":memory:", isolation_level=None)
+    mem.text_factory = _text  # a damaged schema's names are read, then found wanting
     try:
         _snapshot(path, mem)
         _check_intact(mem, path)
@@ -491,5 +497,5 @@ def _snapshot(path: str, mem: sqlite3.Connection) -> None:
             src.backup(mem)
         finally:
             src.close()
-    except sqlite3.Error as e:
-        raise _sqlite_error(path, e) from e
+    except (sqlite3.Error, UnicodeDecodeError) as e:  # the latter: SQLite's own message
+        raise _sqlite_error(path, e) from e  # about a damaged schema is not UTF-8
