@@ -365,7 +365,10 @@ def check_owned(conn: sqlite3.Connection, path: str) -> int:
 def _check_intact(conn: sqlite3.Connection, path: str) -> None:
     """SQLite's quick_check (every page readable, the b-trees well formed): a truncated or
     damaged file is one line now, not a failed write after the work."""
-    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
+    try:
+        found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # too damaged to be checked
+        raise StoreError(f"{path}: a damaged database ({e}); use another --db") from e
     if found != ["ok"]:
         lines = [ln for f in found for ln in f.splitlines() if ln and not ln.startswith("***")]
         raise StoreError(f"{path}: a damaged database ({'; '.join(lines)}); use another --db")
@@ -479,6 +482,9 @@ def _open_readonly(path: str) -> Store:
         if schema_version(mem) == 0:
             raise EmptyDatabase(f"{path}: an empty SQLite database, not a paradnn one yet")
         migrate(mem, path)  # an older schema: upgraded in the copy only
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # damage found past the checks
+        mem.close()
+        raise StoreError(f"{path}: a damaged database ({e}); use another --db") from e
     except BaseException:
         mem.close()
         raise
