@@ -26,14 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from paradnn.config import RunOptions
 from paradnn.measure.collectives import busbw, overlap_fraction
-from paradnn.records import Memory, Parallel, RunRecord, Status, StepTimes, now
-from paradnn.runner.start import dist_backend, start_record
+from paradnn.records import Memory, Parallel, RunRecord, Status, StepTimes
+from paradnn.runner.core import Run
+from paradnn.runner.start import dist_backend
 
 PARENT_ENV = "PARADNN_RANK_PARENT"  # the worker's pid: a rank whose parent is gone exits
 # (runner/rank.py holds the same name: it reads it before it imports torch, or this module)
@@ -87,36 +87,47 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def execute_parallel(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    sweep: str | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> RunRecord:
-    """The worker's branch for `procs > 1`: the record of N ranks, whatever happens."""
+class RanksBackend:
+    """N data-parallel rank processes started and watched by this one (the worker)."""
+
+    def start(self, run: Run) -> None:
+        return None
+
+    def unsupported(self, run: Run) -> str | None:
+        from paradnn.measure import precision as prec
+
+        reason = prec.unsupported_reason(run.options.precision, run.device)
+        if reason and not run.rec.emulated:
+            return reason
+        plan = _plan(run)
+        return plan if isinstance(plan, str) else None
+
+    def measure(self, run: Run) -> None:
+        plan = _plan(run)
+        assert isinstance(plan, RankPlan)  # unsupported() said why otherwise
+        job = rank_job(run.rec, run.options, plan)
+        run.say({"phase": f"{run.options.procs} ranks ({plan.backend})"})
+        outcome = run_ranks(job, run.options.procs)
+        run.rec = merge(run.rec, outcome, run.options, plan)
+
+    def failure(self, run: Run, exc: BaseException, status: str, error: str) -> RunRecord:
+        return run.rec.replace(status=status, error=error)
+
+    def cleanup(self, run: Run) -> None:
+        return None  # run_ranks leaves no rank running, whatever happens
+
+
+BACKEND = RanksBackend
+
+
+def _plan(run: Run) -> RankPlan | str:
     import torch
 
     from paradnn import host
-    from paradnn.measure import precision as prec
-    from paradnn.measure.environment import prepare
 
-    say = progress or (lambda info: None)
-    device, env = prepare(options)
-    rec = start_record(family_name, values, options, env, sweep=sweep)
-    if rec.status == Status.INVALID:
-        return rec.replace(finished_at=now())
-    reason = prec.unsupported_reason(options.precision, device)
-    if reason and not rec.emulated:
-        return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
+    device = run.device
     gpus = torch.cuda.device_count() if device.type == "cuda" else 0
-    plan = plan_ranks(options, device.type, host.usable_cpus(), gpus)
-    if isinstance(plan, str):
-        return rec.replace(status=Status.UNSUPPORTED, error=plan, finished_at=now())
-    job = rank_job(rec, options, plan)
-    say({"phase": f"{options.procs} ranks ({plan.backend})"})
-    outcome = run_ranks(job, options.procs)
-    return merge(rec, outcome, options, plan).replace(finished_at=now())
+    return plan_ranks(run.options, device.type, host.usable_cpus(), gpus)
 
 
 def rank_job(rec: RunRecord, options: RunOptions, plan: RankPlan) -> dict[str, Any]:
@@ -332,13 +343,8 @@ def merge(rec: RunRecord, res: dict[str, Any], options: RunOptions, plan: RankPl
         )
     rec = rec.with_part(_quality(step, res["loads"], options.timing.target_ci_rel))
     if res.get("peak_mem_bytes") is not None:
-        rec = rec.with_part(Memory(int(res["peak_mem_bytes"])))
-    else:
-        rec = rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
-    loss = res["final_loss"]
-    if loss is None or loss != loss or loss in (float("inf"), float("-inf")):
-        rec = rec.replace(status="nan", error=f"non-finite training loss ({loss}); timings kept")
-    return rec
+        return rec.with_part(Memory(int(res["peak_mem_bytes"])))
+    return rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
 
 
 def _quality(step: dict[str, Any], loads: list[dict[str, Any]], target: float) -> Any:
@@ -370,4 +376,4 @@ def _quality(step: dict[str, Any], loads: list[dict[str, Any]], target: float) -
     )
 
 
-__all__ = ["Parallel", "RankPlan", "execute_parallel", "merge", "plan_ranks", "run_ranks"]
+__all__ = ["BACKEND", "Parallel", "RankPlan", "merge", "plan_ranks", "run_ranks"]

@@ -284,7 +284,8 @@ def torchrun_main(args: Any) -> int:
 
     from paradnn.config import RunOptions, TimingPolicy
     from paradnn.measure.environment import prepare
-    from paradnn.records import Status, now
+    from paradnn.records import Status
+    from paradnn.runner.core import finish
     from paradnn.runner.distributed import RankPlan, merge, rank_job
     from paradnn.runner.start import dist_backend, start_record
     from paradnn.store import open_store
@@ -333,7 +334,7 @@ def torchrun_main(args: Any) -> int:
         return 0 if res.get("ok") else 1
     if not res.get("ok"):
         res = {**res, "error": f"rank {rank}: {res['error']}"}
-    rec = merge(rec, res, options, plan).replace(finished_at=now())
+    rec = finish(merge(rec, res, options, plan))
     rec = rec.with_part(
         dataclasses.replace(
             rec.parallel_part,
