@@ -65,8 +65,9 @@ def _fault(rank: int) -> None:
 
 def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dict[str, Any]:
     """Build the model on this rank, wrap it (DDP or FSDP2), time the step in lock step with
-    the other ranks, then the step under no_sync, then isolated all-reduces; rank 0's result
-    carries everything (the others return their own medians only)."""
+    the other ranks (the one timer, agreeing through `Agree`), then the step under no_sync,
+    then isolated all-reduces; rank 0's result carries everything (the others return their
+    own medians only)."""
     import torch
     import torch.distributed as dist
 
@@ -74,9 +75,10 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
     from paradnn.config import TimingPolicy
     from paradnn.measure import flops
     from paradnn.measure import precision as prec
-    from paradnn.measure.collectives import SMALL_BYTES, Agree, allreduce_time, lockstep
+    from paradnn.measure.collectives import SMALL_BYTES, Agree, RankClock, allreduce_time
     from paradnn.measure.quality import LoadProbe
     from paradnn.measure.step import TrainStep
+    from paradnn.measure.timer import measure
 
     fam = families.get(job["family"])
     values = dict(job["config"])
@@ -100,11 +102,13 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         del built
         agree = Agree(device)
         probe = LoadProbe(cpus=job["cpus"][rank]) if job.get("cpus") else LoadProbe()
-        main = lockstep(step, agree, policy, window=probe)
+        clock = RankClock(agree)
+        main = measure(step, clock, policy, window=probe, agree=agree)
         _fault(rank)
         cap = min(len(main.samples), max(policy.min_samples, 10))
         with nosync():
-            comp = lockstep(step, agree, policy, k=main.steps_per_sample, samples_cap=cap)
+            k = main.steps_per_sample
+            comp = measure(step, clock, policy, agree=agree, k=k, samples_cap=cap)
         sizes = sorted({SMALL_BYTES, grad_bytes, 4 * grad_bytes})
         ladder = [allreduce_time(b, dtype, agree, policy) for b in sizes if b > 0]
         try:
@@ -160,7 +164,7 @@ def _timing(t: Any) -> dict[str, Any]:
         "first_step_s": t.first_step_s,
         "warmup_steps": t.warmup_steps,
         "warmup_s": t.warmup_s,
-        "host_step_s": t.wall_s / max(1, t.steps),
+        "host_step_s": t.host_step_s,
         "samples": list(t.samples),
     }
 
