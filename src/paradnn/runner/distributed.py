@@ -246,11 +246,11 @@ def _first_failure(
 
     def echo(e: dict[str, Any]) -> bool:
         low = e["error"].lower()
-        return e["status"] == "timeout" or "connection" in low or "peer" in low
+        return e["status"] == Status.TIMEOUT or "connection" in low or "peer" in low
 
     first = sorted(failed, key=lambda e: (echo(e), e.get("at", 0.0)))[0]
     out = {**first, "error": f"rank {first['rank']}: {first['error']} ({first.get('where', '?')})"}
-    if first["status"] == "timeout":
+    if first["status"] == Status.TIMEOUT:
         silent = [r for r, p in enumerate(procs) if r not in results and p.poll() is None]
         if silent:
             out["rank"] = silent[0]

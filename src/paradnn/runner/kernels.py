@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from paradnn.config import RunOptions
+from paradnn.records import Status
 from paradnn.runner import tasks as T
 from paradnn.runner.supervisor import Event, Supervisor, SweepSettings
 from paradnn.store import Store
@@ -46,7 +47,7 @@ def calibrate(
             known.extend(
                 r
                 for r in store.rows("ceilings", {"fingerprint": env["fingerprint"]})
-                if r.get("status") == "ok"
+                if r.get("status") == Status.OK
             )
             if known:
                 return []

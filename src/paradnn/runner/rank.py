@@ -209,14 +209,15 @@ def init(backend: str, init_method: str, rank: int, world: int) -> None:
 
 def error_of(exc: BaseException, rank: int) -> dict[str, Any]:
     from paradnn.measure.faults import classify, one_line
+    from paradnn.records import Status
 
     frames = traceback.extract_tb(exc.__traceback__)
     where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
     status = classify(exc)
     text = one_line(exc)
     low = text.lower()
-    if status == "crashed" and ("timed out" in low or "timeout" in low):
-        status = "timeout"  # a collective past its timeout: some rank is hung or gone
+    if status == Status.CRASHED and ("timed out" in low or "timeout" in low):
+        status = Status.TIMEOUT  # a collective past its timeout: some rank is hung or gone
     return {"rank": rank, "ok": False, "status": status, "error": text, "where": where}
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from paradnn.errors import ConfigError
 from paradnn.precisions import PRECISIONS, can_emulate
-from paradnn.records import now
+from paradnn.records import Status, now
 from paradnn.runner.units import Stored, Unit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,7 +155,7 @@ def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> KernelU
         "unit": "FLOP/s" if params["kind"] == "matmul" else "B/s",
         "detail": {"params": params},
         "measured_at": None,
-        "status": "crashed",
+        "status": Status.CRASHED,
         "error": None,
         "task_key": key,
     }
@@ -206,7 +206,7 @@ def op_tasks(
                         "pass": pass_,
                         **_common(env),
                         "threads": t if t is not None else env.get("threads"),
-                        "status": "crashed",
+                        "status": Status.CRASHED,
                         "error": None,
                         "flops": s.flops(pass_),
                         "nulls": {"time_s": "the op did not finish"},
@@ -260,7 +260,7 @@ def run_task(
         short = (row.get("detail") or {}).get("too_small")
         if short:  # measured, but no ceiling: stored with the reason, re-measured next time
             return {**row, "value": None, "status": "too_small", "error": short}
-        return {**row, "status": "ok", "error": None}
+        return {**row, "status": Status.OK, "error": None}
     if kind == "op":
         from paradnn.ops.bench import run_ops
 

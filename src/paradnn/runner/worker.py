@@ -107,6 +107,7 @@ def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index:
     """One ceiling or op (runner/tasks.py); an exception is the unit's failure, never the
     worker's."""
     from paradnn.measure.faults import classify, one_line
+    from paradnn.records import Status
     from paradnn.runner.tasks import run_task
 
     try:
@@ -121,7 +122,7 @@ def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index:
     except Exception as e:  # every failure becomes data
         return {"status": classify(e), "error": one_line(e)}
     if row is None:
-        return {"status": "crashed", "error": "no size could be measured (every one failed)"}
+        return {"status": Status.CRASHED, "error": "no size could be measured (every one failed)"}
     return row
 
 
