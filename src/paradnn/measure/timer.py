@@ -79,6 +79,30 @@ class Timing:
     steps: int = 0  # steps in the timed window (what an energy window divides by)
     per_rank: list[list[float]] = field(default_factory=list)  # in lock step: each rank's samples
 
+    def as_dict(self) -> dict[str, Any]:
+        """The figures a record keeps (runner/core.py `step_times`, the quality verdict), plain
+        enough to cross a process boundary as JSON (a rank's result)."""
+        s = self.summary
+        return {
+            "median": s.median,
+            "mean": s.mean,
+            "min": s.min,
+            "q1": s.q1,
+            "q3": s.q3,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "ci_rel": s.ci_rel if s.ci_low is not None else None,
+            "n": s.n,
+            "steps_per_sample": self.steps_per_sample,
+            "converged": self.converged,
+            "stop_reason": self.stop_reason,
+            "first_step_s": self.first_step_s,
+            "warmup_steps": self.warmup_steps,
+            "warmup_s": self.warmup_s,
+            "host_step_s": self.host_step_s,
+            "samples": list(self.samples),
+        }
+
 
 class _Speaker:
     """Rate-limited progress: `due()` says whether a new report may go out."""

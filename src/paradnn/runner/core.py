@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
-from paradnn.records import RunRecord, Status, now
+from paradnn.records import Counts, RunRecord, Status, StepTimes, now
 
 _REGISTRY: dict[str, str] = {
     "torch": "paradnn.runner.execute",
@@ -115,6 +115,35 @@ def finish(rec: RunRecord) -> RunRecord:
     return rec.replace(finished_at=now())
 
 
+def step_times(timing: dict[str, Any], counts: Counts, final_loss: float | None) -> StepTimes:
+    """A timing (`Timing.as_dict()`: one process's, or the slowest rank's) as a record part,
+    with examples/s and achieved FLOP/s from the counts."""
+    median = timing["median"]
+    return StepTimes(
+        step_time_s=median,
+        step_time_mean_s=timing["mean"],
+        step_time_min_s=timing["min"],
+        step_time_iqr_s=timing["q3"] - timing["q1"],
+        step_time_ci_low_s=timing["ci_low"],
+        step_time_ci_high_s=timing["ci_high"],
+        ci_rel=timing["ci_rel"],
+        n_samples=timing["n"],
+        steps_per_sample=timing["steps_per_sample"],
+        converged=timing["converged"],
+        stop_reason=timing["stop_reason"],
+        first_step_s=timing["first_step_s"],
+        warmup_steps=timing["warmup_steps"],
+        warmup_s=timing["warmup_s"],
+        host_step_s=timing["host_step_s"],
+        samples=list(timing["samples"]),
+        examples_per_s=counts.examples_per_step / median if counts.examples_per_step else None,
+        achieved_flops=(
+            counts.flops_per_step / median if counts.flops_per_step is not None else None
+        ),
+        final_loss=final_loss,
+    )
+
+
 def execute(
     family_name: str,
     values: dict[str, Any],
@@ -139,4 +168,13 @@ def where(exc: BaseException) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
-__all__ = ["Backend", "Run", "backend_name", "execute", "finish", "get", "measure_run"]
+__all__ = [
+    "Backend",
+    "Run",
+    "backend_name",
+    "execute",
+    "finish",
+    "get",
+    "measure_run",
+    "step_times",
+]

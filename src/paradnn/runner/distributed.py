@@ -31,8 +31,9 @@ from typing import Any
 
 from paradnn.config import RunOptions
 from paradnn.measure.collectives import busbw, overlap_fraction
-from paradnn.records import Memory, Parallel, RunRecord, Status, StepTimes
-from paradnn.runner.core import Run
+from paradnn.measure.quality import quality_part
+from paradnn.records import Memory, Parallel, RunRecord, Status
+from paradnn.runner.core import Run, step_times
 from paradnn.runner.start import dist_backend
 
 PARENT_ENV = "PARADNN_RANK_PARENT"  # the worker's pid: a rank whose parent is gone exits
@@ -313,67 +314,23 @@ def merge(rec: RunRecord, res: dict[str, Any], options: RunOptions, plan: RankPl
         nulls={"failed_rank": "no rank failed"},
     )
     rec = rec.with_part(new).replace(threads=plan.threads)
-    times = StepTimes(
-        step_time_s=step["median"],
-        step_time_mean_s=step["mean"],
-        step_time_min_s=step["min"],
-        step_time_iqr_s=step["q3"] - step["q1"],
-        step_time_ci_low_s=step["ci_low"],
-        step_time_ci_high_s=step["ci_high"],
-        ci_rel=step["ci_rel"],
-        n_samples=step["n"],
-        steps_per_sample=step["steps_per_sample"],
-        converged=step["converged"],
-        stop_reason=step["stop_reason"],
-        first_step_s=step["first_step_s"],
-        warmup_steps=step["warmup_steps"],
-        warmup_s=step["warmup_s"],
-        host_step_s=step["host_step_s"],
-        samples=step["samples"],
-        examples_per_s=(rec.examples_per_step or 0) / step["median"] or None,
-        achieved_flops=total / step["median"] if total is not None else None,
-        final_loss=res["final_loss"],
-    )
-    rec = rec.with_part(times).replace(
-        flops_per_step=total, flops_count_device=counted.get("device")
-    )
+    rec = rec.replace(flops_per_step=total, flops_count_device=counted.get("device"))
     if total is None:
         rec = rec.with_part(
             dataclasses.replace(rec.counts, nulls={"flops_per_step": counted.get("reason", "")})
         )
-    rec = rec.with_part(_quality(step, res["loads"], options.timing.target_ci_rel))
+    rec = rec.with_part(step_times(step, rec.counts, res["final_loss"]))
+    load, scope = _most_loaded(res["loads"]), "the most loaded rank's cores"
+    rec = rec.with_part(quality_part(step, load, options.timing.target_ci_rel, scope=scope))
     if res.get("peak_mem_bytes") is not None:
         return rec.with_part(Memory(int(res["peak_mem_bytes"])))
     return rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
 
 
-def _quality(step: dict[str, Any], loads: list[dict[str, Any]], target: float) -> Any:
-    """The verdict of the slowest-rank samples, under the most loaded rank's cores."""
-    from paradnn.measure.quality import judge
-    from paradnn.records import Quality
-
+def _most_loaded(loads: list[dict[str, Any]]) -> dict[str, Any]:
+    """The slowest-rank samples are judged under the most loaded rank's cores."""
     known = [ld for ld in loads if ld and ld.get("others_cpu_frac") is not None]
-    load = max(known, key=lambda ld: ld["others_cpu_frac"]) if known else (loads[0] or {})
-    v = judge(
-        median=step["median"],
-        ci_low=step["ci_low"],
-        ci_high=step["ci_high"],
-        q1=step["q1"],
-        q3=step["q3"],
-        stop_reason=step["stop_reason"],
-        target_ci_rel=target,
-        load=load,
-    )
-    others = load.get("others_cpu_frac")
-    return Quality(
-        quality=v.quality,
-        quality_reasons=v.reasons,
-        ci_half_rel=v.ci_half_rel,
-        iqr_rel=v.iqr_rel,
-        others_cpu_frac=others,
-        load={**load, "target_ci_rel": target, "scope": "the most loaded rank's cores"},
-        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
-    )
+    return max(known, key=lambda ld: ld["others_cpu_frac"]) if known else (loads[0] or {})
 
 
 __all__ = ["BACKEND", "Parallel", "RankPlan", "merge", "plan_ranks", "run_ranks"]

@@ -22,11 +22,11 @@ from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, synchronize
 from paradnn.measure.environment import default_threads, prepare, run_environment
 from paradnn.measure.faults import classify, one_line
-from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
+from paradnn.measure.quality import LoadProbe, nvml_other_processes, quality_part
 from paradnn.measure.step import TrainStep
-from paradnn.measure.timer import Timing, Windows, measure
-from paradnn.records import Counts, Energy, Memory, Quality, RunRecord, Status, StepTimes
-from paradnn.runner.core import Run, execute, where
+from paradnn.measure.timer import Windows, measure
+from paradnn.records import Energy, Memory, RunRecord, Status
+from paradnn.runner.core import Run, execute, step_times, where
 
 __all__ = [  # prepare & co. live in measure/ (calibrate and ops use them too); kept importable here
     "BACKEND",
@@ -144,8 +144,9 @@ class TorchBackend:
         if self.compiled is not None:
             say({"phase": "warm compile, graphs"})
             rec = rec.with_part(self.compiled.part(timing.summary.median))
-        rec = rec.with_part(step_times(timing, rec.counts, timed.final_loss()))
-        rec = rec.with_part(quality_part(timing, probe.result, policy.target_ci_rel))
+        timed_as = timing.as_dict()
+        rec = rec.with_part(step_times(timed_as, rec.counts, timed.final_loss()))
+        rec = rec.with_part(quality_part(timed_as, probe.result, policy.target_ci_rel))
         if device.type == "cuda":
             rec = rec.with_part(Memory(int(torch.cuda.max_memory_allocated(device))))
         else:
@@ -230,56 +231,3 @@ def _load_probe(device: torch.device, own_cpu: Any = None) -> LoadProbe:
     if own_cpu is None:
         return LoadProbe(gpu_others=gpu)
     return LoadProbe(gpu_others=gpu, own_cpu=lambda: own_cpu() or 0.0)
-
-
-def quality_part(t: Timing, load: dict[str, Any], target: float) -> Quality:
-    """The timed run's quality verdict (measure/quality.py's rules) as a record part."""
-    s = t.summary
-    v = judge(
-        median=s.median,
-        ci_low=s.ci_low,
-        ci_high=s.ci_high,
-        q1=s.q1,
-        q3=s.q3,
-        stop_reason=t.stop_reason,
-        target_ci_rel=target,
-        load=load,
-    )
-    others = load.get("others_cpu_frac")
-    return Quality(
-        quality=v.quality,
-        quality_reasons=v.reasons,
-        ci_half_rel=v.ci_half_rel,
-        iqr_rel=v.iqr_rel,
-        others_cpu_frac=others,
-        load={**load, "target_ci_rel": target},  # the target the verdict was judged against
-        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
-    )
-
-
-def step_times(t: Timing, counts: Counts, final_loss: float | None) -> StepTimes:
-    """The timer's result as a record part, with examples/s and achieved FLOP/s."""
-    s = t.summary
-    return StepTimes(
-        step_time_s=s.median,
-        step_time_mean_s=s.mean,
-        step_time_min_s=s.min,
-        step_time_iqr_s=s.iqr,
-        step_time_ci_low_s=s.ci_low,
-        step_time_ci_high_s=s.ci_high,
-        ci_rel=s.ci_rel if s.ci_low is not None else None,
-        n_samples=s.n,
-        steps_per_sample=t.steps_per_sample,
-        converged=t.converged,
-        stop_reason=t.stop_reason,
-        first_step_s=t.first_step_s,
-        warmup_steps=t.warmup_steps,
-        warmup_s=t.warmup_s,
-        host_step_s=t.host_step_s,
-        samples=list(t.samples),
-        examples_per_s=counts.examples_per_step / s.median if counts.examples_per_step else None,
-        achieved_flops=(
-            counts.flops_per_step / s.median if counts.flops_per_step is not None else None
-        ),
-        final_loss=final_loss,
-    )

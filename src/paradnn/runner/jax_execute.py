@@ -21,11 +21,10 @@ from paradnn import families
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.measure.faults import one_line
-from paradnn.measure.quality import LoadProbe
+from paradnn.measure.quality import LoadProbe, quality_part
 from paradnn.measure.timer import Progress, Windows, measure
 from paradnn.records import XLA_MISMATCH, Memory, RunRecord, Status, Xla
-from paradnn.runner.core import Run, execute
-from paradnn.runner.execute import quality_part, step_times
+from paradnn.runner.core import Run, execute, step_times
 
 NOT_INSTALLED = "jax is not installed: pip install 'paradnn[jax]' (docs/jax.md)"
 COUNTER = "jaxpr"  # flops_count_device of a JAX row: counted over the traced program
@@ -139,8 +138,9 @@ class JaxBackend:
         )
         detail["donated"] = step.donated
         rec = rec.replace(xla_detail=detail)
-        rec = rec.with_part(step_times(timing, rec.counts, step.final_loss()))
-        rec = rec.with_part(quality_part(timing, probe.result, options.timing.target_ci_rel))
+        timed_as = timing.as_dict()
+        rec = rec.with_part(step_times(timed_as, rec.counts, step.final_loss()))
+        rec = rec.with_part(quality_part(timed_as, probe.result, options.timing.target_ci_rel))
         peak, why = xla.peak_memory(device)
         run.rec = rec.with_part(
             Memory(peak, nulls={} if peak is not None else {"peak_mem_bytes": why})

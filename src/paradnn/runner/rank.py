@@ -129,8 +129,8 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         "rank": 0,
         "ok": True,
         "world": world,
-        "step": _timing(main),
-        "compute": _timing(comp),
+        "step": main.as_dict(),
+        "compute": comp.as_dict(),
         "per_rank_step_s": medians,
         "per_rank_compute_s": [sorted(s)[len(s) // 2] for s in comp.per_rank],
         "grad_bytes": grad_bytes,
@@ -143,29 +143,6 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         "threads": torch.get_num_threads(),
         "cpus": job.get("cpus"),
         "strategy": strategy,
-    }
-
-
-def _timing(t: Any) -> dict[str, Any]:
-    s = t.summary
-    return {
-        "median": s.median,
-        "mean": s.mean,
-        "min": s.min,
-        "q1": s.q1,
-        "q3": s.q3,
-        "ci_low": s.ci_low,
-        "ci_high": s.ci_high,
-        "ci_rel": s.ci_rel if s.ci_low is not None else None,
-        "n": s.n,
-        "steps_per_sample": t.steps_per_sample,
-        "converged": t.converged,
-        "stop_reason": t.stop_reason,
-        "first_step_s": t.first_step_s,
-        "warmup_steps": t.warmup_steps,
-        "warmup_s": t.warmup_s,
-        "host_step_s": t.host_step_s,
-        "samples": list(t.samples),
     }
 
 
