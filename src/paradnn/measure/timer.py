@@ -194,6 +194,55 @@ def _agreed(agree: Agreement | None, values: list[float]) -> list[float]:
     return [max(column) for column in zip(*agree.gather(values), strict=True)]
 
 
+def _first_step(
+    step: Callable[[], Any], clock: BlockClock, agree: Agreement | None, say: _Speaker
+) -> float:
+    """P1: the cold step, synchronised on both sides (after a barrier, in lock step)."""
+    say({"phase": "first step"}, force=True)
+    if agree is None:
+        clock.sync()
+    else:
+        agree.barrier()
+    t0 = clock.now()
+    step()
+    clock.sync()
+    (first,) = _agreed(agree, [clock.now() - t0])
+    say({"phase": "warm-up", "steps": 0, "step_s": first}, force=True)
+    return first
+
+
+def _warm_up(
+    step: Callable[[], Any],
+    clock: BlockClock,
+    policy: TimingPolicy,
+    agree: Agreement | None,
+    *,
+    fixed: bool,
+    say: _Speaker,
+) -> tuple[list[float], float, bool]:
+    """P2: one synchronised step at a time until two windows of 5 agree, or a cap; with a
+    `fixed` block size, warmup_min_steps. (the step times, seconds spent, converged)."""
+    warm: list[float] = []
+    w0 = clock.now()
+    while True:
+        t = clock.now()
+        step()
+        clock.sync()
+        dt = clock.now() - t
+        dt, spent = _agreed(agree, [dt, clock.now() - w0])
+        warm.append(dt)
+        n = len(warm)
+        say({"phase": "warm-up", "steps": n, "step_s": warm[-1]})
+        if fixed and n >= policy.warmup_min_steps:
+            return warm, clock.now() - w0, False
+        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
+            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
+            if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
+                return warm, clock.now() - w0, True
+        if n >= policy.warmup_max_steps or spent >= policy.warmup_max_time_s:
+            return warm, clock.now() - w0, False
+
+
 def measure(
     step: Callable[[], Any],
     clock: BlockClock,
@@ -209,42 +258,10 @@ def measure(
     slowest rank's time of its block (`per_rank` keeps every rank's); `k` and `samples_cap`
     fix the block size and the sample count (a no_sync timing reusing a step's)."""
     say = _Speaker(progress, clock)
-    # P1: the cold step, synchronised on both sides.
-    say({"phase": "first step"}, force=True)
-    if agree is None:
-        clock.sync()
-    else:
-        agree.barrier()
-    t0 = clock.now()
-    step()
-    clock.sync()
-    (first,) = _agreed(agree, [clock.now() - t0])
-    say({"phase": "warm-up", "steps": 0, "step_s": first}, force=True)
-
-    # P2: warm-up, one synchronised step at a time, until two windows of 5 agree (a fixed
-    # block size: warmup_min_steps).
-    warm: list[float] = []
-    w0 = clock.now()
-    converged_warmup = False
-    while True:
-        t = clock.now()
-        step()
-        clock.sync()
-        dt = clock.now() - t
-        dt, spent = _agreed(agree, [dt, clock.now() - w0])
-        warm.append(dt)
-        n = len(warm)
-        say({"phase": "warm-up", "steps": n, "step_s": warm[-1]})
-        if k is not None and n >= policy.warmup_min_steps:
-            break
-        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
-            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
-            if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
-                converged_warmup = True
-                break
-        if n >= policy.warmup_max_steps or spent >= policy.warmup_max_time_s:
-            break
-    warmup_s = clock.now() - w0
+    first = _first_step(step, clock, agree, say)
+    warm, warmup_s, converged_warmup = _warm_up(
+        step, clock, policy, agree, fixed=k is not None, say=say
+    )
     est = max(statistics.median(warm[-5:]), 1e-9)
 
     # P4: blocks of k steps, resolved a chunk at a time (one block at a time in lock step).
