@@ -16,7 +16,7 @@ from paradnn.measure.environment import prepare
 from paradnn.records import Prediction, Status, StepTimes
 from paradnn.runner import core
 from paradnn.runner.start import start_record
-from paradnn.runner.tasks import op_tasks
+from paradnn.runner.tasks import op_units
 from paradnn.runner.units import RunUnit
 
 from conftest import TINY, TINY_POLICY
@@ -128,7 +128,7 @@ def test_a_run_units_failure_is_its_prepared_record_with_the_workers_account():
 
 def test_a_kernel_units_failure_is_its_template_row():
     _, env = prepare(OPTS)
-    (unit,) = op_tasks(env, ["fp32"], names=["matmul-2048"], passes=["fwd"], scale=0.01)
+    (unit,) = op_units(env, ["fp32"], names=["matmul-2048"], passes=["fwd"], scale=0.01)
     row = unit.failed(Status.CRASHED, "worker died with signal SIGSEGV (-11)", pid=1)
     assert row["status"] == Status.CRASHED and row["error"].startswith("worker died")
     assert row["task_key"] == unit.key and row["measured_at"] and unit.status(row) == "crashed"

@@ -51,7 +51,7 @@ def calibrate(
             )
             if known:
                 return []
-        units, left_out = T.ceiling_tasks(
+        units, left_out = T.ceiling_units(
             env,
             precisions,
             kinds=kinds,
@@ -90,7 +90,7 @@ def ops(
     """Time the Table 4 ops, one op × precision × pass × thread count per worker."""
 
     def plan(env: dict[str, Any]) -> list[T.KernelUnit]:
-        return T.op_tasks(
+        return T.op_units(
             env,
             precisions,
             names=names,

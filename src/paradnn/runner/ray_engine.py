@@ -32,7 +32,7 @@ def _probe_task(settings: WorkerSettings) -> dict[str, Any]:
     return probe(settings)
 
 
-def _run_task(unit: RunUnit, settings: WorkerSettings, timeout_s: float) -> Any:
+def _run_unit(unit: RunUnit, settings: WorkerSettings, timeout_s: float) -> Any:
     from paradnn.runner.isolated import run_one
 
     return run_one(unit, settings, timeout_s)
@@ -88,7 +88,7 @@ class RayEngine:
         self.timeout_s = timeout_s
         need = {"num_gpus": 1, "num_cpus": 1} if self.gpu else {"num_cpus": self.cpus}
         self._probe = ray.remote(**need)(_probe_task)
-        self._run = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False, **need)(_run_task)
+        self._run = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False, **need)(_run_unit)
         self.pending: dict[Any, RunUnit] = {}
 
     def slots(self) -> int:

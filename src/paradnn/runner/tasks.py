@@ -8,7 +8,7 @@ same fault classification (a dead worker is `crashed`/`oom`, a late one `timeout
 environment fingerprint, and a row stored per unit in its own transaction. `task_key` (the unit,
 its settings and the environment fingerprint) lets a re-run skip units already measured `ok`.
 
-Planning (`ceiling_tasks`, `op_tasks`) is torch-free and runs in the supervisor; `run_task`
+Planning (`ceiling_units`, `op_units`) is torch-free and runs in the supervisor; `run_kernel`
 runs in the worker and calls the library functions (`measure.calibrate.calibrate`,
 `ops.bench.run_ops`) on one unit.
 """
@@ -107,7 +107,7 @@ def _common(env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def ceiling_tasks(
+def ceiling_units(
     env: dict[str, Any],
     precisions: Sequence[str] | None,
     *,
@@ -162,7 +162,7 @@ def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> KernelU
     return KernelUnit("ceiling", key, params, label, failure)
 
 
-def op_tasks(
+def op_units(
     env: dict[str, Any],
     precisions: Sequence[str],
     *,
@@ -228,7 +228,7 @@ def _maybe_fault(label: str) -> None:
         os.kill(os.getpid(), getattr(signal, sig))
 
 
-def run_task(
+def run_kernel(
     kind: str,
     params: dict[str, Any],
     label: str,

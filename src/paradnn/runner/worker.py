@@ -108,10 +108,10 @@ def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index:
     worker's."""
     from paradnn.measure.faults import classify, one_line
     from paradnn.records import Status
-    from paradnn.runner.tasks import run_task
+    from paradnn.runner.tasks import run_kernel
 
     try:
-        row = run_task(
+        row = run_kernel(
             msg["kind"],
             msg["params"],
             msg["label"],
