@@ -134,3 +134,14 @@ def test_a_kernel_units_failure_is_its_template_row():
     assert row["task_key"] == unit.key and row["measured_at"] and unit.status(row) == "crashed"
     assert unit.settled() is None and unit.message()["unit"] == "kernel"
     assert (unit.family, unit.precision, unit.config) == ("ops", "fp32", {"task": unit.label})
+
+
+def test_a_run_is_described_by_the_environment_it_ran_in(fake):
+    rec = _record().with_part(Prediction(1000, 900))
+    planned = rec.replace(env={**rec.env, "planned": True})  # same fingerprint, other words
+    got = core.measure_run(planned, OPTS)
+    assert "planned" not in got.env and got.run_key == rec.run_key
+    elsewhere = rec.replace(fingerprint="0" * 16, run_key="k" * 20)  # another machine's plan
+    got = core.measure_run(elsewhere, OPTS)
+    assert got.fingerprint == rec.fingerprint and got.run_key == rec.run_key  # keyed here
+    assert got.predicted_mem_bytes == 1000 and got.status == Status.OK

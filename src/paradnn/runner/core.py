@@ -87,8 +87,8 @@ def measure_run(record: RunRecord, options: RunOptions, progress: Progress = Non
     from paradnn.measure.faults import classify, one_line
 
     backend = get(backend_name(options))
-    device, env = prepare(options)  # threads, device; the record already names the environment
-    run = Run(record.replace(started_at=now()), options, device, env, progress)
+    device, env = prepare(options)  # threads, device, and this process's environment
+    run = Run(_here(record, options, env).replace(started_at=now()), options, device, env, progress)
     backend.start(run)
     if run.rec.status == Status.INVALID:
         return run.rec.replace(finished_at=now())
@@ -102,6 +102,19 @@ def measure_run(record: RunRecord, options: RunOptions, progress: Progress = Non
     finally:
         backend.cleanup(run)
     return finish(run.rec)
+
+
+def _here(record: RunRecord, options: RunOptions, env: dict[str, Any]) -> RunRecord:
+    """The prepared record in this process's environment. The same fingerprint (the rule): the
+    description of where it ran is this process's own (e.g. how its threads were chosen). A
+    different one (a cluster node unlike the one probed): the run is keyed where it runs, as
+    the supervisor would have keyed it there; the prediction stays the supervisor's."""
+    if env.get("fingerprint") == record.fingerprint:
+        return record.replace(env=env)
+    from paradnn.runner.start import start_record
+
+    here = start_record(record.family, dict(record.config), options, env, sweep=record.sweep)
+    return here.with_part(record.prediction)
 
 
 def finish(rec: RunRecord) -> RunRecord:
