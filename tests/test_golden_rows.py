@@ -161,7 +161,7 @@ def test_a_small_sweep_stores_the_same_rows_as_before_the_refactor(tmp_path, mon
         FIXTURE.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     want = json.loads(FIXTURE.read_text())
     if not TWO_CORES:  # the fixture's 2-rank row is not measured here
-        want["runs"] = [r for r in want["runs"] if r.get("procs") != 2]
+        want["runs"] = [r for r in want["runs"] if r["procs"] != 2 or r["status"] == "invalid"]
     if not any(r.get("backend") == "jax" for r in got["runs"]):
         want["runs"] = [r for r in want["runs"] if r.get("backend") != "jax"]
     bad = []
