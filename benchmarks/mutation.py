@@ -59,7 +59,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
             "paradnn.measure.collectives.*",
             "paradnn.measure.faults.*",
             "paradnn.runner.supervisor.x__death__mutmut_*",
-            "paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_*",
+            "paradnn.runner.units.xǁRunUnitǁfailed__mutmut_*",
         ),
         0.90,
     ),

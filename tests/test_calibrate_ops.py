@@ -352,7 +352,7 @@ def test_a_budget_that_stops_below_a_large_matmul_gives_no_ceiling(monkeypatch):
     monkeypatch.setattr(cal, "calibrate", lambda *a, **k: [r])
     from paradnn.runner import tasks
 
-    row = tasks.run_task("ceiling", {"precision": "fp32", "kind": "matmul"}, "x", "cpu", 1)
+    row = tasks.run_kernel("ceiling", {"precision": "fp32", "kind": "matmul"}, "x", "cpu", 1)
     assert row["status"] == "too_small" and row["value"] is None
     assert row["error"] == d["too_small"] and row["detail"]["sizes"]["8"]
 

@@ -108,18 +108,19 @@ def test_slurm_path_runs_arrays_split_below_max_array_size_and_resumes(tmp_path,
 
 def test_a_requeued_slurm_element_runs_only_what_it_had_not_finished(monkeypatch):
     pytest.importorskip("submitit")
+    from types import SimpleNamespace
+
     from paradnn.runner import isolated
-    from paradnn.runner.engine import Item
     from paradnn.runner.slurm_engine import _element_class
 
     ran = []
-    monkeypatch.setattr(isolated, "run_one", lambda msg, rec, s, t: ran.append(msg["id"]) or rec)
+    monkeypatch.setattr(isolated, "run_one", lambda u, s, t: ran.append(u.id) or f"record {u.id}")
     element = _element_class()()
     element.done = [(0, "kept")]  # what it had stored before Slurm preempted it
-    items = [Item(i, {"id": i}, f"record {i}") for i in range(3)]
-    assert element(items, None, 1.0) == [(0, "kept"), (1, "record 1"), (2, "record 2")]
+    units = [SimpleNamespace(id=i) for i in range(3)]
+    assert element(units, None, 1.0) == [(0, "kept"), (1, "record 1"), (2, "record 2")]
     assert ran == [1, 2]
-    resubmission = element.checkpoint(items, None, 1.0)  # what submitit requeues
+    resubmission = element.checkpoint(units, None, 1.0)  # what submitit requeues
     assert resubmission.function is element
 
 

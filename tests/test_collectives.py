@@ -1,7 +1,8 @@
-"""The lock-step timer and the isolated all-reduce (measure/collectives.py) in process, on a fake
-clock and fake collectives: every number is known, so a wrong rank taken as the sample, a wrong
-block size or sample count, or a wrong bandwidth formula fails here (the real runs are only
-reached through subprocesses, which mutation testing cannot see)."""
+"""The timer in lock step (measure/timer.py with measure/collectives.py's agreement and clock)
+and the isolated all-reduce, in process, on a fake clock and fake collectives: every number is
+known, so a wrong rank taken as the sample, a wrong block size or sample count, or a wrong
+bandwidth formula fails here (the real runs are only reached through subprocesses, which
+mutation testing cannot see)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from paradnn.config import TimingPolicy
 from paradnn.measure import collectives as C
+from paradnn.measure.timer import measure
 
 
 class Clock:
@@ -47,6 +49,11 @@ class FakeAgree:
         return max(v[0] for v in self.gather([value]))
 
 
+def lockstep(step, agree, policy, **kw):
+    """The one timer in lock step, as a rank runs it (runner/rank.py)."""
+    return measure(step, C.RankClock(agree), policy, agree=agree, **kw)
+
+
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     c = Clock()
@@ -78,7 +85,7 @@ def test_a_fixed_block_lockstep_takes_the_slowest_rank_of_each_block(clock):
     window = types.SimpleNamespace(calls=[])
     window.begin = lambda: window.calls.append(("begin", clock.t))
     window.end = lambda: window.calls.append(("end", clock.t))
-    r = C.lockstep(lambda: clock.tick(0.010), agree, _policy(), k=2, samples_cap=4,
+    r = lockstep(lambda: clock.tick(0.010), agree, _policy(), k=2, samples_cap=4,
                    window=window)  # fmt: skip
     assert r.first_step_s == pytest.approx(0.015)  # the slower rank's first step
     assert r.warmup_steps == 2  # a fixed k warms up for warmup_min_steps only
@@ -90,12 +97,12 @@ def test_a_fixed_block_lockstep_takes_the_slowest_rank_of_each_block(clock):
     assert r.summary.median == pytest.approx(0.015) and r.summary.n == 4
     assert [w for w, _ in window.calls] == ["begin", "end"]
     assert window.calls[1][1] - window.calls[0][1] == pytest.approx(8 * 0.010)
-    assert r.wall_s == pytest.approx(0.080)
+    assert r.measure_wall_s == pytest.approx(0.080)
     assert agree.barriers == 1 + 4  # before the first step and before each block
 
 
 def test_lockstep_sizes_its_blocks_from_the_warm_up_and_stops_at_the_ci_target(clock):
-    r = C.lockstep(lambda: clock.tick(0.010), FakeAgree(), _policy(max_samples=50))
+    r = lockstep(lambda: clock.tick(0.010), FakeAgree(), _policy(max_samples=50))
     # warm-up until stable: at least 10 steps, then the last five against the five before
     assert r.warmup_steps == 10
     # block = ceil(min_block_s / the agreed step) = ceil(0.05 / 0.015) = 4 steps
@@ -109,11 +116,11 @@ def test_lockstep_sizes_its_blocks_from_the_warm_up_and_stops_at_the_ci_target(c
 def test_lockstep_stops_at_max_samples_or_at_its_time_cap_without_converging(clock):
     times = iter([0.010, 0.030] * 1000)  # alternating: the CI never meets 0.1%
     step = lambda: clock.tick(next(times))  # noqa: E731
-    r = C.lockstep(step, FakeAgree(), _policy(target_ci_rel=0.001), k=1)
+    r = lockstep(step, FakeAgree(), _policy(target_ci_rel=0.001), k=1)
     assert (r.stop_reason, r.converged, len(r.samples)) == ("max_samples", False, 5)
     # a time cap shorter than min_samples blocks: the blocks min_samples need, not fewer
     times = iter([0.010, 0.030] * 1000)
-    r = C.lockstep(step, FakeAgree(), _policy(target_ci_rel=0.001, max_time_s=0.0,
+    r = lockstep(step, FakeAgree(), _policy(target_ci_rel=0.001, max_time_s=0.0,
                                               max_samples=50))  # fmt: skip
     assert r.stop_reason == "max_time" and not r.converged
     assert len(r.samples) == 3  # min_samples: the cap is met by then

@@ -21,18 +21,18 @@ ENV = {
 
 
 def test_planning_is_torch_free_and_follows_the_device():
-    tasks, skipped = T.ceiling_tasks(ENV, None, budget_s=5)
+    tasks, skipped = T.ceiling_units(ENV, None, budget_s=5)
     assert [t.label for t in tasks] == ["matmul fp32", "copy", "triad"]
     assert skipped == {}
-    tasks, skipped = T.ceiling_tasks(ENV, ["fp32", "bf16", "tf32"], kinds=("matmul",))
+    tasks, skipped = T.ceiling_units(ENV, ["fp32", "bf16", "tf32"], kinds=("matmul",))
     assert [t.label for t in tasks] == ["matmul fp32"]
     assert skipped == {"bf16": "no avx512_bf16", "tf32": "no tensor cores"}
-    tasks, _ = T.ceiling_tasks(ENV, ["bf16", "tf32"], kinds=("matmul",), allow_emulated=True)
+    tasks, _ = T.ceiling_units(ENV, ["bf16", "tf32"], kinds=("matmul",), allow_emulated=True)
     assert [(t.label, t.params["emulated"]) for t in tasks] == [("matmul bf16", True)]
-    keys = {t.key for t in T.ceiling_tasks(ENV, None)[0]}
-    other = {t.key for t in T.ceiling_tasks({**ENV, "fingerprint": "g" * 16}, None)[0]}
+    keys = {t.key for t in T.ceiling_units(ENV, None)[0]}
+    other = {t.key for t in T.ceiling_units({**ENV, "fingerprint": "g" * 16}, None)[0]}
     assert len(keys) == 3 and not keys & other  # another environment: other units
-    ops = T.op_tasks(ENV, ["fp32"], names=["matmul-2048"], threads=[1, 2], scale=0.01)
+    ops = T.op_units(ENV, ["fp32"], names=["matmul-2048"], threads=[1, 2], scale=0.01)
     assert [t.label for t in ops] == [
         "matmul-2048@0.01 fp32 fwd 1 threads",
         "matmul-2048@0.01 fp32 fwd+bwd 1 threads",
@@ -113,11 +113,11 @@ def test_bad_kernel_arguments_fail_before_work(tmp_path):
     from paradnn.errors import ConfigError
 
     with pytest.raises(ConfigError, match="kind"):
-        T.ceiling_tasks(ENV, None, kinds=("dgemm",))
+        T.ceiling_units(ENV, None, kinds=("dgemm",))
     with pytest.raises(ConfigError, match="op"):
-        T.op_tasks(ENV, ["fp32"], names=["conv9d"])
+        T.op_units(ENV, ["fp32"], names=["conv9d"])
     with pytest.raises(ConfigError, match="pass"):
-        T.op_tasks(ENV, ["fp32"], passes=["bwd"])
+        T.op_units(ENV, ["fp32"], passes=["bwd"])
 
 
 def test_left_out_precisions_are_said_at_the_start(tmp_path):

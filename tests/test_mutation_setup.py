@@ -75,10 +75,10 @@ def test_every_mutation_group_names_modules_mutmut_mutates_and_tests_that_reach_
     for module in ("quality", "infeed", "collectives", "faults"):
         assert f"paradnn.measure.{module}.*" in measure
         assert f"src/paradnn/measure/{module}.py" in config["only_mutate"]
-    # the supervisor's failure classification, not its process loop
+    # the supervisor's failure classification (a dead worker's run), not its process loop
     member = lambda n: any(fnmatch(n, g) for g in measure)  # noqa: E731
     assert member("paradnn.runner.supervisor.x__death__mutmut_3")
-    assert member("paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_1")
+    assert member("paradnn.runner.units.xǁRunUnitǁfailed__mutmut_1")
     assert not member("paradnn.runner.supervisor.xǁSupervisorǁ_collect__mutmut_1")
     assert not member("paradnn.runner.supervisor.x__cpu_sets__mutmut_1")
     assert not member("paradnn.measure.timer.x_measure__mutmut_1")

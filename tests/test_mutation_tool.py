@@ -162,7 +162,7 @@ def test_the_measure_group_samples_its_own_mutants_only(tool, monkeypatch, tmp_p
         "paradnn.measure.collectives.x_busbw__mutmut_3",
         "paradnn.measure.faults.x_classify__mutmut_4",
         "paradnn.runner.supervisor.x__death__mutmut_5",
-        "paradnn.runner.supervisor.xǁSupervisorǁ_failed__mutmut_6",
+        "paradnn.runner.units.xǁRunUnitǁfailed__mutmut_6",
         "paradnn.runner.supervisor.xǁSupervisorǁ_collect__mutmut_7",  # the process loop: out
         "paradnn.measure.timer.x_measure__mutmut_8",  # timer-stats' own
         "paradnn.measure.quality.x_judge__mutmut_9",  # already checked: not drawn again

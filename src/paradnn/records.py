@@ -5,10 +5,10 @@ A record is immutable and built from typed parts, each written by one module:
 | part | what | written by |
 |---|---|---|
 | `Identity` | run key, family, config, precision, optimizer, device, env | runner/start.py |
-| `Outcome` | status, error, attempt, times, worker | runner (execute, supervisor) |
-| `Counts` | params and FLOPs per step, analytic and counted | runner/start.py, execute.py |
-| `StepTimes` | median, CI, IQR, every sample, examples/s, FLOP/s | runner/execute.py |
-| `Memory` | measured peak | runner/execute.py |
+| `Outcome` | status, error, attempt, times, worker | runner/core.py, units.py (a dead worker) |
+| `Counts` | params and FLOPs per step, analytic and counted | runner/start.py, a backend |
+| `StepTimes` | median, CI, IQR, every sample, examples/s, FLOP/s | runner/core.py |
+| `Memory` | measured peak | a backend (runner/execute.py, …) |
 | `Prediction` | predicted peak and its lower bound | runner/supervisor.py (memory model) |
 | `Utilization` | against the datasheet and the measured ceiling | utilization.py |
 | `Energy` | J, W, J/sample, method, scope, idle | measure/energy/meter.py |
@@ -18,8 +18,10 @@ A record is immutable and built from typed parts, each written by one module:
 | `Infeed` | data source, batch wait, infeed share, loader-only rate, host CPU | measure/infeed.py |
 | `Xla` | JAX backend: lowering and compile time, XLA's FLOPs and bytes | runner/jax_execute.py |
 
-Every part carries `nulls` (field -> why it is null); the record reads flat (`rec.step_time_s`)
-and flattens to one SQLite row (`as_dict`). A change is a new record (`replace`, `with_part`).
+The supervisor prepares the record (identity, counts, prediction) and the worker adds what it
+measured: one writer per part. Every part carries `nulls` (field -> why it is null); the record
+reads flat (`rec.step_time_s`) and flattens to one SQLite row (`as_dict`). A change is a new
+record (`replace`, `with_part`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
-
-# Defined once in config (the RunOptions fields); runner/start.py and measure/infeed.py read it
-# here, beside the record's null reasons for it.
-from paradnn.config import LOADER_SETTINGS  # noqa: F401
 
 
 class Status(StrEnum):

@@ -1,11 +1,12 @@
-"""Timing N ranks in lock step, and an isolated all-reduce (docs/scaling.md).
+"""What N ranks time with: the agreement and clock the timer runs in lock step with, and an
+isolated all-reduce (docs/scaling.md).
 
-Every rank runs the same control flow: each decision (warm-up done, enough samples) is taken
-on values every rank agrees on (an all-reduce or all-gather of the local times), so no rank
-waits in a collective another rank has left. Each timed block starts after a barrier; every
-rank times it and the slowest rank's time is the sample (a data-parallel step is as slow as
-its slowest rank). Bandwidths follow nccl-tests (doc/PERFORMANCE.md): algbw = S / t and, for
-an all-reduce, busbw = algbw · 2(n−1)/n.
+The timer (measure/timer.py `measure`, given `agree=Agree(device)`) runs the same control flow
+on every rank: each decision (warm-up done, enough samples) is taken on values every rank
+agrees on (an all-gather of the local times), so no rank waits in a collective another rank
+has left. Each timed block starts after a barrier; every rank times it and the slowest rank's
+time is the sample (a data-parallel step is as slow as its slowest rank). Bandwidths follow
+nccl-tests (doc/PERFORMANCE.md): algbw = S / t and, for an all-reduce, busbw = algbw · 2(n−1)/n.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from paradnn.config import TimingPolicy
-from paradnn.measure.stats import Summary, summarize
+from paradnn.measure.stats import summarize
 
 SMALL_BYTES = 4096  # the latency end of the all-reduce ladder
 AR_BUDGET_S = 1.0  # at most this many seconds of timed all-reduces per buffer size
@@ -41,26 +40,9 @@ def overlap_fraction(compute_s: float, allreduce_s: float, step_s: float) -> tup
     return (min(1.0, max(0.0, raw)) if math.isfinite(raw) else math.nan), raw
 
 
-@dataclass
-class Lockstep:
-    """The agreed timing of one step function across the ranks."""
-
-    first_step_s: float
-    warmup_steps: int
-    warmup_s: float
-    steps_per_sample: int
-    samples: list[float]  # per step, the slowest rank of each block
-    per_rank: list[list[float]]  # per rank, its own per-step time of each block
-    summary: Summary
-    converged: bool
-    stop_reason: str
-    wall_s: float
-    steps: int
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
 class Agree:
-    """The collectives the lock step needs, over the default process group."""
+    """The collectives the lock step needs, over the default process group (the timer's
+    `Agreement`)."""
 
     def __init__(self, device: torch.device):
         self.device = device
@@ -85,98 +67,25 @@ class Agree:
         return max(v[0] for v in self.gather([value]))
 
 
-def lockstep(
-    step: Callable[[], Any],
-    agree: Agree,
-    policy: TimingPolicy,
-    *,
-    k: int | None = None,
-    samples_cap: int | None = None,
-    window: Any = None,
-) -> Lockstep:
-    """timer.measure's phases (first step, warm-up until stable, blocks of k steps until the
-    median's CI meets the target or a cap), every decision taken on agreed values.
-    `k` and `samples_cap` fix the block size and count (the no_sync timing reuses the step's)."""
-    now = time.perf_counter
-    agree.barrier()
-    t0 = now()
-    step()
-    agree.sync()
-    first = agree.max(now() - t0)
-    warm: list[float] = []
-    w0 = now()
-    warm_max = policy.warmup_max_steps if k is None else policy.warmup_min_steps
-    while True:
-        t = now()
-        step()
-        agree.sync()
-        dt, spent = (max(v) for v in zip(*agree.gather([now() - t, now() - w0]), strict=True))
-        warm.append(dt)
-        n = len(warm)
-        if k is not None and n >= policy.warmup_min_steps:
-            break
-        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
-            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
-            if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
-                break
-        if n >= warm_max or spent >= policy.warmup_max_time_s:
-            break
-    warmup_s = now() - w0
-    est = max(statistics.median(warm[-5:]), 1e-9)
-    if k is None:
-        k = max(1, math.ceil(policy.min_block_s / est - 1e-6))
-    cap = max(policy.max_time_s, policy.min_samples * k * est)
-    samples: list[float] = []
-    per_rank: list[list[float]] = [[] for _ in range(agree.world)]
-    stop, converged = "max_time", False
-    if window is not None:
-        window.begin()
-    m0 = now()
-    steps = 0
-    while True:
-        agree.barrier()
-        a = now()
-        for _ in range(k):
-            step()
-        agree.sync()
-        local = (now() - a) / k
-        steps += k
-        got = agree.gather([local, now() - m0])
-        for r, (d, _) in enumerate(got):
-            per_rank[r].append(d)
-        samples.append(max(d for d, _ in got))
-        spent = max(s for _, s in got)
-        n = len(samples)
-        if samples_cap is not None:
-            if n >= samples_cap:
-                stop = "fixed_count"
-                break
-            continue
-        ready = n >= policy.min_samples and spent >= policy.min_time_s
-        if ready and summarize(samples, policy.confidence).ci_rel <= policy.target_ci_rel:
-            converged, stop = True, "ci_target"
-            break
-        if n >= policy.max_samples:
-            stop = "max_samples"
-            break
-        if spent >= cap and n >= policy.min_samples:
-            break
-    wall = now() - m0
-    if window is not None:
-        window.end()
-    return Lockstep(
-        first_step_s=first,
-        warmup_steps=len(warm),
-        warmup_s=warmup_s,
-        steps_per_sample=k,
-        samples=samples,
-        per_rank=per_rank,
-        summary=summarize(samples, policy.confidence),
-        converged=converged,
-        stop_reason=stop,
-        wall_s=wall,
-        steps=steps,
-    )
+class RankClock:
+    """A rank's clock for the timer (measure/timer.py): the host's monotonic seconds, read after
+    the device has finished its queued work, so a block ends when this rank's step has."""
+
+    def __init__(self, agree: Agree):
+        self.agree = agree
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sync(self) -> None:
+        self.agree.sync()
+
+    def mark(self) -> float:
+        self.agree.sync()
+        return time.perf_counter()
+
+    def elapsed(self, pairs: list[tuple[float, float]]) -> list[float]:
+        return [b - a for a, b in pairs]
 
 
 def allreduce_time(

@@ -76,7 +76,7 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
         "gpu_capability": None,
         "device_uuid": None,  # which physical GPU (a sweep across machines names each one)
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
-        "flush_denormal": True,  # set by runner.execute.measure_into around every run
+        "flush_denormal": True,  # set by the torch backend (runner/execute.py) around every run
         "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
         "executable": sys.executable,
     }

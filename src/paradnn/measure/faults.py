@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from paradnn.records import Status
+
 UNSUPPORTED_PATTERNS = ("not implemented for", "could not create a primitive", "not supported")
 OOM_PATTERNS = (
     "out of memory",
@@ -18,15 +20,15 @@ OOM_PATTERNS = (
 )
 
 
-def classify(exc: BaseException) -> str:
+def classify(exc: BaseException) -> Status:
     if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
-        return "oom"
+        return Status.OOM
     msg = str(exc).lower()
     if any(p in msg for p in OOM_PATTERNS):
-        return "oom"
+        return Status.OOM
     if isinstance(exc, NotImplementedError) or any(p in msg for p in UNSUPPORTED_PATTERNS):
-        return "unsupported"
-    return "crashed"
+        return Status.UNSUPPORTED
+    return Status.CRASHED
 
 
 def one_line(exc: BaseException) -> str:

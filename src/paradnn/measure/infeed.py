@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from paradnn.config import RunOptions
-from paradnn.records import DEVICE_DATA, HOST_DATA, LOADER_SETTINGS, Infeed
+from paradnn.config import LOADER_SETTINGS, RunOptions
+from paradnn.records import DEVICE_DATA, HOST_DATA, Infeed
 
 CACHE_ENV = "PARADNN_DATA_DIR"  # where the pipeline's files go (default ~/.cache/paradnn/infeed)
 FORMAT = 1  # bump when the files' layout changes: old cache entries are then not reused

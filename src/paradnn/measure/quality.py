@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paradnn import host
+from paradnn.records import Quality
 
 # Flag a run when other processes took more than this share of its CPUs' time: a 2-core run
 # beside one busy process loses ~50%; an idle VM's daemons stay near 1%.
@@ -279,3 +280,33 @@ def wait_for_quiet(
         on_busy(s, waited)
         s = sample()
     return s, True
+
+
+def quality_part(
+    timing: dict[str, Any], load: dict[str, Any], target: float, scope: str | None = None
+) -> Quality:
+    """The verdict on a timing (`Timing.as_dict()`: one process's, or the slowest rank's) as a
+    record part; `scope` says whose cores `load` describes when it is not this process's."""
+    v = judge(
+        median=timing["median"],
+        ci_low=timing["ci_low"],
+        ci_high=timing["ci_high"],
+        q1=timing["q1"],
+        q3=timing["q3"],
+        stop_reason=timing["stop_reason"],
+        target_ci_rel=target,
+        load=load,
+    )
+    others = load.get("others_cpu_frac")
+    shown = {**load, "target_ci_rel": target}  # the target the verdict was judged against
+    if scope is not None:
+        shown["scope"] = scope
+    return Quality(
+        quality=v.quality,
+        quality_reasons=v.reasons,
+        ci_half_rel=v.ci_half_rel,
+        iqr_rel=v.iqr_rel,
+        others_cpu_frac=others,
+        load=shown,
+        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
+    )

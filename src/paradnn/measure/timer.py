@@ -4,7 +4,9 @@ Phases: the first step timed on its own (it carries allocation, autotuning, comp
 until the step time is stable; then samples, each a block of k back-to-back steps bounded by the
 clock's marks with no synchronisation inside a block; stop once the 95% CI of the median is within
 ±2% (after a minimum count and time), or at a time cap. The clock is injected, so the whole policy
-is unit-tested with a fake clock.
+is unit-tested with a fake clock. N data-parallel ranks use the same timer in lock step through
+an agreement (`Agreement`, measure/collectives.py): a barrier before each block, every decision
+on values all ranks share, the slowest rank's time as the sample.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "MAX_TIMING_COUNT",
     "MAX_TIMING_S",
     "QUICK_POLICY",
+    "Agreement",
     "BlockClock",
     "HostClock",
     "Progress",
@@ -74,6 +77,31 @@ class Timing:
     host_step_s: float  # measure_wall_s / steps: the host's view, includes sync gaps
     extras: dict[str, Any] = field(default_factory=dict)
     steps: int = 0  # steps in the timed window (what an energy window divides by)
+    per_rank: list[list[float]] = field(default_factory=list)  # in lock step: each rank's samples
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures a record keeps (runner/core.py `step_times`, the quality verdict), plain
+        enough to cross a process boundary as JSON (a rank's result)."""
+        s = self.summary
+        return {
+            "median": s.median,
+            "mean": s.mean,
+            "min": s.min,
+            "q1": s.q1,
+            "q3": s.q3,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "ci_rel": s.ci_rel if s.ci_low is not None else None,
+            "n": s.n,
+            "steps_per_sample": self.steps_per_sample,
+            "converged": self.converged,
+            "stop_reason": self.stop_reason,
+            "first_step_s": self.first_step_s,
+            "warmup_steps": self.warmup_steps,
+            "warmup_s": self.warmup_s,
+            "host_step_s": self.host_step_s,
+            "samples": list(self.samples),
+        }
 
 
 class _Speaker:
@@ -148,52 +176,103 @@ def told_after(say: Callable[[str], None], label: str, quiet_s: float = QUIET_S)
     return heard
 
 
+class Agreement(Protocol):
+    """N ranks timing one step together (measure/collectives.py's `Agree`): each timed block
+    starts after a barrier, and every decision (warm-up done, enough samples) is taken on
+    values all ranks agree on, so no rank waits in a collective another rank has left."""
+
+    world: int
+
+    def barrier(self) -> None: ...
+    def gather(self, values: list[float]) -> list[list[float]]: ...  # every rank's, in order
+
+
+def _agreed(agree: Agreement | None, values: list[float]) -> list[float]:
+    """Each value as the ranks agree on it (the largest, the slowest rank's); alone: itself."""
+    if agree is None:
+        return values
+    return [max(column) for column in zip(*agree.gather(values), strict=True)]
+
+
+def _first_step(
+    step: Callable[[], Any], clock: BlockClock, agree: Agreement | None, say: _Speaker
+) -> float:
+    """P1: the cold step, synchronised on both sides (after a barrier, in lock step)."""
+    say({"phase": "first step"}, force=True)
+    if agree is None:
+        clock.sync()
+    else:
+        agree.barrier()
+    t0 = clock.now()
+    step()
+    clock.sync()
+    (first,) = _agreed(agree, [clock.now() - t0])
+    say({"phase": "warm-up", "steps": 0, "step_s": first}, force=True)
+    return first
+
+
+def _warm_up(
+    step: Callable[[], Any],
+    clock: BlockClock,
+    policy: TimingPolicy,
+    agree: Agreement | None,
+    *,
+    fixed: bool,
+    say: _Speaker,
+) -> tuple[list[float], float, bool]:
+    """P2: one synchronised step at a time until two windows of 5 agree, or a cap; with a
+    `fixed` block size, warmup_min_steps. (the step times, seconds spent, converged)."""
+    warm: list[float] = []
+    w0 = clock.now()
+    while True:
+        t = clock.now()
+        step()
+        clock.sync()
+        dt = clock.now() - t
+        dt, spent = _agreed(agree, [dt, clock.now() - w0])
+        warm.append(dt)
+        n = len(warm)
+        say({"phase": "warm-up", "steps": n, "step_s": warm[-1]})
+        if fixed and n >= policy.warmup_min_steps:
+            return warm, clock.now() - w0, False
+        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
+            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
+            if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
+                return warm, clock.now() - w0, True
+        if n >= policy.warmup_max_steps or spent >= policy.warmup_max_time_s:
+            return warm, clock.now() - w0, False
+
+
 def measure(
     step: Callable[[], Any],
     clock: BlockClock,
     policy: TimingPolicy,
     window: Window | None = None,
     progress: Progress | None = None,
+    *,
+    agree: Agreement | None = None,
+    k: int | None = None,
+    samples_cap: int | None = None,
 ) -> Timing:
+    """Time `step` under `policy`. With `agree` (N ranks in lock step) each sample is the
+    slowest rank's time of its block (`per_rank` keeps every rank's); `k` and `samples_cap`
+    fix the block size and the sample count (a no_sync timing reusing a step's)."""
     say = _Speaker(progress, clock)
-    # P1: the cold step, synchronised on both sides.
-    say({"phase": "first step"}, force=True)
-    clock.sync()
-    t0 = clock.now()
-    step()
-    clock.sync()
-    first = clock.now() - t0
-    say({"phase": "warm-up", "steps": 0, "step_s": first}, force=True)
-
-    # P2: warm-up, one synchronised step at a time, until two windows of 5 agree.
-    warm: list[float] = []
-    w0 = clock.now()
-    converged_warmup = False
-    while True:
-        t = clock.now()
-        step()
-        clock.sync()
-        warm.append(clock.now() - t)
-        spent = clock.now() - w0
-        n = len(warm)
-        say({"phase": "warm-up", "steps": n, "step_s": warm[-1]})
-        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
-            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
-            if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
-                converged_warmup = True
-                break
-        if n >= policy.warmup_max_steps or spent >= policy.warmup_max_time_s:
-            break
-    warmup_s = clock.now() - w0
+    first = _first_step(step, clock, agree, say)
+    warm, warmup_s, converged_warmup = _warm_up(
+        step, clock, policy, agree, fixed=k is not None, say=say
+    )
     est = max(statistics.median(warm[-5:]), 1e-9)
 
-    # P4: blocks of k steps, resolved a chunk at a time.
-    k = max(1, math.ceil(policy.min_block_s / est - 1e-6))  # tolerate float noise in est
+    # P4: blocks of k steps, resolved a chunk at a time (one block at a time in lock step).
+    if k is None:
+        k = max(1, math.ceil(policy.min_block_s / est - 1e-6))  # tolerate float noise in est
     block_s = k * est
     # At least min_samples samples even when one step outlasts the cap (timing.md: T_max ≥ 10×est).
     cap = max(policy.max_time_s, policy.min_samples * block_s, policy.min_window_s)
-    chunk = max(1, min(policy.max_chunk, int(0.1 * cap / block_s)))
+    chunk = 1 if agree is not None else max(1, min(policy.max_chunk, int(0.1 * cap / block_s)))
     samples: list[float] = []
+    per_rank: list[list[float]] = [[] for _ in range(agree.world)] if agree is not None else []
     say({"phase": "timed", "samples": 0, "steps_per_sample": k}, force=True)
     if window is not None:
         clock.sync()
@@ -205,17 +284,32 @@ def measure(
     while True:
         pairs = []
         for _ in range(chunk):
+            if agree is not None:
+                agree.barrier()
             a = clock.mark()
             for _ in range(k):
                 step()
             pairs.append((a, clock.mark()))
         steps += chunk * k
-        samples += [d / k for d in clock.elapsed(pairs)]
-        spent = clock.now() - m0
+        local = [d / k for d in clock.elapsed(pairs)]
+        if agree is None:
+            samples += local
+            spent = clock.now() - m0
+        else:
+            got = agree.gather([local[0], clock.now() - m0])
+            for r, (d, _) in enumerate(got):
+                per_rank[r].append(d)
+            samples.append(max(d for d, _ in got))
+            spent = max(s for _, s in got)
         n = len(samples)
         if say.due():
             now_s = summarize(samples, policy.confidence)
             say({"phase": "timed", "samples": n, "median_s": now_s.median, "ci_rel": now_s.ci_rel})
+        if samples_cap is not None:
+            if n >= samples_cap:
+                stop_reason = "fixed_count"
+                break
+            continue
         long_enough = spent >= policy.min_window_s
         ready = n >= policy.min_samples and spent >= policy.min_time_s and long_enough
         if ready and summarize(samples, policy.confidence).ci_rel <= policy.target_ci_rel:
@@ -243,4 +337,5 @@ def measure(
         measure_wall_s=wall,
         host_step_s=wall / steps,
         steps=steps,
+        per_rank=per_rank,
     )

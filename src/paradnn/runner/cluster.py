@@ -20,9 +20,10 @@ from typing import Any
 from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
 from paradnn.errors import ConfigError
 from paradnn.presets import RunSpec, resolve_native
-from paradnn.records import RunRecord, Status
-from paradnn.runner.engine import Engine, Item
-from paradnn.runner.supervisor import Event, Supervisor, _Job
+from paradnn.records import RunRecord
+from paradnn.runner.engine import Engine
+from paradnn.runner.supervisor import Event, Supervisor
+from paradnn.runner.units import RunUnit
 from paradnn.store import Store
 
 
@@ -55,18 +56,18 @@ class ClusterSupervisor(Supervisor):
             options = dataclasses.replace(options, threads=engine.threads)
         super().__init__(store, options, settings, sweep=sweep, on_event=on_event)
         self.engine = engine
-        self.inflight: dict[int, _Job] = {}
+        self.inflight: dict[int, RunUnit] = {}
         self.nodes: Counter[str] = Counter()
 
     def _emit(self, kind: str, slots: Any, skipped: int = 0, progress: Any = None) -> None:
-        running = [j.spec for j in self.inflight.values()]
+        running = list(self.inflight.values())
         self.on_event(
             Event(
                 kind,
                 self.done,
                 self.total,
                 dict(self.counts),
-                self._last if kind == "result" else None,
+                self._last.record if kind == "result" and self._last else None,
                 running,  # type: ignore[arg-type]
                 skipped,
                 self._eta(max(1, min(len(running), self.engine.slots()))),
@@ -85,39 +86,37 @@ class ClusterSupervisor(Supervisor):
                 f"--remeasure {self.settings.remeasure}: noisy runs are not re-measured on a "
                 "cluster (local workers only); `paradnn bench` one again to measure it anew"
             )
-        jobs, skipped = self.plan(specs, hello["env"])
-        self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
         capacity = hello["capacity_bytes"]
         if hello["capacity_kind"] == "host":  # tasks on one node share its memory
             per_node = max(1, int(hello.get("tasks_per_node", 1)))
             capacity //= per_node
+        units, skipped = self.plan(specs, hello["env"], (capacity, hello["env"]["device_type"]))
+        self.total, self.cost_left = len(units), sum(u.cost for u in units)
         results: list[RunRecord] = []
         self._emit("start", None, skipped)
-        items: list[Item] = []
-        by_id: dict[int, _Job] = {}
-        for job in jobs:
-            if job.record.status == Status.INVALID or not self._predict(
-                job, capacity, hello["env"]["device_type"]
-            ):
-                self._finish(job.record, job, None, results, [])  # never reaches a cluster
-                continue
-            by_id[job.id] = job
-            items.append(Item(job.id, job.message(self), job.record))
+        todo: list[RunUnit] = []
+        for unit in units:
+            settled = unit.settled()
+            if settled is not None:
+                self._finish(settled, unit, None, results, [])  # never reaches a cluster
+            else:
+                todo.append(unit)
+        by_id = {u.id: u for u in todo}
         started: dict[int, float] = {}
         try:
-            for news in self.engine.run(items):
+            for news in self.engine.run(todo):
                 if news.kind == "beat":
                     self._emit("progress", None, progress={"phase": "running on the cluster"})
                 elif news.kind == "started":
                     self.inflight[news.id], started[news.id] = by_id[news.id], time.monotonic()
                     self._emit("run", None)
                 else:
-                    job = by_id[news.id]
+                    unit = by_id[news.id]
                     self.inflight.pop(news.id, None)
                     took = time.monotonic() - started.pop(news.id, time.monotonic())
                     rec = news.record
                     self.nodes[(rec.env or {}).get("hostname") or "unknown"] += 1
-                    self._finish(rec, job, took, results, [])
+                    self._finish(rec, unit, took, results, [])
         except KeyboardInterrupt:
             self.engine.close()
             raise

@@ -26,14 +26,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from paradnn.config import RunOptions
 from paradnn.measure.collectives import busbw, overlap_fraction
-from paradnn.records import Memory, Parallel, RunRecord, Status, StepTimes, now
-from paradnn.runner.start import dist_backend, start_record
+from paradnn.measure.quality import quality_part
+from paradnn.records import Memory, Parallel, RunRecord, Status
+from paradnn.runner.core import Run, step_times
+from paradnn.runner.start import dist_backend
 
 PARENT_ENV = "PARADNN_RANK_PARENT"  # the worker's pid: a rank whose parent is gone exits
 # (runner/rank.py holds the same name: it reads it before it imports torch, or this module)
@@ -87,36 +88,47 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def execute_parallel(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    sweep: str | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> RunRecord:
-    """The worker's branch for `procs > 1`: the record of N ranks, whatever happens."""
+class RanksBackend:
+    """N data-parallel rank processes started and watched by this one (the worker)."""
+
+    def start(self, run: Run) -> None:
+        return None
+
+    def unsupported(self, run: Run) -> str | None:
+        from paradnn.measure import precision as prec
+
+        reason = prec.unsupported_reason(run.options.precision, run.device)
+        if reason and not run.rec.emulated:
+            return reason
+        plan = _plan(run)
+        return plan if isinstance(plan, str) else None
+
+    def measure(self, run: Run) -> None:
+        plan = _plan(run)
+        assert isinstance(plan, RankPlan)  # unsupported() said why otherwise
+        job = rank_job(run.rec, run.options, plan)
+        run.say({"phase": f"{run.options.procs} ranks ({plan.backend})"})
+        outcome = run_ranks(job, run.options.procs)
+        run.rec = merge(run.rec, outcome, run.options, plan)
+
+    def failure(self, run: Run, exc: BaseException, status: str, error: str) -> RunRecord:
+        return run.rec.replace(status=status, error=error)
+
+    def cleanup(self, run: Run) -> None:
+        return None  # run_ranks leaves no rank running, whatever happens
+
+
+BACKEND = RanksBackend
+
+
+def _plan(run: Run) -> RankPlan | str:
     import torch
 
     from paradnn import host
-    from paradnn.measure import precision as prec
-    from paradnn.measure.environment import prepare
 
-    say = progress or (lambda info: None)
-    device, env = prepare(options)
-    rec = start_record(family_name, values, options, env, sweep=sweep)
-    if rec.status == Status.INVALID:
-        return rec.replace(finished_at=now())
-    reason = prec.unsupported_reason(options.precision, device)
-    if reason and not rec.emulated:
-        return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
+    device = run.device
     gpus = torch.cuda.device_count() if device.type == "cuda" else 0
-    plan = plan_ranks(options, device.type, host.usable_cpus(), gpus)
-    if isinstance(plan, str):
-        return rec.replace(status=Status.UNSUPPORTED, error=plan, finished_at=now())
-    job = rank_job(rec, options, plan)
-    say({"phase": f"{options.procs} ranks ({plan.backend})"})
-    outcome = run_ranks(job, options.procs)
-    return merge(rec, outcome, options, plan).replace(finished_at=now())
+    return plan_ranks(run.options, device.type, host.usable_cpus(), gpus)
 
 
 def rank_job(rec: RunRecord, options: RunOptions, plan: RankPlan) -> dict[str, Any]:
@@ -235,11 +247,11 @@ def _first_failure(
 
     def echo(e: dict[str, Any]) -> bool:
         low = e["error"].lower()
-        return e["status"] == "timeout" or "connection" in low or "peer" in low
+        return e["status"] == Status.TIMEOUT or "connection" in low or "peer" in low
 
     first = sorted(failed, key=lambda e: (echo(e), e.get("at", 0.0)))[0]
     out = {**first, "error": f"rank {first['rank']}: {first['error']} ({first.get('where', '?')})"}
-    if first["status"] == "timeout":
+    if first["status"] == Status.TIMEOUT:
         silent = [r for r, p in enumerate(procs) if r not in results and p.poll() is None]
         if silent:
             out["rank"] = silent[0]
@@ -302,72 +314,23 @@ def merge(rec: RunRecord, res: dict[str, Any], options: RunOptions, plan: RankPl
         nulls={"failed_rank": "no rank failed"},
     )
     rec = rec.with_part(new).replace(threads=plan.threads)
-    times = StepTimes(
-        step_time_s=step["median"],
-        step_time_mean_s=step["mean"],
-        step_time_min_s=step["min"],
-        step_time_iqr_s=step["q3"] - step["q1"],
-        step_time_ci_low_s=step["ci_low"],
-        step_time_ci_high_s=step["ci_high"],
-        ci_rel=step["ci_rel"],
-        n_samples=step["n"],
-        steps_per_sample=step["steps_per_sample"],
-        converged=step["converged"],
-        stop_reason=step["stop_reason"],
-        first_step_s=step["first_step_s"],
-        warmup_steps=step["warmup_steps"],
-        warmup_s=step["warmup_s"],
-        host_step_s=step["host_step_s"],
-        samples=step["samples"],
-        examples_per_s=(rec.examples_per_step or 0) / step["median"] or None,
-        achieved_flops=total / step["median"] if total is not None else None,
-        final_loss=res["final_loss"],
-    )
-    rec = rec.with_part(times).replace(
-        flops_per_step=total, flops_count_device=counted.get("device")
-    )
+    rec = rec.replace(flops_per_step=total, flops_count_device=counted.get("device"))
     if total is None:
         rec = rec.with_part(
             dataclasses.replace(rec.counts, nulls={"flops_per_step": counted.get("reason", "")})
         )
-    rec = rec.with_part(_quality(step, res["loads"], options.timing.target_ci_rel))
+    rec = rec.with_part(step_times(step, rec.counts, res["final_loss"]))
+    load, scope = _most_loaded(res["loads"]), "the most loaded rank's cores"
+    rec = rec.with_part(quality_part(step, load, options.timing.target_ci_rel, scope=scope))
     if res.get("peak_mem_bytes") is not None:
-        rec = rec.with_part(Memory(int(res["peak_mem_bytes"])))
-    else:
-        rec = rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
-    loss = res["final_loss"]
-    if loss is None or loss != loss or loss in (float("inf"), float("-inf")):
-        rec = rec.replace(status="nan", error=f"non-finite training loss ({loss}); timings kept")
-    return rec
+        return rec.with_part(Memory(int(res["peak_mem_bytes"])))
+    return rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
 
 
-def _quality(step: dict[str, Any], loads: list[dict[str, Any]], target: float) -> Any:
-    """The verdict of the slowest-rank samples, under the most loaded rank's cores."""
-    from paradnn.measure.quality import judge
-    from paradnn.records import Quality
-
+def _most_loaded(loads: list[dict[str, Any]]) -> dict[str, Any]:
+    """The slowest-rank samples are judged under the most loaded rank's cores."""
     known = [ld for ld in loads if ld and ld.get("others_cpu_frac") is not None]
-    load = max(known, key=lambda ld: ld["others_cpu_frac"]) if known else (loads[0] or {})
-    v = judge(
-        median=step["median"],
-        ci_low=step["ci_low"],
-        ci_high=step["ci_high"],
-        q1=step["q1"],
-        q3=step["q3"],
-        stop_reason=step["stop_reason"],
-        target_ci_rel=target,
-        load=load,
-    )
-    others = load.get("others_cpu_frac")
-    return Quality(
-        quality=v.quality,
-        quality_reasons=v.reasons,
-        ci_half_rel=v.ci_half_rel,
-        iqr_rel=v.iqr_rel,
-        others_cpu_frac=others,
-        load={**load, "target_ci_rel": target, "scope": "the most loaded rank's cores"},
-        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
-    )
+    return max(known, key=lambda ld: ld["others_cpu_frac"]) if known else (loads[0] or {})
 
 
-__all__ = ["Parallel", "RankPlan", "execute_parallel", "merge", "plan_ranks", "run_ranks"]
+__all__ = ["BACKEND", "Parallel", "RankPlan", "merge", "plan_ranks", "run_ranks"]

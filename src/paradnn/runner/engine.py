@@ -1,4 +1,5 @@
-"""What a cluster engine is to the supervisor: configs in (`Item`), news out (`News`).
+"""What a cluster engine is to the supervisor: units of work in (runner/units.py), news out
+(`News`).
 
 Shared by the Ray and Slurm engines and `ClusterSupervisor` (runner/cluster.py).
 """
@@ -12,16 +13,8 @@ from typing import Any, Protocol
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.records import RunRecord
+from paradnn.runner.units import RunUnit
 from paradnn.runner.worker import WorkerSettings
-
-
-@dataclass(frozen=True)
-class Item:
-    """One config for the engine: the worker's message and the row to store if it fails."""
-
-    id: int
-    message: dict[str, Any]
-    record: RunRecord
 
 
 @dataclass(frozen=True)
@@ -40,7 +33,7 @@ class Engine(Protocol):
 
     def probe(self) -> dict[str, Any]: ...  # a worker's hello on a cluster node
     def slots(self) -> int: ...  # how many configs run at once
-    def run(self, items: Sequence[Item]) -> Iterator[News]: ...
+    def run(self, units: Sequence[RunUnit]) -> Iterator[News]: ...
     def close(self) -> None: ...
 
 

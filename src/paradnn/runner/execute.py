@@ -1,9 +1,9 @@
-"""Measure one configuration in this process and return its record, whatever happens.
+"""The torch backend of the measuring core (runner/core.py): one run in this process.
 
-Every outcome is a record: a bad config is `invalid`, a precision the device lacks is
-`unsupported`, an allocation failure is `oom`, a non-finite loss is `nan` (still timed), any other
-exception is `crashed` with its message. Hangs and segfaults are the sweep supervisor's business
-(runner/supervisor.py); its worker processes call this function.
+Every outcome is a record (the core's prologue and epilogue): a bad config is `invalid`, a
+precision the device lacks is `unsupported`, an allocation failure is `oom`, a non-finite loss
+is `nan` (still timed), any other exception is `crashed` with its message and where. Hangs and
+segfaults are the sweep supervisor's business (runner/supervisor.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import traceback
 from typing import Any
 
 import torch
@@ -23,17 +22,17 @@ from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, synchronize
 from paradnn.measure.environment import default_threads, prepare, run_environment
 from paradnn.measure.faults import classify, one_line
-from paradnn.measure.quality import LoadProbe, judge, nvml_other_processes
+from paradnn.measure.quality import LoadProbe, nvml_other_processes, quality_part
 from paradnn.measure.step import TrainStep
-from paradnn.measure.timer import Progress, Timing, Windows, measure
-from paradnn.records import Counts, Energy, Memory, Quality, RunRecord, Status, StepTimes, now
-from paradnn.runner.start import start_record
+from paradnn.measure.timer import Windows, measure
+from paradnn.records import Energy, Memory, RunRecord, Status
+from paradnn.runner.core import Run, execute, step_times, where
 
 __all__ = [  # prepare & co. live in measure/ (calibrate and ops use them too); kept importable here
+    "BACKEND",
     "classify",
     "default_threads",
     "execute",
-    "measure_into",
     "one_line",
     "prepare",
     "quality_part",
@@ -44,57 +43,47 @@ __all__ = [  # prepare & co. live in measure/ (calibrate and ops use them too); 
 CPU_PEAK_NULL = "host memory of one run is not separable inside a shared process"
 
 
-def execute(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    sweep: str | None = None,
-    progress: Progress | None = None,
-) -> RunRecord:
-    device, env = prepare(options)
-    rec = start_record(family_name, values, options, env, sweep=sweep)
-    if rec.status == Status.INVALID:
-        return rec.replace(finished_at=now())
-    reason = prec.unsupported_reason(options.precision, device)
-    if reason and not rec.emulated:
-        return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
-    if options.mode != "eager":  # decided before any work: e.g. CUDA graphs without CUDA
-        from paradnn.measure.compile import unsupported_reason
+class TorchBackend:
+    """PyTorch in this process, eager or compiled (docs/modes.md), with the infeed
+    (docs/infeed.md), energy and profile the options ask for."""
 
-        reason = unsupported_reason(options.mode, device)
-        if reason:
-            return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
-    if options.data_source != "device":  # docs/infeed.md
-        from paradnn.measure import infeed
+    def __init__(self) -> None:
+        self.step: TrainStep | None = None
+        self.meter: Any = None
+        self.compiled: Any = None  # a compiled mode's CompileRun (measure/compile.py)
+        self.feed: Any = None  # where each step's batch comes from (measure/infeed.py)
 
-        reason = infeed.unsupported_reason(options, rec.config)
-        if reason:
-            return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
-    rec = measure_into(rec, family_name, options, device, progress)
-    return rec.replace(finished_at=now())
+    def start(self, run: Run) -> None:
+        return None
 
+    def unsupported(self, run: Run) -> str | None:
+        options, device = run.options, run.device
+        reason = prec.unsupported_reason(options.precision, device)
+        if reason and not run.rec.emulated:
+            return reason
+        if options.mode != "eager":  # decided before any work: e.g. CUDA graphs without CUDA
+            from paradnn.measure.compile import unsupported_reason
 
-def measure_into(
-    rec: RunRecord,
-    family_name: str,
-    options: RunOptions,
-    device: torch.device,
-    progress: Progress | None = None,
-) -> RunRecord:
-    """The record with what one measurement adds: counted FLOPs, step times, quality, memory,
-    energy; or the failure (status, error) with whatever was measured before it."""
-    say = progress or (lambda info: None)
-    family = families.get(family_name)
-    cfg = family.config(rec.config)
-    step = None
-    meter = None
-    compiled = None  # a compiled mode's CompileRun (measure/compile.py)
-    feed = None  # where each step's batch comes from (measure/infeed.py)
-    # Denormal operands slow CPU math by up to ~80× for stretches of a training run, so a step
-    # time would depend on which steps got timed. TensorFlow (ParaDnn's framework) flushes them
-    # by default; so do we during a run (the environment records it), and restore after.
-    torch.set_flush_denormal(True)
-    try:
+            reason = unsupported_reason(options.mode, device)
+            if reason:
+                return reason
+        if options.data_source != "device":  # docs/infeed.md
+            from paradnn.measure import infeed
+
+            return infeed.unsupported_reason(options, run.rec.config)
+        return None
+
+    def measure(self, run: Run) -> None:
+        """Counted FLOPs, step times, quality, memory, energy into `run.rec`."""
+        options, device = run.options, run.device
+        say = run.say
+        family = families.get(run.rec.family)
+        cfg = family.config(run.rec.config)
+        # Denormal operands slow CPU math by up to ~80× for stretches of a training run, so a
+        # step time would depend on which steps got timed. TensorFlow (ParaDnn's framework)
+        # flushes them by default; so do we during a run (the environment records it), and
+        # restore after (cleanup).
+        torch.set_flush_denormal(True)
         torch.manual_seed(options.seed)
         if device.type == "cuda":
             torch.backends.cudnn.benchmark = True
@@ -104,82 +93,90 @@ def measure_into(
             with torch.device(device):
                 built = family.build(cfg, device, options.precision)
             params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
-            rec = rec.replace(params=params)
-            step = TrainStep(built, options.optimizer, options.precision, device)
+            run.rec = run.rec.replace(params=params)
+            step = self.step = TrainStep(built, options.optimizer, options.precision, device)
             del built
-            meter, failed = _open_meter(options, device)
+            self.meter, failed = _open_meter(options, device)
             if failed is not None:
-                rec = rec.with_part(failed)
+                run.rec = run.rec.with_part(failed)
             policy = options.timing
-            if meter is not None and meter.min_window_s > policy.min_window_s:
-                policy = dataclasses.replace(policy, min_window_s=meter.min_window_s)
+            if self.meter is not None and self.meter.min_window_s > policy.min_window_s:
+                policy = dataclasses.replace(policy, min_window_s=self.meter.min_window_s)
             from paradnn.measure.infeed import open_feed, run_cpu_seconds
 
             if options.data_source == "pipeline":
                 say({"phase": "writing the pipeline's files"})
-            feed = open_feed(step, options, device, rec.config, rec.examples_per_step)
+            feed = self.feed = open_feed(
+                step, options, device, run.rec.config, run.rec.examples_per_step
+            )
             # a pipeline's loader workers are the run's own CPU, not another process's load
             probe = _load_probe(device, run_cpu_seconds if feed.workers else None)
-            windows = Windows(probe, meter, feed)  # the probe outermost: it sees the others
+            windows = Windows(probe, self.meter, feed)  # the probe outermost: it sees the others
             timed, no_recompiles = step, contextlib.nullcontext()
             if options.mode != "eager":
-                compiled = _compile(step, rec, options, device)
+                self.compiled = _compile(step, run.rec, options, device)
                 say({"phase": f"compiling ({options.mode})"})
-                compiled.first(lambda: synchronize(device))
-                timed, no_recompiles = compiled.step, compiled.no_recompiles()
+                self.compiled.first(lambda: synchronize(device))
+                timed, no_recompiles = self.compiled.step, self.compiled.no_recompiles()
             with no_recompiles:
                 timing = measure(
-                    feed.wrap(timed), clock_for(device), policy, window=windows, progress=progress
+                    feed.wrap(timed),
+                    clock_for(device),
+                    policy,
+                    window=windows,
+                    progress=run.progress,
                 )
                 synchronize(device)
                 if options.data_source != "device":
                     say({"phase": "infeed alone, model alone"})
-                rec = rec.with_part(feed.part(timed, lambda: synchronize(device)))
+                run.rec = run.rec.with_part(feed.part(timed, lambda: synchronize(device)))
                 feed.close()
-            if meter is not None:
-                rec = rec.with_part(_energy(meter, timing.steps, rec, options.energy_period_s))
+            if self.meter is not None:
+                energy = _energy(self.meter, timing.steps, run.rec, options.energy_period_s)
+                run.rec = run.rec.with_part(energy)
             say({"phase": "counting FLOPs"})
             count = flops.count_step(step, device)  # one more step, untimed, under the counter
             if options.profile:
                 from paradnn.measure.profile import profile_step
 
-                rec = rec.replace(op_profile=profile_step(step, device))
-        rec = rec.replace(flops_per_step=count.total, flops_count_device=count.device)
-        if compiled is not None:
+                run.rec = run.rec.replace(op_profile=profile_step(step, device))
+        rec = run.rec.replace(flops_per_step=count.total, flops_count_device=count.device)
+        if self.compiled is not None:
             say({"phase": "warm compile, graphs"})
-            rec = rec.with_part(compiled.part(timing.summary.median))
-        rec = rec.with_part(step_times(timing, rec.counts, timed.final_loss()))
-        rec = rec.with_part(quality_part(timing, probe.result, policy.target_ci_rel))
+            rec = rec.with_part(self.compiled.part(timing.summary.median))
+        timed_as = timing.as_dict()
+        rec = rec.with_part(step_times(timed_as, rec.counts, timed.final_loss()))
+        rec = rec.with_part(quality_part(timed_as, probe.result, policy.target_ci_rel))
         if device.type == "cuda":
             rec = rec.with_part(Memory(int(torch.cuda.max_memory_allocated(device))))
         else:
             rec = rec.with_part(Memory(None, nulls={"peak_mem_bytes": CPU_PEAK_NULL}))
-        loss = rec.final_loss
-        if loss is None or not torch.isfinite(torch.tensor(loss)):
-            rec = rec.replace(
-                status="nan", error=f"non-finite training loss ({loss}); timings kept"
-            )
-    except Exception as e:  # every failure becomes data
-        status, error = classify(e), one_line(e)
+        run.rec = rec
+
+    def failure(self, run: Run, exc: BaseException, status: str, error: str) -> RunRecord:
+        rec = run.rec
         if status == Status.CRASHED:
-            error += " | " + _where(e)
-        if compiled is not None:  # a compiled run's failure is data too (docs/modes.md)
+            error += " | " + where(exc)
+        if self.compiled is not None:  # a compiled run's failure is data too (docs/modes.md)
             from paradnn.measure.compile import recompile_error
 
-            error = recompile_error(e) or error
-            rec = rec.with_part(compiled.part(None, failure=error))
-        rec = rec.replace(status=status, error=error)
-    finally:
-        if feed is not None:
-            feed.close()
-        if meter is not None:
-            meter.close()
+            error = recompile_error(exc) or error
+            rec = rec.with_part(self.compiled.part(None, failure=error))
+        return rec.replace(status=status, error=error)
+
+    def cleanup(self, run: Run) -> None:
+        if self.feed is not None:
+            self.feed.close()
+        if self.meter is not None:
+            self.meter.close()
         torch.set_flush_denormal(False)
-        del step
+        self.step = self.compiled = self.feed = None
         gc.collect()
-        if device.type == "cuda":
+        if run.device.type == "cuda":
             torch.cuda.empty_cache()
-    return rec
+
+
+BACKEND = TorchBackend
 
 
 def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch.device) -> Any:
@@ -229,66 +226,8 @@ def _energy(meter: Any, steps: int, rec: RunRecord, period_s: float) -> Energy:
     return energy_part(res, period_s)
 
 
-def _where(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-
-
 def _load_probe(device: torch.device, own_cpu: Any = None) -> LoadProbe:
     gpu = nvml_other_processes(device.index or 0) if device.type == "cuda" else None
     if own_cpu is None:
         return LoadProbe(gpu_others=gpu)
     return LoadProbe(gpu_others=gpu, own_cpu=lambda: own_cpu() or 0.0)
-
-
-def quality_part(t: Timing, load: dict[str, Any], target: float) -> Quality:
-    """The timed run's quality verdict (measure/quality.py's rules) as a record part."""
-    s = t.summary
-    v = judge(
-        median=s.median,
-        ci_low=s.ci_low,
-        ci_high=s.ci_high,
-        q1=s.q1,
-        q3=s.q3,
-        stop_reason=t.stop_reason,
-        target_ci_rel=target,
-        load=load,
-    )
-    others = load.get("others_cpu_frac")
-    return Quality(
-        quality=v.quality,
-        quality_reasons=v.reasons,
-        ci_half_rel=v.ci_half_rel,
-        iqr_rel=v.iqr_rel,
-        others_cpu_frac=others,
-        load={**load, "target_ci_rel": target},  # the target the verdict was judged against
-        nulls={} if others is not None else {"others_cpu_frac": load.get("reason", "unknown")},
-    )
-
-
-def step_times(t: Timing, counts: Counts, final_loss: float | None) -> StepTimes:
-    """The timer's result as a record part, with examples/s and achieved FLOP/s."""
-    s = t.summary
-    return StepTimes(
-        step_time_s=s.median,
-        step_time_mean_s=s.mean,
-        step_time_min_s=s.min,
-        step_time_iqr_s=s.iqr,
-        step_time_ci_low_s=s.ci_low,
-        step_time_ci_high_s=s.ci_high,
-        ci_rel=s.ci_rel if s.ci_low is not None else None,
-        n_samples=s.n,
-        steps_per_sample=t.steps_per_sample,
-        converged=t.converged,
-        stop_reason=t.stop_reason,
-        first_step_s=t.first_step_s,
-        warmup_steps=t.warmup_steps,
-        warmup_s=t.warmup_s,
-        host_step_s=t.host_step_s,
-        samples=list(t.samples),
-        examples_per_s=counts.examples_per_step / s.median if counts.examples_per_step else None,
-        achieved_flops=(
-            counts.flops_per_step / s.median if counts.flops_per_step is not None else None
-        ),
-        final_loss=final_loss,
-    )

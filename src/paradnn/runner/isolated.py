@@ -15,8 +15,9 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from paradnn.records import RunRecord, Status
+from paradnn.records import Status
 from paradnn.runner.supervisor import _death, _Pool, _stop, _Worker
+from paradnn.runner.units import Unit
 from paradnn.runner.worker import WorkerSettings
 
 
@@ -30,33 +31,31 @@ def probe(settings: WorkerSettings) -> dict[str, Any]:
 
 
 def run_one(
-    message: dict[str, Any],
-    record: RunRecord,
+    unit: Unit,
     settings: WorkerSettings,
     timeout_s: float,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
-) -> RunRecord:
-    """Measure one config in a fresh worker; `record` is the pre-filled row used when the worker
-    dies or runs past `timeout_s` (it then carries the status and the reason)."""
+) -> Any:
+    """Measure one unit in a fresh worker; its outcome, or the unit's failure when the worker
+    dies, runs past `timeout_s` or cannot start (with the status and the reason)."""
     try:
         w = _Pool(settings).start()
-    except Exception as e:  # a worker that cannot start here: this config's failure, as data
-        return record.replace(status=Status.CRASHED, error=f"worker failed to start: {e}")
+    except Exception as e:  # a worker that cannot start here: this unit's failure, as data
+        return unit.failed(Status.CRASHED, f"worker failed to start: {e}")
     try:
-        return _wait(w, message, record, timeout_s, on_progress)
+        return _wait(w, unit, timeout_s, on_progress)
     finally:
-        _stop(w, kill=w.job is not None)
+        _stop(w, kill=w.unit is not None)
 
 
 def _wait(
     w: _Worker,
-    message: dict[str, Any],
-    record: RunRecord,
+    unit: Unit,
     timeout_s: float,
     on_progress: Callable[[dict[str, Any]], None] | None,
-) -> RunRecord:
-    w.conn.send(message)
-    w.job, w.started = True, time.monotonic()  # type: ignore[assignment]
+) -> Any:
+    w.conn.send(unit.message())
+    w.unit, w.started = unit, time.monotonic()
     deadline = w.started + timeout_s
     while True:
         ready = wait([w.conn, w.process.sentinel], max(0.0, deadline - time.monotonic()))
@@ -70,13 +69,13 @@ def _wait(
                     on_progress(msg)
                 continue
             if msg is not None:
-                w.job = None
-                return msg["record"].replace(worker_index=0)
+                w.unit = None
+                return msg["outcome"].replace(worker_index=0)
         if w.process.sentinel in ready or w.conn in ready:
             w.process.join(timeout=5)
             status, error = _death(w.process.exitcode)
-            w.job = None
-            return record.replace(status=status, error=error, worker_pid=w.process.pid)
+            w.unit = None
+            return unit.failed(status, error, pid=w.process.pid)
         if time.monotonic() >= deadline:
             error = f"no result within {timeout_s:g} s; the worker was killed"
-            return record.replace(status=Status.TIMEOUT, error=error, worker_pid=w.process.pid)
+            return unit.failed(Status.TIMEOUT, error, pid=w.process.pid)

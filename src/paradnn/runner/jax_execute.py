@@ -1,17 +1,18 @@
-"""Measure one configuration on the JAX backend (docs/jax.md) and return its record.
+"""The jax backend of the measuring core (runner/core.py; docs/jax.md).
 
-The same road as `execute.execute` (same record, same timer and quality verdict, same failure
-classification), with XLA's measurement done right: the step is jitted with its parameter,
-optimizer-state and BatchNorm-state buffers donated; tracing+lowering and XLA's compile are
+The same record, timer, quality verdict and failure classification as the torch backend, with
+XLA's measurement done right: the step is jitted with its parameter, optimizer-state and
+BatchNorm-state buffers donated; tracing+lowering and XLA's compile are
 timed on their own before the first step; every block of timed steps ends with
 `block_until_ready`; XLA's cost analysis (FLOPs, bytes) is stored beside the analytic counts
 and flagged when they differ by more than 10 %; the device's peak memory comes from its memory
 statistics with preallocation off (None with the reason where the device has none, a CPU).
-The worker dispatches here for `backend = "jax"` runs; each gets a fresh worker process.
+Each JAX run gets a fresh worker process.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 from typing import Any
@@ -19,13 +20,11 @@ from typing import Any
 from paradnn import families
 from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
-from paradnn.measure.environment import prepare
-from paradnn.measure.faults import classify, one_line
-from paradnn.measure.quality import LoadProbe
+from paradnn.measure.faults import one_line
+from paradnn.measure.quality import LoadProbe, quality_part
 from paradnn.measure.timer import Progress, Windows, measure
-from paradnn.records import XLA_MISMATCH, Memory, RunRecord, Status, Xla, now
-from paradnn.runner.execute import quality_part, step_times
-from paradnn.runner.start import start_record
+from paradnn.records import XLA_MISMATCH, Memory, RunRecord, Status, Xla
+from paradnn.runner.core import Run, execute, step_times
 
 NOT_INSTALLED = "jax is not installed: pip install 'paradnn[jax]' (docs/jax.md)"
 COUNTER = "jaxpr"  # flops_count_device of a JAX row: counted over the traced program
@@ -55,73 +54,63 @@ def unsupported_reason(options: RunOptions) -> str | None:
     return None
 
 
-def execute_jax(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    sweep: str | None = None,
-    progress: Progress | None = None,
-) -> RunRecord:
-    _, env = prepare(options)  # threads, the environment and fingerprint the run key uses
-    rec = start_record(family_name, values, options, env, sweep=sweep)
-    rec = rec.replace(flags={"backend": "jax"})
-    if rec.status == Status.INVALID:
-        return rec.replace(finished_at=now())
-    reason = unsupported_reason(options)
-    if reason:
-        return rec.replace(status=Status.UNSUPPORTED, error=reason, finished_at=now())
-    rec = measure_jax(rec, family_name, options, env, progress)
-    return rec.replace(finished_at=now())
+class JaxBackend:
+    """XLA through JAX in this process (docs/jax.md); each run gets a fresh worker."""
 
+    def __init__(self) -> None:
+        self.step: Any = None
+        self.detail: dict[str, Any] = {}
 
-def measure_jax(
-    rec: RunRecord,
-    family_name: str,
-    options: RunOptions,
-    env: dict[str, Any],
-    progress: Progress | None = None,
-) -> RunRecord:
-    """The record with what one JAX measurement adds, or the failure with what came before."""
-    from paradnn.measure import xla
+    def start(self, run: Run) -> None:
+        run.rec = run.rec.replace(flags={"backend": "jax"})
 
-    say = progress or (lambda info: None)
-    step = None
-    detail: dict[str, Any] = {
-        "versions": xla.versions(),
-        "preallocate": "false",
-        "threads": (
-            "XLA's CPU pool over the process's CPUs (torch's count does not apply)"
-            if options.threads != 1
-            else "1 (XLA_FLAGS: single-threaded Eigen)"
-        ),
-    }
-    try:
+    def unsupported(self, run: Run) -> str | None:
+        return unsupported_reason(run.options)
+
+    def measure(self, run: Run) -> None:
+        """What one JAX measurement adds to `run.rec`; `unsupported` where the device, the
+        precision or the family's JAX model says so."""
+        from paradnn.measure import xla
+
+        options, env = run.options, run.env
+        detail = self.detail = {
+            "versions": xla.versions(),
+            "preallocate": "false",
+            "threads": (
+                "XLA's CPU pool over the process's CPUs (torch's count does not apply)"
+                if options.threads != 1
+                else "1 (XLA_FLAGS: single-threaded Eigen)"
+            ),
+        }
         jax = xla.import_jax(env.get("threads") if options.threads is not None else None)
         try:
             device = xla.pick_device(options.device)
         except ConfigError as e:  # e.g. --device cuda with a CPU-only jaxlib
-            return rec.replace(status=Status.UNSUPPORTED, error=str(e), xla_detail=detail)
+            run.rec = run.rec.replace(status=Status.UNSUPPORTED, error=str(e), xla_detail=detail)
+            return
         detail.update(
             platform=device.platform,
             device_kind=device.device_kind,
             device_id=device.id,
             devices=len(jax.devices()),
         )
-        rec = _identity(rec, device, options)
+        rec = run.rec = _identity(run.rec, device, options)
         reason = xla.native_reason(options.precision, device)
         if reason and not rec.emulated:
-            return rec.replace(status=Status.UNSUPPORTED, error=reason, xla_detail=detail)
-        family = families.get(family_name)
+            run.rec = rec.replace(status=Status.UNSUPPORTED, error=reason, xla_detail=detail)
+            return
+        family = families.get(rec.family)
         cfg = family.config(rec.config)
         try:
             net = family.build_jax(cfg, options.precision)
         except NotImplementedError as e:
-            return rec.replace(status=Status.UNSUPPORTED, error=str(e), xla_detail=detail)
+            run.rec = rec.replace(status=Status.UNSUPPORTED, error=str(e), xla_detail=detail)
+            return
         # fp32 means fp32 matmuls: TPUs otherwise multiply fp32 in one bf16 pass by default
         matmul = "highest" if options.precision == "fp32" else "default"
         jax.config.update("jax_default_matmul_precision", matmul)
         detail.update(matmul_precision=matmul, compute_dtype=str(_dtype(options.precision)))
-        rec = rec.replace(
+        rec = run.rec = rec.replace(
             flags={
                 "backend": "jax",
                 "jax_default_matmul_precision": matmul,
@@ -131,38 +120,56 @@ def measure_jax(
                 **({"emulated": rec.flags.get("emulated")} if rec.emulated else {}),
             }
         )
-        say({"phase": "build"})
-        step = xla.XlaStep(net, options.optimizer, device, seed=options.seed)
-        rec = rec.replace(params=step.param_count())
-        say({"phase": "counting FLOPs"})  # the traced program's matmuls and convolutions
-        rec = rec.replace(flops_per_step=step.model_flops(), flops_count_device=COUNTER)
-        say({"phase": "lowering and compiling (XLA)"})
+        run.say({"phase": "build"})
+        step = self.step = xla.XlaStep(net, options.optimizer, device, seed=options.seed)
+        rec = run.rec = rec.replace(params=step.param_count())
+        run.say({"phase": "counting FLOPs"})  # the traced program's matmuls and convolutions
+        rec = run.rec = rec.replace(flops_per_step=step.model_flops(), flops_count_device=COUNTER)
+        run.say({"phase": "lowering and compiling (XLA)"})
         lower_s, compile_s = step.lower_and_compile()
-        rec = rec.with_part(_xla_part(step, rec, lower_s, compile_s, detail))
+        rec = run.rec = rec.with_part(_xla_part(step, rec, lower_s, compile_s, detail))
         probe = LoadProbe(gpu_others=None)
         timing = measure(
-            step, xla.JaxClock(step.ready), options.timing, window=Windows(probe), progress=progress
+            step,
+            xla.JaxClock(step.ready),
+            options.timing,
+            window=Windows(probe),
+            progress=run.progress,
         )
         detail["donated"] = step.donated
         rec = rec.replace(xla_detail=detail)
-        rec = rec.with_part(step_times(timing, rec.counts, step.final_loss()))
-        rec = rec.with_part(quality_part(timing, probe.result, options.timing.target_ci_rel))
+        timed_as = timing.as_dict()
+        rec = rec.with_part(step_times(timed_as, rec.counts, step.final_loss()))
+        rec = rec.with_part(quality_part(timed_as, probe.result, options.timing.target_ci_rel))
         peak, why = xla.peak_memory(device)
-        rec = rec.with_part(Memory(peak, nulls={} if peak is not None else {"peak_mem_bytes": why}))
-        loss = rec.final_loss
-        if loss is None or not math.isfinite(loss):
-            rec = rec.replace(
-                status="nan", error=f"non-finite training loss ({loss}); timings kept"
-            )
-    except Exception as e:  # every failure becomes data
-        status, error = classify(e), one_line(e)
-        if "RESOURCE_EXHAUSTED" in str(e) or "Out of memory" in str(e):
+        run.rec = rec.with_part(
+            Memory(peak, nulls={} if peak is not None else {"peak_mem_bytes": why})
+        )
+
+    def failure(self, run: Run, exc: BaseException, status: str, error: str) -> RunRecord:
+        if "RESOURCE_EXHAUSTED" in str(exc) or "Out of memory" in str(exc):
             status = Status.OOM
-        rec = rec.replace(status=status, error=error, xla_detail=detail)
-    finally:
-        del step
+        return run.rec.replace(status=status, error=error, xla_detail=self.detail)
+
+    def cleanup(self, run: Run) -> None:
+        self.step = None
         gc.collect()
-    return rec
+
+
+BACKEND = JaxBackend
+
+
+def execute_jax(
+    family_name: str,
+    values: dict[str, Any],
+    options: RunOptions,
+    sweep: str | None = None,
+    progress: Progress | None = None,
+) -> RunRecord:
+    """One JAX run prepared and measured in this process (`core.execute` with backend jax)."""
+    return execute(
+        family_name, values, dataclasses.replace(options, backend="jax"), sweep, progress
+    )
 
 
 def _identity(rec: RunRecord, device: Any, options: RunOptions) -> RunRecord:
@@ -247,4 +254,4 @@ def _shown(cost: dict[str, Any] | None, key: str = "bytes accessed") -> str:
     return f"{key} = {cost.get(key)!r}"
 
 
-__all__ = ["NOT_INSTALLED", "execute_jax", "measure_jax", "unsupported_reason"]
+__all__ = ["BACKEND", "NOT_INSTALLED", "execute_jax", "unsupported_reason"]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from paradnn.config import RunOptions, SweepSettings
+from paradnn.records import Status
 from paradnn.runner import tasks as T
 from paradnn.runner.supervisor import Event, Supervisor
 from paradnn.store import Store
@@ -33,7 +34,7 @@ def calibrate(
     timeout_s: float = 900.0,
     on_event: Callable[[Event], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure the ceilings of `device`, one unit per worker job; rows of this call (stored).
+    """Measure the ceilings of `device`, one unit per worker; rows of this call (stored).
     Precisions the device cannot run natively are left out (their reasons are in every row's
     detail["skipped"]) unless `allow_emulated`. With `if_missing`, an environment that already
     has ok ceilings in the store measures nothing and those rows come back."""
@@ -41,16 +42,16 @@ def calibrate(
     known: list[dict[str, Any]] = []
     notes: list[str] = []
 
-    def plan(env: dict[str, Any]) -> list[T.Task]:
+    def plan(env: dict[str, Any]) -> list[T.KernelUnit]:
         if if_missing:
             known.extend(
                 r
                 for r in store.rows("ceilings", {"fingerprint": env["fingerprint"]})
-                if r.get("status") == "ok"
+                if r.get("status") == Status.OK
             )
             if known:
                 return []
-        units, left_out = T.ceiling_tasks(
+        units, left_out = T.ceiling_units(
             env,
             precisions,
             kinds=kinds,
@@ -86,10 +87,10 @@ def ops(
     timeout_s: float = 900.0,
     on_event: Callable[[Event], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Time the Table 4 ops, one op × precision × pass × thread count per worker job."""
+    """Time the Table 4 ops, one op × precision × pass × thread count per worker."""
 
-    def plan(env: dict[str, Any]) -> list[T.Task]:
-        return T.op_tasks(
+    def plan(env: dict[str, Any]) -> list[T.KernelUnit]:
+        return T.op_units(
             env,
             precisions,
             names=names,
@@ -106,7 +107,7 @@ def _run(
     store: Store,
     device: str,
     threads: int | None,
-    plan: Callable[[dict[str, Any]], list[T.Task]],
+    plan: Callable[[dict[str, Any]], list[T.KernelUnit]],
     force: bool,
     timeout_s: float,
     on_event: Callable[[Event], None] | None,
@@ -115,4 +116,4 @@ def _run(
     options = RunOptions(device=device, threads=threads)
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=force)
     sup = Supervisor(store, dataclasses.replace(options), settings, on_event=on_event)
-    return sup.run_tasks(plan, notes)
+    return sup.run_kernels(plan, notes)

@@ -65,8 +65,9 @@ def _fault(rank: int) -> None:
 
 def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dict[str, Any]:
     """Build the model on this rank, wrap it (DDP or FSDP2), time the step in lock step with
-    the other ranks, then the step under no_sync, then isolated all-reduces; rank 0's result
-    carries everything (the others return their own medians only)."""
+    the other ranks (the one timer, agreeing through `Agree`), then the step under no_sync,
+    then isolated all-reduces; rank 0's result carries everything (the others return their
+    own medians only)."""
     import torch
     import torch.distributed as dist
 
@@ -74,9 +75,10 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
     from paradnn.config import TimingPolicy
     from paradnn.measure import flops
     from paradnn.measure import precision as prec
-    from paradnn.measure.collectives import SMALL_BYTES, Agree, allreduce_time, lockstep
+    from paradnn.measure.collectives import SMALL_BYTES, Agree, RankClock, allreduce_time
     from paradnn.measure.quality import LoadProbe
     from paradnn.measure.step import TrainStep
+    from paradnn.measure.timer import measure
 
     fam = families.get(job["family"])
     values = dict(job["config"])
@@ -100,11 +102,13 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         del built
         agree = Agree(device)
         probe = LoadProbe(cpus=job["cpus"][rank]) if job.get("cpus") else LoadProbe()
-        main = lockstep(step, agree, policy, window=probe)
+        clock = RankClock(agree)
+        main = measure(step, clock, policy, window=probe, agree=agree)
         _fault(rank)
         cap = min(len(main.samples), max(policy.min_samples, 10))
         with nosync():
-            comp = lockstep(step, agree, policy, k=main.steps_per_sample, samples_cap=cap)
+            k = main.steps_per_sample
+            comp = measure(step, clock, policy, agree=agree, k=k, samples_cap=cap)
         sizes = sorted({SMALL_BYTES, grad_bytes, 4 * grad_bytes})
         ladder = [allreduce_time(b, dtype, agree, policy) for b in sizes if b > 0]
         try:
@@ -125,8 +129,8 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         "rank": 0,
         "ok": True,
         "world": world,
-        "step": _timing(main),
-        "compute": _timing(comp),
+        "step": main.as_dict(),
+        "compute": comp.as_dict(),
         "per_rank_step_s": medians,
         "per_rank_compute_s": [sorted(s)[len(s) // 2] for s in comp.per_rank],
         "grad_bytes": grad_bytes,
@@ -139,29 +143,6 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         "threads": torch.get_num_threads(),
         "cpus": job.get("cpus"),
         "strategy": strategy,
-    }
-
-
-def _timing(t: Any) -> dict[str, Any]:
-    s = t.summary
-    return {
-        "median": s.median,
-        "mean": s.mean,
-        "min": s.min,
-        "q1": s.q1,
-        "q3": s.q3,
-        "ci_low": s.ci_low,
-        "ci_high": s.ci_high,
-        "ci_rel": s.ci_rel if s.ci_low is not None else None,
-        "n": s.n,
-        "steps_per_sample": t.steps_per_sample,
-        "converged": t.converged,
-        "stop_reason": t.stop_reason,
-        "first_step_s": t.first_step_s,
-        "warmup_steps": t.warmup_steps,
-        "warmup_s": t.warmup_s,
-        "host_step_s": t.wall_s / max(1, t.steps),
-        "samples": list(t.samples),
     }
 
 
@@ -205,14 +186,15 @@ def init(backend: str, init_method: str, rank: int, world: int) -> None:
 
 def error_of(exc: BaseException, rank: int) -> dict[str, Any]:
     from paradnn.measure.faults import classify, one_line
+    from paradnn.records import Status
 
     frames = traceback.extract_tb(exc.__traceback__)
     where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
     status = classify(exc)
     text = one_line(exc)
     low = text.lower()
-    if status == "crashed" and ("timed out" in low or "timeout" in low):
-        status = "timeout"  # a collective past its timeout: some rank is hung or gone
+    if status == Status.CRASHED and ("timed out" in low or "timeout" in low):
+        status = Status.TIMEOUT  # a collective past its timeout: some rank is hung or gone
     return {"rank": rank, "ok": False, "status": status, "error": text, "where": where}
 
 
@@ -284,7 +266,8 @@ def torchrun_main(args: Any) -> int:
 
     from paradnn.config import RunOptions, TimingPolicy
     from paradnn.measure.environment import prepare
-    from paradnn.records import Status, now
+    from paradnn.records import Status
+    from paradnn.runner.core import finish
     from paradnn.runner.distributed import RankPlan, merge, rank_job
     from paradnn.runner.start import dist_backend, start_record
     from paradnn.store import open_store
@@ -333,7 +316,7 @@ def torchrun_main(args: Any) -> int:
         return 0 if res.get("ok") else 1
     if not res.get("ok"):
         res = {**res, "error": f"rank {rank}: {res['error']}"}
-    rec = merge(rec, res, options, plan).replace(finished_at=now())
+    rec = finish(merge(rec, res, options, plan))
     rec = rec.with_part(
         dataclasses.replace(
             rec.parallel_part,

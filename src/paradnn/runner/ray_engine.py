@@ -18,7 +18,8 @@ from typing import Any
 from paradnn.config import ExecutorSettings, RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.records import Status
-from paradnn.runner.engine import Item, News, missing_extra, worker_settings
+from paradnn.runner.engine import News, missing_extra, worker_settings
+from paradnn.runner.units import RunUnit
 from paradnn.runner.worker import WorkerSettings
 
 MAX_RETRIES = 3  # node or worker deaths a config survives before it is stored `crashed`
@@ -31,10 +32,10 @@ def _probe_task(settings: WorkerSettings) -> dict[str, Any]:
     return probe(settings)
 
 
-def _run_task(item: Item, settings: WorkerSettings, timeout_s: float) -> Any:
+def _run_unit(unit: RunUnit, settings: WorkerSettings, timeout_s: float) -> Any:
     from paradnn.runner.isolated import run_one
 
-    return run_one(item.message, item.record, settings, timeout_s)
+    return run_one(unit, settings, timeout_s)
 
 
 class RayEngine:
@@ -87,8 +88,8 @@ class RayEngine:
         self.timeout_s = timeout_s
         need = {"num_gpus": 1, "num_cpus": 1} if self.gpu else {"num_cpus": self.cpus}
         self._probe = ray.remote(**need)(_probe_task)
-        self._run = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False, **need)(_run_task)
-        self.pending: dict[Any, Item] = {}
+        self._run = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False, **need)(_run_unit)
+        self.pending: dict[Any, RunUnit] = {}
 
     def slots(self) -> int:
         return self._slots
@@ -100,35 +101,35 @@ class RayEngine:
             raise ParadnnError(f"a Ray task could not start a paradnn worker: {e}") from None
         return {**hello, "tasks_per_node": self.tasks_per_node}
 
-    def run(self, items: Sequence[Item]) -> Iterator[News]:
+    def run(self, units: Sequence[RunUnit]) -> Iterator[News]:
         ray = self.ray
-        queue = list(items)
+        queue = list(units)
         window = 2 * self._slots  # enough queued for every slot, few enough to cancel fast
         while queue or self.pending:
             while queue and len(self.pending) < window:
-                item = queue.pop(0)
-                self.pending[self._run.remote(item, self.settings, self.timeout_s)] = item
-                yield News("started", item.id)
+                unit = queue.pop(0)
+                self.pending[self._run.remote(unit, self.settings, self.timeout_s)] = unit
+                yield News("started", unit.id)
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=BEAT_S)
             if not ready:
                 yield News("beat")
                 continue
             for ref in ready:
-                item = self.pending.pop(ref)
-                yield News("result", item.id, self._outcome(ref, item))
+                unit = self.pending.pop(ref)
+                yield News("result", unit.id, self._outcome(ref, unit))
 
-    def _outcome(self, ref: Any, item: Item) -> Any:
+    def _outcome(self, ref: Any, unit: RunUnit) -> Any:
         ray = self.ray
         try:
             return ray.get(ref)
         except ray.exceptions.TaskCancelledError:
-            return item.record.replace(status=Status.CRASHED, error="the Ray task was cancelled")
+            return unit.failed(Status.CRASHED, "the Ray task was cancelled")
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as e:
             why = f"the Ray worker or node died {MAX_RETRIES + 1} times: {type(e).__name__}"
-            return item.record.replace(status=Status.CRASHED, error=why)
+            return unit.failed(Status.CRASHED, why)
         except ray.exceptions.RayError as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            return item.record.replace(status=Status.CRASHED, error=f"Ray task failed: {first}")
+            return unit.failed(Status.CRASHED, f"Ray task failed: {first}")
 
     def close(self) -> None:
         for ref in list(self.pending):

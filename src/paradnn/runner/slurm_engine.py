@@ -20,7 +20,8 @@ from typing import Any
 from paradnn.config import ExecutorSettings, RunOptions
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.records import RunRecord, Status
-from paradnn.runner.engine import Item, News, missing_extra, worker_settings
+from paradnn.runner.engine import News, missing_extra, worker_settings
+from paradnn.runner.units import RunUnit
 from paradnn.runner.worker import WorkerSettings
 
 POLL_S = 1.0
@@ -43,15 +44,14 @@ def _element_class() -> type:
             self.done: list[tuple[int, RunRecord]] = []
 
         def __call__(
-            self, items: Sequence[Item], settings: WorkerSettings, timeout_s: float
+            self, units: Sequence[RunUnit], settings: WorkerSettings, timeout_s: float
         ) -> list[tuple[int, RunRecord]]:
             from paradnn.runner.isolated import run_one
 
             finished = {i for i, _ in self.done}
-            for item in items:
-                if item.id not in finished:
-                    rec = run_one(item.message, item.record, settings, timeout_s)
-                    self.done.append((item.id, rec))
+            for unit in units:
+                if unit.id not in finished:
+                    self.done.append((unit.id, run_one(unit, settings, timeout_s)))
             return self.done
 
     return Element
@@ -82,7 +82,7 @@ class SlurmEngine:
         self.settings = worker_settings(options, self.threads, self.gpu)
         self.timeout_s = timeout_s
         self.folder = Path(executor.folder)
-        self.pending: list[tuple[Any, list[Item]]] = []
+        self.pending: list[tuple[Any, list[RunUnit]]] = []
 
     def _executor(self, configs: int) -> Any:
         ex = self.submitit.AutoExecutor(folder=self.folder, cluster=self.executor_settings.cluster)
@@ -114,9 +114,9 @@ class SlurmEngine:
             raise ParadnnError(f"a Slurm job could not start a paradnn worker: {first}") from None
         return {**hello, "tasks_per_node": 1}
 
-    def run(self, items: Sequence[Item]) -> Iterator[News]:
+    def run(self, units: Sequence[RunUnit]) -> Iterator[News]:
         per = self.executor_settings.configs_per_job
-        chunks = [list(items[i : i + per]) for i in range(0, len(items), per)]
+        chunks = [list(units[i : i + per]) for i in range(0, len(units), per)]
         limit = self.executor_settings.max_array_size
         element = _element_class()
         for start in range(0, len(chunks), limit):
@@ -127,8 +127,8 @@ class SlurmEngine:
             )
             for job, chunk in zip(jobs, part, strict=True):
                 self.pending.append((job, chunk))
-                for item in chunk:
-                    yield News("started", item.id)
+                for unit in chunk:
+                    yield News("started", unit.id)
         while self.pending:
             finished = [(j, c) for j, c in self.pending if j.done()]
             if not finished:
@@ -139,18 +139,18 @@ class SlurmEngine:
                 self.pending.remove((job, chunk))
                 yield from self._outcomes(job, chunk)
 
-    def _outcomes(self, job: Any, chunk: list[Item]) -> Iterator[News]:
+    def _outcomes(self, job: Any, chunk: list[RunUnit]) -> Iterator[News]:
         error = f"Slurm job {job.job_id} returned no result for it"
         try:
             got = dict(job.result())
         except Exception as e:  # the element failed as a whole: each of its configs says why
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             got, error = {}, f"Slurm job {job.job_id} failed: {first}"
-        for item in chunk:
-            rec = got.get(item.id)
+        for unit in chunk:
+            rec = got.get(unit.id)
             if rec is None:
-                rec = item.record.replace(status=Status.CRASHED, error=error)
-            yield News("result", item.id, rec)
+                rec = unit.failed(Status.CRASHED, error)
+            yield News("result", unit.id, rec)
 
     def close(self) -> None:
         for job, _ in self.pending:

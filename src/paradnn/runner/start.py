@@ -10,19 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 from paradnn import families, precisions
-from paradnn.config import RunOptions
+from paradnn.config import LOADER_SETTINGS, RunOptions
 from paradnn.errors import ConfigError
 from paradnn.precisions import precision_flags
 from paradnn.records import (
     DEVICE_DATA,
     HOST_DATA,
-    LOADER_SETTINGS,
     Counts,
     Identity,
     Infeed,
     Outcome,
     Parallel,
     RunRecord,
+    Status,
     Utilization,
     now,
     null_energy,
@@ -107,7 +107,7 @@ def _start(
         key = run_key(family_name, dict(values), options.key_fields(), env["fingerprint"])
         return RunRecord(
             Identity(run_key=key, config=dict(values), **identity),
-            Outcome("invalid", error=str(e), started_at=now()),
+            Outcome(Status.INVALID, error=str(e), started_at=now()),
             energy_part=energy,
         )
     resolved = dict(cfg.__dict__)
@@ -128,7 +128,7 @@ def _start(
             emulated=bool(emulated),
             **identity,
         ),
-        Outcome("ok", started_at=now()),
+        Outcome(Status.OK, started_at=now()),
         counts=Counts(
             params_analytic=fam.params(cfg),
             flops_analytic=fam.train_flops(cfg),
@@ -216,13 +216,13 @@ def _parallel_start(
             f"batch = {batch}: strong scaling splits it over procs = {n} ranks; "
             f"use a multiple of {n}"
         )
-        outcome = Outcome("invalid", error=error, started_at=now())
+        outcome = Outcome(Status.INVALID, error=error, started_at=now())
         return RunRecord(ident, outcome, energy_part=energy, parallel_part=part)
     rank_cfg = fam.config({**resolved, "batch": part.rank_batch}) if "batch" in resolved else cfg
     why = "computed against the platform database and ceilings when stored"
     return RunRecord(
         ident,
-        Outcome("ok", started_at=now()),
+        Outcome(Status.OK, started_at=now()),
         counts=Counts(
             params_analytic=fam.params(cfg),
             flops_analytic=fam.train_flops(rank_cfg) * n,

@@ -1,7 +1,8 @@
 """The sweep supervisor: runs configurations in worker processes and survives what they do.
 
-The supervisor never imports torch or touches a device. It spawns workers, sends each one job at
-a time, and writes every outcome to the store in its own transaction:
+The supervisor never imports torch or touches a device. It spawns workers, sends each one unit
+of work at a time (runner/units.py: a training run, a calibrate or ops kernel), and writes
+every outcome to the store in its own transaction:
 - a result from the worker is stored as it is (`ok`, `oom`, `nan`, `unsupported`, …);
 - a worker past its deadline is killed: `timeout`; one that dies: `crashed` (with the signal or
   exit code), or `oom` when the kernel's OOM killer sent SIGKILL;
@@ -26,13 +27,14 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from paradnn import host, utilization
+from paradnn import host
 from paradnn.config import RunOptions, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
-from paradnn.records import Prediction, RunRecord, Status, now
+from paradnn.records import Prediction, RunRecord, Status
 from paradnn.runner.start import start_record
-from paradnn.runner.tasks import Task, failure_row
+from paradnn.runner.tasks import KernelUnit
+from paradnn.runner.units import RunUnit, Stored, Unit
 from paradnn.runner.worker import WorkerSettings
 from paradnn.runner.worker import main as worker_main
 from paradnn.store import Store
@@ -55,39 +57,13 @@ class Event:
     total: int
     counts: dict[str, int]
     record: RunRecord | None = None
-    running: list[RunSpec] = field(default_factory=list)
+    running: list[Unit] = field(default_factory=list)
     skipped: int = 0
     eta_s: float | None = None
     notes: list[str] = field(default_factory=list)  # `start`: what the plan resolved to
-    progress: dict[str, Any] | None = None  # `progress`: the running job's phase and samples
-    row: dict[str, Any] | None = None  # `result` of a task (a ceiling or an op): its stored row
+    progress: dict[str, Any] | None = None  # `progress`: the running unit's phase and samples
+    row: dict[str, Any] | None = None  # `result` of a kernel unit (a ceiling or an op): its row
     nodes: dict[str, int] = field(default_factory=dict)  # results per host (cluster executors)
-
-
-@dataclass
-class _Job:
-    id: int
-    spec: RunSpec | Task
-    record: RunRecord | None  # a training run's pre-filled record (used if the worker dies)
-    cost: float
-    remeasured: int = 0  # how many times this run was measured again after a noisy result
-    not_before: float = 0.0  # time.monotonic() before which it must not start (back-off)
-
-    @property
-    def task(self) -> Task | None:
-        return self.spec if isinstance(self.spec, Task) else None
-
-    def message(self, supervisor: Supervisor) -> dict[str, Any]:
-        if self.task is not None:
-            t = self.task
-            return {"id": self.id, "task": {"kind": t.kind, "params": t.params, "label": t.label}}
-        return {
-            "id": self.id,
-            "family": self.spec.family,
-            "config": dict(self.spec.config),
-            "sweep": supervisor.sweep,
-            "options": supervisor._options(self.spec),
-        }
 
 
 @dataclass
@@ -95,10 +71,10 @@ class _Worker:
     process: Any
     conn: Connection
     hello: dict[str, Any]
-    job: _Job | None = None
+    unit: Unit | None = None
     started: float = 0.0
     runs: int = 0
-    progress: dict[str, Any] | None = None  # the last progress message of the running job
+    progress: dict[str, Any] | None = None  # the last progress message of the running unit
 
 
 # A worker starts by re-importing the caller's main module (multiprocessing's spawn). A script
@@ -197,11 +173,11 @@ def _death(exitcode: int | None) -> tuple[str, str]:
     return Status.CRASHED, f"worker exited with code {exitcode} before returning a result"
 
 
-def _next_due(queue: list[_Job]) -> _Job | None:
-    """The first job whose back-off has passed (taken off the queue), or None."""
+def _next_due(queue: list[Unit]) -> Unit | None:
+    """The first unit whose back-off has passed (taken off the queue), or None."""
     now_ = time.monotonic()
-    for i, job in enumerate(queue):
-        if job.not_before <= now_:
+    for i, unit in enumerate(queue):
+        if unit.not_before <= now_:
             return queue.pop(i)
     return None
 
@@ -248,11 +224,10 @@ class Supervisor:
         self.cost_done = 0.0
         self.cost_left = 0.0
         self.measured_s = 0.0
-        self._last: RunRecord | None = None
+        self._last: Stored | None = None  # the newest stored outcome
         self.idle: dict[str, Any] | None = None  # the idle power baseline (--energy)
         self.notes: list[str] = []
-        self._last_row: dict[str, Any] | None = None
-        self.heartbeat_s = 2.0  # a `progress` event at least this often while a job runs
+        self.heartbeat_s = 2.0  # a `progress` event at least this often while a unit runs
         self.load = load  # the machine's load before the sweep (sampled here when None)
         self.threads_choice: host.ThreadsChoice | None = None
 
@@ -262,53 +237,52 @@ class Supervisor:
             self.options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
         )
 
-    def _compiled(self, job: _Job) -> bool:
-        """A compiled mode's run: it gets a worker of its own, fresh, retired after it, so no
-        dynamo or inductor state passes between runs (docs/modes.md). So does a JAX run: its
-        peak memory is the process's high-water mark, and XLA's caches stay in the process
-        (docs/jax.md)."""
-        if job.task is not None:
-            return False
-        options = self._options(job.spec)
-        return options.mode != "eager" or options.backend == "jax"
-
-    def plan(self, specs: Sequence[RunSpec], env: dict[str, Any]) -> tuple[list[_Job], int]:
-        """Jobs still to do, and how many specs were skipped as already finished."""
+    def plan(
+        self, specs: Sequence[RunSpec], env: dict[str, Any], capacity: tuple[int, str]
+    ) -> tuple[list[RunUnit], int]:
+        """The runs still to do, each with its record prepared (identity, run key, analytic
+        counts, the memory prediction: what a worker never writes), and how many specs were
+        skipped as already finished. `capacity`: the worker's memory and device type."""
         latest = self.store.latest_status()
         seen: set[str] = set()
-        jobs: list[_Job] = []
+        records: list[tuple[RunRecord, RunOptions]] = []
         skipped = 0
         for spec in specs:
-            rec = start_record(
-                spec.family, dict(spec.config), self._options(spec), env, sweep=self.sweep
-            )
+            options = self._options(spec)
+            rec = start_record(spec.family, dict(spec.config), options, env, sweep=self.sweep)
             status = latest.get(rec.run_key)
             retry = self.settings.force or (self.settings.retry_failed and status in FAILURES)
             if rec.run_key in seen or (status is not None and not retry):
                 skipped += 1
                 continue
             seen.add(rec.run_key)
-            jobs.append(_Job(len(jobs), spec, rec, 0.0))
-        flops = sorted(j.record.flops_analytic or 0 for j in jobs)
+            records.append((self._predict(rec, options, *capacity), options))
+        flops = sorted(rec.flops_analytic or 0 for rec, _ in records)
         typical = max(flops[len(flops) // 2], 1) if flops else 1
-        for j in jobs:  # relative cost: a fixed part (warm-up, minimum time) plus the work
-            j.cost = 1.0 + (j.record.flops_analytic or 0) / typical
-        return jobs, skipped
+        # relative cost: a fixed part (warm-up, minimum time) plus the work
+        units = [
+            RunUnit(id=i, cost=1.0 + (rec.flops_analytic or 0) / typical, record=rec, options=o)
+            for i, (rec, o) in enumerate(records)
+        ]
+        return units, skipped
 
-    def _predict(self, job: _Job, capacity: int, device_type: str) -> bool:
-        """Fill the memory prediction; False when the config cannot fit and must not run."""
-        if job.record.status != Status.OK:
-            return True
+    def _predict(
+        self, rec: RunRecord, options: RunOptions, capacity: int, device_type: str
+    ) -> RunRecord:
+        """The record with its memory prediction; `predicted_oom` when the config cannot fit
+        and must not run."""
+        if rec.status != Status.OK:
+            return rec
         from paradnn import families, memory
 
-        cfg = families.get(job.spec.family).config(job.record.config)
+        cfg = families.get(rec.family).config(rec.config)
         est = memory.predict(
-            job.spec.family, cfg, job.spec.precision, job.spec.optimizer, device_type=device_type
+            rec.family, cfg, options.precision, options.optimizer, device_type=device_type
         )
-        job.record = job.record.with_part(Prediction(int(est.total), int(est.lower_bound)))
+        rec = rec.with_part(Prediction(int(est.total), int(est.lower_bound)))
         if not self.settings.predict or memory.fits(est, capacity):
-            return True
-        job.record = job.record.replace(
+            return rec
+        return rec.replace(
             status=Status.PREDICTED_OOM,
             error=(
                 f"needs at least {est.lower_bound / 2**30:.2f} GiB (predicted "
@@ -316,7 +290,6 @@ class Supervisor:
                 "--no-predict runs it anyway"
             ),
         )
-        return False
 
     # -- running -----------------------------------------------------------------------------
     def _eta(self, running: int) -> float | None:
@@ -331,20 +304,20 @@ class Supervisor:
         skipped: int = 0,
         progress: dict[str, Any] | None = None,
     ) -> None:
-        running = [w.job.spec for w in slots if w is not None and w.job is not None]
+        running = [w.unit for w in slots if w is not None and w.unit is not None]
         self.on_event(
             Event(
                 kind,
                 self.done,
                 self.total,
                 dict(self.counts),
-                self._last if kind == "result" else None,
+                self._last.record if kind == "result" and self._last else None,
                 running,
                 skipped,
                 self._eta(len(slots)),
                 notes=list(self.notes) if kind in ("start", "remeasure") else [],
                 progress=progress,
-                row=self._last_row if kind == "result" else None,
+                row=self._last.row if kind == "result" and self._last else None,
             )
         )
 
@@ -401,39 +374,32 @@ class Supervisor:
             specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
             if self.threads_choice is not None:
                 self.notes += self._threads_notes(self.threads_choice)
-            jobs, skipped = self.plan(specs, hello["env"])
-            self.total, self.cost_left = len(jobs), sum(j.cost for j in jobs)
             capacity = hello["capacity_bytes"]
             if hello["capacity_kind"] == "host":  # parallel CPU workers share the host's memory
                 capacity //= self.settings.workers
-            capacity = (capacity, hello["env"]["device_type"])
-            if self.options.energy and jobs and self.options.energy_idle_s > 0:
+            units, skipped = self.plan(specs, hello["env"], (capacity, hello["env"]["device_type"]))
+            self.total, self.cost_left = len(units), sum(u.cost for u in units)
+            if self.options.energy and units and self.options.energy_idle_s > 0:
                 self.idle = self._idle_baseline(hello["env"]["device"])
             self._emit("start", slots, skipped)
-            self._drive(jobs, slots, pools, capacity, results)
+            self._drive(list(units), slots, pools, results)
         self._emit("end", [])
         return results
 
     def _drive(
-        self,
-        jobs: list[_Job],
-        slots: list[_Worker | None],
-        pools: list[_Pool],
-        capacity: tuple[int, str],
-        results: list[Any],
+        self, queue: list[Unit], slots: list[_Worker | None], pools: list[_Pool], results: list[Any]
     ) -> None:
-        """Hand out jobs and collect outcomes until every job is stored."""
-        queue = list(jobs)
-        while queue or any(w is not None and w.job for w in slots):
-            self._dispatch(queue, slots, pools, capacity, results)
-            if not any(w is not None and w.job for w in slots) and queue:
+        """Hand out units and collect outcomes until every unit is stored."""
+        while queue or any(w is not None and w.unit for w in slots):
+            self._dispatch(queue, slots, pools, results)
+            if not any(w is not None and w.unit for w in slots) and queue:
                 # only re-measures waiting out their back-off: sleep until the first is due
-                time.sleep(max(0.0, min(j.not_before for j in queue) - time.monotonic()))
+                time.sleep(max(0.0, min(u.not_before for u in queue) - time.monotonic()))
             self._collect(slots, results, queue)
 
     def _idle_baseline(self, device: str) -> dict[str, Any]:
         """Idle power of the sweep's device, measured here (torch-free) while the first worker
-        waits with its device set up and nothing runs; once per sweep, before any job."""
+        waits with its device set up and nothing runs; once per sweep, before any unit."""
         from paradnn.measure.energy import measure_idle, open_meter
 
         try:
@@ -454,130 +420,82 @@ class Supervisor:
 
     def _dispatch(
         self,
-        queue: list[_Job],
+        queue: list[Unit],
         slots: list[_Worker | None],
         pools: list[_Pool],
-        capacity: tuple[int, str],
-        results: list[RunRecord],
+        results: list[Any],
     ) -> None:
         for i in range(len(slots)):
-            while slots[i] is None or slots[i].job is None:
-                job = _next_due(queue)
-                if job is None:
+            while slots[i] is None or slots[i].unit is None:
+                unit = _next_due(queue)
+                if unit is None:
                     break
-                if job.record is not None and (
-                    job.record.status == "invalid" or not self._predict(job, *capacity)
-                ):
-                    self._finish(job.record, job, None, results, slots)  # never reaches a worker
+                settled = unit.settled()
+                if settled is not None:  # invalid, predicted_oom: never reaches a worker
+                    self._finish(settled, unit, None, results, slots)
                     continue
-                if slots[i] is not None and self._compiled(job) and slots[i].runs:
+                if slots[i] is not None and unit.fresh_worker and slots[i].runs:
                     _stop(slots[i], kill=False)  # a compiled run starts in a fresh worker
                     slots[i] = None
                 if slots[i] is None:
                     slots[i] = pools[i].start()
                 w = slots[i]
-                w.job, w.started = job, time.monotonic()
-                w.conn.send(job.message(self))
-                if job.record is not None:
-                    job.record = job.record.replace(started_at=now())
+                w.started = time.monotonic()
+                w.conn.send(unit.message())
+                w.unit = unit.sent()
                 self._emit("run", slots)
 
     def _finish(
         self,
-        rec: Any,
-        job: _Job,
+        outcome: Any,
+        unit: Unit,
         measured_s: float | None,
-        results: list[RunRecord],
+        results: list[Any],
         slots: list[_Worker | None],
-        queue: list[_Job] | None = None,
+        queue: list[Unit] | None = None,
     ) -> None:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
-        if job.task is not None:
-            return self._finish_task(rec, job, measured_s, results, slots)
-        rec = rec.with_part(job.record.prediction)
-        if rec.finished_at is None:
-            rec = rec.replace(finished_at=now())
-        if self.options.energy:
-            from paradnn.measure.energy import with_idle
-
-            rec = rec.with_part(with_idle(rec.energy_part, self.idle))
-        rec = utilization.of_record(rec, self.store)
-        rec = self.store.insert_record(rec)  # the supervisor alone stores; the store numbers it
+        stored = unit.store(outcome, self.store, self.idle)
         self.done += 1
-        self.counts[rec.status] += 1
-        self.cost_left -= job.cost
-        if measured_s is not None:  # runs that never reached a worker say nothing about speed
-            self.cost_done += job.cost
+        self.counts[stored.status] += 1
+        self.cost_left -= unit.cost
+        if measured_s is not None:  # units that never reached a worker say nothing about speed
+            self.cost_done += unit.cost
             self.measured_s += measured_s
-        results.append(rec)
-        self._last = rec
+        results.append(stored.value)
+        self._last = stored
         self._emit("result", slots)
         if queue is not None:
-            self._remeasure(rec, job, queue)
+            self._remeasure(stored, unit, queue)
 
-    def _remeasure(self, rec: RunRecord, job: _Job, queue: list[_Job]) -> None:
+    def _remeasure(self, stored: Stored, unit: Unit, queue: list[Unit]) -> None:
         """Queue a noisy ok run to be measured again (a new attempt) after its back-off, while
         it has re-measures left; say when and why (a `remeasure` event)."""
-        if rec.status != Status.OK or rec.quality != "noisy":
+        reasons = unit.noisy(stored)
+        if reasons is None or unit.remeasured >= self.settings.remeasure:
             return
-        if job.remeasured >= self.settings.remeasure:
-            return
-        wait_s = self.settings.remeasure_backoff_s * 2**job.remeasured
+        wait_s = self.settings.remeasure_backoff_s * 2**unit.remeasured
         again = dataclasses.replace(
-            job, remeasured=job.remeasured + 1, not_before=time.monotonic() + wait_s
+            unit, remeasured=unit.remeasured + 1, not_before=time.monotonic() + wait_s
         )
         queue.append(again)
         self.total += 1
-        self.cost_left += job.cost
-        label = f"{rec.family} {rec.precision} " + ", ".join(
-            f"{k}={v}" for k, v in (rec.config or {}).items()
+        self.cost_left += unit.cost
+        label = f"{unit.family} {unit.precision} " + ", ".join(
+            f"{k}={v}" for k, v in (unit.config or {}).items()
         )
         self.notes = [
-            f"re-measuring {label} (attempt {rec.attempt} was noisy: "
-            f"{'; '.join(rec.quality_reasons or ['rated noisy'])}); "
+            f"re-measuring {label} (attempt {stored.attempt} was noisy: "
+            f"{'; '.join(reasons)}); "
             f"re-measure {again.remeasured} of {self.settings.remeasure}, in {wait_s:g} s"
         ]
         self._emit("remeasure", [])
         self.notes = []
 
-    def _finish_task(
-        self,
-        row: dict[str, Any],
-        job: _Job,
-        measured_s: float | None,
-        results: list[Any],
-        slots: list[_Worker | None],
-    ) -> None:
-        task = job.task
-        assert task is not None
-        if "device" not in row:  # the worker's own account of a failure: the template's row
-            row = failure_row(task, row["status"], row["error"])
-        row["task_key"] = task.key
-        if task.kind == "op":
-            utilization.fill(row, self.store)
-        self.store.insert_rows(task.table, [row])
-        self.done += 1
-        self.counts[row["status"]] += 1
-        self.cost_left -= job.cost
-        if measured_s is not None:
-            self.cost_done += job.cost
-            self.measured_s += measured_s
-        results.append(row)
-        self._last_row = row
-        self._emit("result", slots)
-
-    def _failed(self, job: _Job, status: str, error: str, w: _Worker) -> Any:
-        """The outcome of a job whose worker died or ran past its deadline."""
-        if job.task is not None:
-            return failure_row(job.task, status, error)
-        return job.record.replace(
-            status=status, error=error, worker_pid=w.process.pid, worker_index=w.runs
-        )
-
-    def run_tasks(
-        self, plan: Callable[[dict[str, Any]], list[Task]], notes: list[str] | None = None
+    def run_kernels(
+        self, plan: Callable[[dict[str, Any]], list[KernelUnit]], notes: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """Run the ceilings or ops that `plan(environment)` returns, one per job, in workers;
+        """Run the ceilings or ops that `plan(environment)` returns, one unit each, in workers;
         units whose newest row of the same key is `ok` or `unsupported` are skipped unless
         `force` (a crash, a hang or an OOM is measured again)."""
         pool = _Pool(WorkerSettings(self.options.device, self.options.threads, None))
@@ -585,68 +503,70 @@ class Supervisor:
         results: list[dict[str, Any]] = []
         with _held(slots):
             slots[0] = pool.start()
-            tasks = plan(slots[0].hello["env"])
+            planned = plan(slots[0].hello["env"])
             self.notes = list(notes or [])  # what the plan left out, said at `start`
             done: dict[str, str] = {}
-            for table in {t.table for t in tasks}:
+            for table in {u.table for u in planned}:
                 done.update(self.store.task_status(table))
             # what is known stays known: `ok` and `unsupported`; a crash, hang or OOM is retried
-            todo = [t for t in tasks if self.settings.force or done.get(t.key) not in FINAL]
-            jobs = [_Job(i, t, None, 1.0) for i, t in enumerate(todo)]
-            self.total, self.cost_left = len(jobs), float(len(jobs))
-            self._emit("start", slots, len(tasks) - len(todo))
-            self._drive(jobs, slots, [pool], (0, "task"), results)
+            todo = [u for u in planned if self.settings.force or done.get(u.key) not in FINAL]
+            units: list[Unit] = [dataclasses.replace(u, id=i) for i, u in enumerate(todo)]
+            self.total, self.cost_left = len(units), float(len(units))
+            self._emit("start", slots, len(planned) - len(todo))
+            self._drive(units, slots, [pool], results)
         self._emit("end", [])
         return results
 
     def _collect(
-        self, slots: list[_Worker | None], results: list[RunRecord], queue: list[_Job] | None = None
+        self, slots: list[_Worker | None], results: list[Any], queue: list[Unit] | None = None
     ) -> None:
         """Wait for a result, a death or a deadline; store each outcome; retire spent workers.
         A re-measure in `queue` that comes due ends the wait, so an idle slot takes it."""
-        busy = [w for w in slots if w is not None and w.job is not None]
+        busy = [w for w in slots if w is not None and w.unit is not None]
         if not busy:
             return
         timeout = self.settings.timeout_s
         first_deadline = min(w.started + timeout for w in busy)
         until = min(first_deadline - time.monotonic(), self.heartbeat_s)
         if queue and len(busy) < len(slots):
-            until = min(until, min(j.not_before for j in queue) - time.monotonic())
+            until = min(until, min(u.not_before for u in queue) - time.monotonic())
         ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(0.0, until))
         for i, w in enumerate(slots):
-            if w is None or w.job is None:
+            if w is None or w.unit is None:
                 continue
-            job, outcome, kill = w.job, None, False
+            unit, outcome, kill = w.unit, None, False
             if w.conn in ready:
                 try:
                     msg = w.conn.recv()
-                    if msg.get("type") == "progress":  # the job goes on: tell the caller
+                    if msg.get("type") == "progress":  # the unit goes on: tell the caller
                         w.progress = {**msg, "elapsed_s": time.monotonic() - w.started}
                         self._emit("progress", slots, progress=w.progress)
                         continue
-                    outcome = msg["record"] if "record" in msg else msg["row"]
+                    outcome = msg["outcome"]
                     w.runs += 1
                 except (EOFError, OSError):
                     pass  # it died mid-send: judged by its exit code below
+            pid = w.process.pid
             if outcome is None and (w.process.sentinel in ready or w.conn in ready):
                 w.process.join(timeout=5)
-                outcome = self._failed(job, *_death(w.process.exitcode), w)
+                status, error = _death(w.process.exitcode)
+                outcome = unit.failed(status, error, pid=pid, index=w.runs)
             elif outcome is None and time.monotonic() >= w.started + timeout:
                 error = f"no result within {timeout:g} s; the worker was killed"
                 if w.progress and w.progress.get("phase"):  # e.g. a compile that never ended
                     error += f" (last phase: {w.progress['phase']})"
-                outcome, kill = self._failed(job, Status.TIMEOUT, error, w), True
+                outcome = unit.failed(Status.TIMEOUT, error, pid=pid, index=w.runs)
+                kill = True
             if outcome is None:
                 if not ready:  # a quiet stretch (one long step): a heartbeat for the caller
                     beat = {**(w.progress or {"phase": "starting"})}
                     beat["elapsed_s"] = time.monotonic() - w.started
                     self._emit("progress", slots, progress=beat)
                 continue
-            w.job = None
+            w.unit = None
             w.progress = None
-            status = outcome["status"] if isinstance(outcome, dict) else outcome.status
-            retire = kill or status in RECYCLE_AFTER or not w.process.is_alive()
-            if retire or w.runs >= self.settings.recycle_every or self._compiled(job):
+            retire = kill or unit.status(outcome) in RECYCLE_AFTER or not w.process.is_alive()
+            if retire or w.runs >= self.settings.recycle_every or unit.fresh_worker:
                 _stop(w, kill=retire)
                 slots[i] = None  # a fresh worker starts when there is work for it
-            self._finish(outcome, job, time.monotonic() - w.started, results, slots, queue)
+            self._finish(outcome, unit, time.monotonic() - w.started, results, slots, queue)

@@ -2,13 +2,13 @@
 
 `calibrate` and `ops` used to time their kernels inside the CLI process: a segfault, a hang or
 an OOM there lost everything and a re-run started over. Now each unit — one precision's matmul
-ceiling, one bandwidth kernel, one op × precision × pass × thread count — is a `Task` that the
+ceiling, one bandwidth kernel, one op × precision × pass × thread count — is a `KernelUnit` that the
 sweep supervisor sends to an isolated worker, exactly as it sends a training run: same timer,
 same fault classification (a dead worker is `crashed`/`oom`, a late one `timeout`), same
 environment fingerprint, and a row stored per unit in its own transaction. `task_key` (the unit,
 its settings and the environment fingerprint) lets a re-run skip units already measured `ok`.
 
-Planning (`ceiling_tasks`, `op_tasks`) is torch-free and runs in the supervisor; `run_task`
+Planning (`ceiling_units`, `op_units`) is torch-free and runs in the supervisor; `run_kernel`
 runs in the worker and calls the library functions (`measure.calibrate.calibrate`,
 `ops.bench.run_ops`) on one unit.
 """
@@ -21,11 +21,15 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paradnn.errors import ConfigError
 from paradnn.precisions import PRECISIONS, can_emulate
-from paradnn.records import now
+from paradnn.records import Status, now
+from paradnn.runner.units import Stored, Unit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.store import Store
 
 CEILING_KINDS = ("matmul", "copy", "triad")
 TABLES = {"ceiling": "ceilings", "op": "ops"}
@@ -33,10 +37,9 @@ FAULT_ENV = "PARADNN_FAULT_TASK"  # tests: "<label substring>=<signal name>" kil
 
 
 @dataclass(frozen=True)
-class Task:
-    """One unit of `calibrate` or `ops`, as the supervisor plans and stores it.
-
-    `family`, `precision` and `config` let progress reporters show it like a training run."""
+class KernelUnit(Unit):
+    """One unit of `calibrate` or `ops`, as the supervisor plans, sends and stores it: one
+    precision's matmul ceiling, one bandwidth kernel, one op × precision × pass × threads."""
 
     kind: str  # "ceiling" | "op"
     key: str
@@ -60,6 +63,35 @@ class Task:
     def table(self) -> str:
         return TABLES[self.kind]
 
+    def message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "unit": "kernel",
+            "kind": self.kind,
+            "params": self.params,
+            "label": self.label,
+        }
+
+    def status(self, outcome: Any) -> str:
+        return str(outcome["status"])
+
+    def failed(
+        self, status: str, error: str, *, pid: int | None = None, index: int | None = None
+    ) -> dict[str, Any]:
+        return failure_row(self, status, error)
+
+    def store(self, outcome: Any, store: Store, idle: dict[str, Any] | None = None) -> Stored:
+        from paradnn import utilization
+
+        row: dict[str, Any] = outcome
+        if "device" not in row:  # the worker's own account of a failure: the template's row
+            row = failure_row(self, row["status"], row["error"])
+        row["task_key"] = self.key
+        if self.kind == "op":
+            utilization.fill(row, store)
+        store.insert_rows(self.table, [row])
+        return Stored(row["status"], row=row)
+
 
 def task_key(kind: str, params: dict[str, Any], fingerprint: str) -> str:
     blob = json.dumps({"kind": kind, "params": params, "env": fingerprint}, sort_keys=True)
@@ -75,7 +107,7 @@ def _common(env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def ceiling_tasks(
+def ceiling_units(
     env: dict[str, Any],
     precisions: Sequence[str] | None,
     *,
@@ -84,7 +116,7 @@ def ceiling_tasks(
     sizes: Sequence[int] | None = None,
     stream_bytes: int | None = None,
     allow_emulated: bool = False,
-) -> tuple[list[Task], dict[str, str]]:
+) -> tuple[list[KernelUnit], dict[str, str]]:
     """The units of one `calibrate`, and the precisions left out with their reasons."""
     kinds = tuple(kinds)
     for k in kinds:
@@ -93,7 +125,7 @@ def ceiling_tasks(
     native = list(env.get("native_precisions") or ["fp32"])
     reasons = dict(env.get("precision_reasons") or {})
     asked = native if precisions is None else list(dict.fromkeys(precisions))
-    tasks: list[Task] = []
+    tasks: list[KernelUnit] = []
     skipped: dict[str, str] = {}
     base = {"budget_s": budget_s, "sizes": list(sizes) if sizes else None}
     for kind in kinds:
@@ -113,7 +145,7 @@ def ceiling_tasks(
     return tasks, skipped
 
 
-def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> Task:
+def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> KernelUnit:
     key = task_key("ceiling", params, env["fingerprint"])
     failure = {
         **_common(env),
@@ -123,14 +155,14 @@ def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> Task:
         "unit": "FLOP/s" if params["kind"] == "matmul" else "B/s",
         "detail": {"params": params},
         "measured_at": None,
-        "status": "crashed",
+        "status": Status.CRASHED,
         "error": None,
         "task_key": key,
     }
-    return Task("ceiling", key, params, label, failure)
+    return KernelUnit("ceiling", key, params, label, failure)
 
 
-def op_tasks(
+def op_units(
     env: dict[str, Any],
     precisions: Sequence[str],
     *,
@@ -139,7 +171,7 @@ def op_tasks(
     threads: Sequence[int | None] = (None,),
     scale: float = 1.0,
     allow_emulated: bool = False,
-) -> list[Task]:
+) -> list[KernelUnit]:
     """The units of one `ops` (thread counts outermost, as the study's thread sweep)."""
     from paradnn.ops.table4 import PASSES, TABLE4, spec
 
@@ -174,7 +206,7 @@ def op_tasks(
                         "pass": pass_,
                         **_common(env),
                         "threads": t if t is not None else env.get("threads"),
-                        "status": "crashed",
+                        "status": Status.CRASHED,
                         "error": None,
                         "flops": s.flops(pass_),
                         "nulls": {"time_s": "the op did not finish"},
@@ -182,7 +214,7 @@ def op_tasks(
                         "task_key": key,
                     }
                     label = f"{s.name} {p} {pass_}" + (f" {t} threads" if t else "")
-                    tasks.append(Task("op", key, params, label, failure))
+                    tasks.append(KernelUnit("op", key, params, label, failure))
     return tasks
 
 
@@ -196,7 +228,7 @@ def _maybe_fault(label: str) -> None:
         os.kill(os.getpid(), getattr(signal, sig))
 
 
-def run_task(
+def run_kernel(
     kind: str,
     params: dict[str, Any],
     label: str,
@@ -228,7 +260,7 @@ def run_task(
         short = (row.get("detail") or {}).get("too_small")
         if short:  # measured, but no ceiling: stored with the reason, re-measured next time
             return {**row, "value": None, "status": "too_small", "error": short}
-        return {**row, "status": "ok", "error": None}
+        return {**row, "status": Status.OK, "error": None}
     if kind == "op":
         from paradnn.ops.bench import run_ops
 
@@ -246,7 +278,7 @@ def run_task(
     raise ValueError(f"task kind = {kind!r}: must be ceiling or op")
 
 
-def failure_row(task: Task, status: str, error: str) -> dict[str, Any]:
+def failure_row(task: KernelUnit, status: str, error: str) -> dict[str, Any]:
     """The row stored for a unit whose worker died, hung or ran out of memory."""
     row = {**task.failure, "status": status, "error": error, "measured_at": now()}
     if task.kind == "ceiling":

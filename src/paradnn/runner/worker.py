@@ -1,9 +1,10 @@
-"""A worker process: measures the configurations the supervisor sends, one at a time.
+"""A worker process: measures the units of work the supervisor sends, one at a time.
 
 Started with the `spawn` method (never fork after CUDA initialisation). It imports torch only
-after pinning its threads and CPUs, reports its environment and memory capacity in a hello, then
-answers each job with a finished RunRecord. It dies with its parent (PR_SET_PDEATHSIG), so a
-`kill -9` of the supervisor never leaves a worker measuring into the void.
+after pinning its threads and CPUs, reports its environment and memory capacity in a hello,
+then answers each unit (runner/units.py) with its outcome: a run's record, a kernel's row. It
+dies with its parent (PR_SET_PDEATHSIG), so a `kill -9` of the supervisor never leaves a
+worker measuring into the void.
 """
 
 from __future__ import annotations
@@ -54,8 +55,7 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
 
     from paradnn.config import RunOptions
     from paradnn.errors import ParadnnError
-    from paradnn.measure.environment import note_threads_choice
-    from paradnn.runner.execute import execute, prepare
+    from paradnn.measure.environment import note_threads_choice, prepare
 
     note_threads_choice(settings.threads_choice)
     try:
@@ -79,52 +79,52 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
     index = 0
     while True:
         try:
-            job: dict[str, Any] | None = conn.recv()
+            msg: dict[str, Any] | None = conn.recv()
         except (EOFError, OSError):
             return
-        if job is None:
+        if msg is None:
             return
 
-        def progress(info: dict[str, Any], job_id: int = job["id"]) -> None:
-            # the supervisor may be gone: then the run's result decides, not its progress
+        def progress(info: dict[str, Any], unit_id: int = msg["id"]) -> None:
+            # the supervisor may be gone: then the unit's outcome decides, not its progress
             with contextlib.suppress(OSError, ValueError):
-                conn.send({"type": "progress", "job": job_id, **info})
+                conn.send({"type": "progress", "id": unit_id, **info})
 
-        if "task" in job:  # a ceiling or an op (runner/tasks.py)
-            row = _run_task(job, settings, progress)
-            index += 1
-            conn.send({"type": "result", "job": job["id"], "row": row})
-            continue
-        run = execute
-        if job["options"].backend == "jax":  # XLA (docs/jax.md): one run per fresh worker
-            from paradnn.runner.jax_execute import execute_jax as run
-        elif job["options"].procs > 1:  # N ranks, started and watched here (docs/scaling.md)
-            from paradnn.runner.distributed import execute_parallel as run
-        rec = run(
-            job["family"], job["config"], job["options"], sweep=job["sweep"], progress=progress
-        )
-        rec = rec.replace(worker_pid=os.getpid(), worker_index=index)
+        outcome = ANSWERS[msg["unit"]](msg, settings, progress, index)
         index += 1
-        conn.send({"type": "result", "job": job["id"], "record": rec})
+        conn.send({"type": "result", "id": msg["id"], "outcome": outcome})
 
 
-def _run_task(job: dict[str, Any], settings: WorkerSettings, progress: Any) -> dict[str, Any]:
-    """One ceiling or op; an exception is the task's failure, never the worker's."""
+def _run(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index: int) -> Any:
+    """A training run: the supervisor's prepared record, measured here (runner/core.py)."""
+    from paradnn.runner.core import measure_run
+
+    rec = measure_run(msg["record"], msg["options"], progress)
+    return rec.replace(worker_pid=os.getpid(), worker_index=index)
+
+
+def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index: int) -> Any:
+    """One ceiling or op (runner/tasks.py); an exception is the unit's failure, never the
+    worker's."""
     from paradnn.measure.faults import classify, one_line
-    from paradnn.runner.tasks import run_task
+    from paradnn.records import Status
+    from paradnn.runner.tasks import run_kernel
 
-    task = job["task"]
     try:
-        row = run_task(
-            task["kind"],
-            task["params"],
-            task["label"],
+        row = run_kernel(
+            msg["kind"],
+            msg["params"],
+            msg["label"],
             settings.device,
             settings.threads,
-            progress=lambda msg: progress({"phase": msg}),
+            progress=lambda words: progress({"phase": words}),
         )
     except Exception as e:  # every failure becomes data
         return {"status": classify(e), "error": one_line(e)}
     if row is None:
-        return {"status": "crashed", "error": "no size could be measured (every one failed)"}
+        return {"status": Status.CRASHED, "error": "no size could be measured (every one failed)"}
     return row
+
+
+# What a worker does with each kind of unit (runner/units.py: a unit's message names its kind).
+ANSWERS = {"run": _run, "kernel": _kernel}
