@@ -135,8 +135,14 @@ def _store(tmp: Path) -> list[str]:
     return [a, b]
 
 
+_WHERE: dict[str, str] = {}  # the store's folder: pytest names it apart under xdist (popen-gwN)
+
+
 def _mask(text: object) -> str:
-    return re.sub(r"\d+", "#", str(text))
+    text = str(text)
+    if _WHERE.get("tmp"):
+        text = text.replace(_WHERE["tmp"], "<tmp>")
+    return re.sub(r"\d+", "#", text)
 
 
 _CELL = re.compile(r"<t([hd])[^>]*>(.*?)</t[hd]>", re.S)
@@ -180,6 +186,7 @@ def shape(rep: report.Report) -> dict:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("golden")
+    _WHERE["tmp"] = str(tmp)
     return report.build(_store(tmp), tmp / "out")
 
 
