@@ -212,6 +212,55 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "dtype=None gives the same float64 array, an empty one included",
         "np.array(fpeak, dtype=None)",
     ),
+    "paradnn.sim.fidelity.x_device_chips__mutmut_10": (
+        "the stand-in is used only when the runs have no device_name column: an empty Series "
+        "gives the same empty set of names whatever its dtype",
+        "pd.Series(dtype=None)",
+    ),
+    "paradnn.sim.fit.x_chip_toml__mutmut_13": (
+        "the id is built from device.lower() with every other character made '-', so no "
+        "uppercase X is left to strip: stripping 'X' and '-' is stripping '-'",
+        '.strip("XX-XX")',
+    ),
+    "paradnn.sim.interconnect.x_chip_counts__mutmut_1": (
+        "the default limit only bounds powers of two: those ≤ 1025 are those ≤ 1024 (the "
+        "next is 2048), so the default curve is the same",
+        "limit: int = 1025",
+    ),
+    **{
+        f"paradnn.sim.opfit.x_op_plan__mutmut_{n}": (
+            f"cols['{col}'] holds only Python {kind}, so numpy makes {made} array without "
+            f"dtype; {use} (an empty list gives float64 either way)",
+            line,
+        )
+        for n, col, kind, made, use, line in (
+            (
+                133,
+                "q",
+                "floats (true divisions in _op_peak and _quantization)",
+                "a float64",
+                "the same array",
+                'np.array(cols["q"], dtype=None)',
+            ),
+            (
+                147,
+                "k",
+                "ints (op.k)",
+                "an int64",
+                "its one use, best · k / (k + k_half) in evaluate, promotes it to float64 "
+                "exactly (k < 2⁵³): the same efficiencies",
+                'np.array(cols["k"], )',
+            ),
+            (
+                157,
+                "n",
+                "ints (op.count)",
+                "an int64",
+                "its one use, float(kernels.sum()) in evaluate, is the same exact integer sum",
+                'np.array(cols["n"], dtype=None)',
+            ),
+        )
+    },
     "paradnn.sim.model.x_input_step__mutmut_4": (
         "< 0 and <= 0 differ only at zero, and `not loader_examples_per_s` has already "
         "rejected every zero (0, 0.0, -0.0) with the same error",

@@ -4,6 +4,7 @@ the simulator's check, bad input at the command line. Torch-free except the DDP 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -204,6 +205,12 @@ def test_the_simulator_recovers_a_ring_it_was_fitted_on():
     assert check.allreduce_error == pytest.approx(0.0, abs=1e-9)
     assert check.efficiency_error == pytest.approx(0.0, abs=1e-9)
     assert "all-reduce time error 0.0%" in check.summary()
+    assert check.summary().endswith("scaling efficiency error 0.0 points (median, absolute)")
+    worse = dataclasses.replace(check, allreduce_error=0.25, efficiency_error=0.031)
+    assert worse.summary() == (
+        f"simulator check over {len(check.rows)} run(s): all-reduce time error 25.0% "
+        "(geometric mean), scaling efficiency error 3.1 points (median, absolute)"
+    )
     assert C.check_frame(pd.DataFrame()).reason.startswith("no data-parallel run")
     flat = [{"bytes": 4096, "time_s": 1e-3}, {"bytes": 8192, "time_s": 1e-3}]
     assert "not slower" in C.fit_link(flat, 2, exclude=None)

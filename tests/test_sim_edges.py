@@ -6,6 +6,7 @@ caller reads. Torch-free like the simulator."""
 from __future__ import annotations
 
 import dataclasses
+import io
 
 import numpy as np
 import pytest
@@ -402,3 +403,47 @@ def test_a_scaling_row_names_its_exposed_communication():
     assert [r["exposed_comm_s"] for r in rows] == pytest.approx(
         [0.0, 2e-6 + 835_048 * 4 / (2 * 82e9)]
     )
+
+
+def test_a_scaling_curve_reduces_the_torus_dimensions_concurrently_when_asked():
+    tpu = C.load("tpu-v3")
+    both = model.scaling("fc", FC, tpu, "bf16", max_chips=16, concurrent=True)
+    alone = model.scaling("fc", FC, tpu, "bf16", max_chips=16)
+    want = [
+        model.predict("fc", FC, tpu, "bf16", chips=n, concurrent=True).allreduce_s
+        for n in (2, 4, 8, 16)
+    ]
+    assert [r["allreduce_s"] for r in both[1:]] == pytest.approx(want)
+    assert both[-1]["allreduce_s"] < alone[-1]["allreduce_s"]
+
+
+def test_a_scaling_curve_reaches_a_million_chips_and_no_further():
+    with pytest.raises(ConfigError) as e:
+        model.scaling("fc", FC, C.load("tpu-v3"), "bf16", max_chips=(1 << 20) + 1)
+    assert str(e.value) == "--scaling = 1048577: must be an integer in [1, 1048576]"
+
+
+def test_a_breakdown_without_a_predicted_step_shows_no_share():
+    from paradnn.sim.render import breakdown_table
+
+    def shares(row):
+        from rich.console import Console
+
+        console = Console(record=True, width=200, file=io.StringIO())
+        console.print(breakdown_table(row))
+        lines = console.export_text().splitlines()
+        cells = [[c.strip() for c in line.split("│")] for line in lines]
+        return [c[3] for c in cells if c[1:2] == ["overhead_s"]]  # term | time | share | what
+
+    row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
+    share = 100 * row["overhead_s"] / row["predicted_step_s"]
+    assert shares(row) == [f"{share:.1f}%"]
+    assert shares({**row, "predicted_step_s": None}) == ["—"]  # no step: no share, no crash
+
+
+def test_a_bandwidth_column_header_is_in_gb_per_s_with_spaces():
+    from paradnn.sim.render import header
+
+    assert header("host_link_bytes_per_s") == "host link GB/s"
+    assert header("bisection_bytes_per_s") == "bisection GB/s"
+    assert header("gemm_compute_s") == "gemm compute ms"

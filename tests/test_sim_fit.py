@@ -300,3 +300,35 @@ def test_a_ceiling_row_without_a_value_is_no_ceiling():
     again = sim_chip.from_ceilings([*CEILINGS, stopped], CPU)
     assert dict(again.platform.peak_dense) == dict(chip.platform.peak_dense) == {"fp32": 2e11}
     assert sim_chip.from_ceilings([stopped], CPU) is None
+
+
+def test_a_fit_started_at_the_parameters_that_made_the_data_keeps_them():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    res = sim_fit.fit(chip, sim_fit.samples(_frame(chip, truth), chip), base=truth)
+    p = res.params
+    assert p.eff("fp32") == pytest.approx(0.5, rel=1e-9)
+    assert p.bw_efficiency == pytest.approx(0.6, rel=1e-9)
+    assert p.kernel_overhead_s == pytest.approx(3e-5, rel=1e-9)
+    assert p.k_half == pytest.approx(40.0, rel=1e-9)
+    assert res.cost == pytest.approx(0.0, abs=1e-20)
+
+
+def test_a_fit_reports_its_predictions_source_and_stop_reason():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = sim_fit.samples(_frame(chip, _truth(chip), noise=0.05), chip)
+    res = sim_fit.fit(chip, data)
+    assert res.params.source == f"fitted; {res.fitted_runs} runs fitted, split by config hash"
+    assert sim_fit.fit(chip, data, source="report").params.source.startswith("report; ")
+    want = [evaluate(s.plan, res.params, chip.mem_bandwidth).total_s for s in data]
+    assert res.rows["predicted_s"].tolist() == pytest.approx(want, rel=1e-12)
+    assert res.rows["ape"].tolist() == pytest.approx(
+        [abs(p - s.measured_s) / s.measured_s for p, s in zip(want, data, strict=True)]
+    )
+    assert isinstance(res.status, str) and res.status  # scipy's reason for stopping
+
+
+def test_fitting_a_database_without_runs_names_the_database():
+    with pytest.raises(ConfigError) as e:
+        sim_fit.device_chip(pd.DataFrame(), CEILINGS, None, None)
+    assert str(e.value) == "--db: holds no runs: run `paradnn run` first"

@@ -329,3 +329,17 @@ def test_a_remeasured_config_counts_once_with_its_latest_attempt():
     again = frame.iloc[[0]].assign(attempt=2, step_time_s=0.5)
     df = predicted_vs_measured(pd.concat([frame, again]), sim_chip.from_ceilings(CEILINGS, CPU))
     assert len(df) == 4 and df["measured_s"].tolist()[0] == 0.5
+
+
+def test_report_entry_point_without_ceilings_uses_the_datasheet_and_without_runs_is_empty():
+    from types import SimpleNamespace
+
+    from paradnn.sim.fidelity import COLUMNS, predicted_vs_measured_data
+
+    runs = _frame().assign(device_name="Tesla V100-SXM2-16GB")  # a datasheet entry matches
+    df = predicted_vs_measured_data(SimpleNamespace(runs=runs, ceilings=None))
+    assert len(df) == 4 and (df["device_name"] == "Tesla V100-SXM2-16GB").all()
+    want = predicted_vs_measured(runs, sim_chip.load("v100-sxm2"))
+    assert df["predicted_s"].tolist() == pytest.approx(want["predicted_s"].tolist())
+    none = predicted_vs_measured_data(SimpleNamespace(runs=None, ceilings=None))
+    assert none.empty and list(none.columns) == list(COLUMNS)

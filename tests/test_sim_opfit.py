@@ -179,3 +179,39 @@ def test_ops_faster_than_the_peak_are_a_warning(capsys, tmp_path):
     )
     assert code == 0, err
     assert "Warning: fp32:" in text
+
+
+def test_the_fitted_source_names_every_held_out_op():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = opfit.samples(_rows(chip, _truth(chip)), chip)
+    assert {s.op for s in data} == {"matmul", "conv2d"}  # each sample keeps its op kind
+    res = opfit.fit(chip, data)
+    assert res.holdout_ops == ("conv2d-II", "matmul-4096")
+    assert "held out by op name: conv2d-II, matmul-4096; fitted: " in res.params.source
+
+
+def test_a_conv_op_the_fit_cannot_lower_says_why():
+    row = {
+        "op": "conv2d",
+        "name": "x",
+        "shape": {"input_nhwc": [1, 8, 8, 3], "kernel_hwio": [3, 3, 3, 4], "stride": [1, 2]},
+    }
+    with pytest.raises(ConfigError) as e:
+        opfit.op_shape(row)
+    assert e.value.field == "ops.shape"
+    assert e.value.allowed == (
+        "not a Table 4 op shape (square kernel, equal strides, valid padding only)"
+    )
+
+
+def test_a_3x3_conv_op_may_run_by_winograd_at_four_times_the_maps_traffic():
+    from paradnn.families.shapes import Conv2d
+    from paradnn.sim.stepparams import defaults
+
+    chip = sim_chip.load("v100-sxm2")
+    sp = defaults(chip.platform)
+    conv = Conv2d("c", 2, 8, 16, 12, 12, 3, 1)  # valid padding: 10×10 outputs
+    plan = opfit.op_plan(conv, True, chip, "fp32", sp)
+    # maps = 2 · (8 + 16) · 10 · 10 = 4800; 2 (read, write) · 4 (tile expansion) · 4 bytes
+    assert (plan.fast_bytes - plan.bytes).tolist() == [2 * 4 * 4800 * 4] * len(plan.bytes)
+    assert plan.fast_peak_s.tolist() == pytest.approx((plan.peak_s / sp.fast_conv).tolist())
