@@ -222,6 +222,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "uppercase X is left to strip: stripping 'X' and '-' is stripping '-'",
         '.strip("XX-XX")',
     ),
+    "paradnn.sim.steptime.x_predict_step__mutmut_112": (
+        "sent is set to 0.0 just before, and the link branch is the first to add to it: "
+        "0.0 + x and x are the same float",
+        "sent = ar.bytes_sent_per_chip",
+    ),
     "paradnn.sim.interconnect.x_chip_counts__mutmut_1": (
         "the default limit only bounds powers of two: those ≤ 1025 are those ≤ 1024 (the "
         "next is 2048), so the default curve is the same",

@@ -214,6 +214,10 @@ def test_the_simulator_recovers_a_ring_it_was_fitted_on():
     assert C.check_frame(pd.DataFrame()).reason.startswith("no data-parallel run")
     flat = [{"bytes": 4096, "time_s": 1e-3}, {"bytes": 8192, "time_s": 1e-3}]
     assert "not slower" in C.fit_link(flat, 2, exclude=None)
+    assert check.rows[0]["config_key"] == t.iloc[0]["config_key"] is not None
+    # a ladder no link can be fitted to: the check says why instead of predicting
+    reason = C.check([{**t.iloc[0].to_dict(), "allreduce_ladder": flat}]).reason
+    assert reason == C.fit_link(flat, 2, exclude=10**6)
 
 
 def test_the_part_is_stored_and_read_back(store):

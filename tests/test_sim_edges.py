@@ -447,3 +447,23 @@ def test_a_bandwidth_column_header_is_in_gb_per_s_with_spaces():
     assert header("host_link_bytes_per_s") == "host link GB/s"
     assert header("bisection_bytes_per_s") == "bisection GB/s"
     assert header("gemm_compute_s") == "gemm compute ms"
+
+
+def test_the_infeed_check_shows_the_model_and_infeed_times_it_predicted_from():
+    from paradnn.sim.infeed_check import check
+
+    # 4 examples a step: the model alone at 400/s takes 10 ms, the loader at 200/s 20 ms
+    row = dict(family="cnn", config_key="a", data_source="pipeline", loader_workers=2,
+               step_time_s=0.021, examples_per_s=4 / 0.021, loader_examples_per_s=200.0,
+               model_only_examples_per_s=400.0, infeed_share=0.5, input_bound=True)  # fmt: skip
+    (got,) = check([row]).rows
+    assert got["model_s"] == pytest.approx(0.010) and got["infeed_s"] == pytest.approx(0.020)
+    assert got["predicted_step_s"] == pytest.approx(0.020) and got["config_key"] == "a"
+
+
+def test_a_stored_config_string_is_shown_as_its_settings():
+    from paradnn.sim.render import breakdown_table
+
+    row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
+    stored = {**row, "config": '{"batch": 32, "layers": 2}'}  # as a database column holds it
+    assert "fc batch=32 layers=2 on v100-sxm2" in breakdown_table(stored).title

@@ -87,7 +87,8 @@ def test_more_chips_never_send_fewer_bytes_per_chip():
 
 def test_bisection_of_the_tpu_v2_pod_is_seed_001s():
     topo = parse_topology("torus2d:16x16")
-    assert bisection_links(topo) == 32
+    assert bisection_links(topo) == 32 and f"{bisection_links(topo)} links" == "32 links"
+    assert f"{bisection_links(parse_topology('torus3d:4x4x8'))} links" == "32 links"  # 16 rings
     assert bisection_bandwidth(topo, TPU_V2_LINK) * 8 / 1e12 == pytest.approx(15.9, abs=0.05)
     assert bisection_links(Topology("ring", (8,))) == 2
     assert bisection_links(Topology("ring", (2,))) == 1

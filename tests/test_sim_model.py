@@ -343,3 +343,26 @@ def test_report_entry_point_without_ceilings_uses_the_datasheet_and_without_runs
     assert df["predicted_s"].tolist() == pytest.approx(want["predicted_s"].tolist())
     none = predicted_vs_measured_data(SimpleNamespace(runs=None, ceilings=None))
     assert none.empty and list(none.columns) == list(COLUMNS)
+
+
+def test_a_chip_file_fp16_peak_must_match_its_arrays_and_clock(tmp_path):
+    body = WHATIF.replace("bf16 = 183.5e12", "bf16 = 183.5e12, fp16 = 400e12")
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load(chip_file(tmp_path, body))
+    assert e.value.field == "whatif.peak_dense.fp16" and "must be 2·rows" in e.value.allowed
+
+
+def test_a_chip_file_key_the_simulator_does_not_know_is_named_with_the_allowed_ones(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load(chip_file(tmp_path, WHATIF + "colour = 1\n"))
+    assert e.value.field == "whatif.colour"
+    assert (
+        e.value.allowed.startswith("unknown key; allowed: ") and "mem_bandwidth" in e.value.allowed
+    )
+
+
+def test_an_unknown_platform_lists_the_database_and_the_file_option():
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load("tpu-v9")
+    assert str(e.value).startswith("--platform = 'tpu-v9': must be one of ")
+    assert str(e.value).endswith(" or a .toml file") and "tpu-v2, " in str(e.value)

@@ -215,3 +215,45 @@ def test_a_3x3_conv_op_may_run_by_winograd_at_four_times_the_maps_traffic():
     # maps = 2 · (8 + 16) · 10 · 10 = 4800; 2 (read, write) · 4 (tile expansion) · 4 bytes
     assert (plan.fast_bytes - plan.bytes).tolist() == [2 * 4 * 4800 * 4] * len(plan.bytes)
     assert plan.fast_peak_s.tolist() == pytest.approx((plan.peak_s / sp.fast_conv).tolist())
+
+
+def test_an_op_costs_its_gemms_and_one_launch_per_gemm():
+    from paradnn.families.shapes import Gemm
+    from paradnn.sim.steptime import evaluate
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    sp = replace(_truth(chip), host_s_per_step=0.0, host_s_per_example=0.0)
+    for train, launches in ((False, 1), (True, 3)):  # fwd; fwd, dgrad and wgrad
+        plan = opfit.op_plan(Gemm("m", 64, 64, 64), train, chip, "fp32", sp)
+        t = evaluate(plan, sp, chip.mem_bandwidth)
+        assert t.kernels == launches
+        assert opfit.op_time(plan, sp, chip.mem_bandwidth) == pytest.approx(
+            t.gemm_s + launches * 3e-5
+        )
+
+
+def test_op_fit_rows_keep_their_device_and_thread_count():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = opfit.samples(_rows(chip, _truth(chip)), chip)
+    assert {s.threads for s in data} == {2}
+    res = opfit.fit(chip, data)
+    assert set(res.rows["threads"]) == {2} and set(res.rows["device_name"]) == {CPU}
+
+
+def test_an_op_plan_carries_no_examples_to_charge_host_time_for():
+    from paradnn.families.shapes import Gemm
+    from paradnn.sim.steptime import evaluate
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    sp = replace(_truth(chip), host_s_per_step=0.0, host_s_per_example=1e-3)
+    plan = opfit.op_plan(Gemm("m", 64, 64, 64), True, chip, "fp32", sp)
+    assert evaluate(plan, sp, chip.mem_bandwidth).host_s == 0.0
+
+
+def test_a_conv_op_without_a_padding_key_is_valid_padding():
+    row = {"op": "conv2d", "name": "c", "shape": {"input_nhwc": [2, 12, 12, 8],
+           "kernel_hwio": [3, 3, 8, 16], "stride": [1, 1]}}  # fmt: skip
+    conv = opfit.op_shape(row)
+    assert (conv.batch, conv.in_ch, conv.out_ch, conv.out_h, conv.out_w) == (2, 8, 16, 10, 10)
+    with pytest.raises(ConfigError, match="valid padding only"):
+        opfit.op_shape({**row, "shape": {**row["shape"], "padding": "same"}})

@@ -336,3 +336,13 @@ def test_a_step_table_tile_may_be_one_wide_but_not_zero():
     assert parse_params("xpu", {"tile": {"fp32": [1, 64]}}, base).tile_of("fp32") == (1, 64)
     with pytest.raises(ConfigError, match=r"^xpu\.step\.tile\.fp32 = \[0, 64\]: must be \[m, n\]"):
         parse_params("xpu", {"tile": {"fp32": [0, 64]}}, base)
+
+
+def test_the_batch_per_core_is_the_whole_batch_on_one_core_and_an_integer_share_on_two():
+    from paradnn.sim.render import breakdown_table
+
+    cfg = {"layers": 1, "nodes": 16, "batch": 64}
+    gpu = st.predict_step("fc", cfg, chips.load("v100-sxm2"), "fp32")
+    assert gpu.cores_per_chip == 1 and gpu.row()["batch_per_core"] == 64
+    tpu = st.predict_step("fc", cfg, chips.load("tpu-v2"), "bf16")
+    assert "2 core(s) per chip, batch per core 32;" in breakdown_table(tpu.row()).caption
