@@ -227,6 +227,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "0.0 + x and x are the same float",
         "sent = ar.bytes_sent_per_chip",
     ),
+    "paradnn.sim.chip.x_from_platform__mutmut_34": (
+        "Link's default latency_s is 1e-6 s, the value of chip.DEFAULT_LATENCY_S (both the "
+        "scaling-book's 1 µs per hop): the same Link",
+        "Link(plat.interconnect_bw / 2, )",
+    ),
     "paradnn.sim.interconnect.x_chip_counts__mutmut_1": (
         "the default limit only bounds powers of two: those ≤ 1025 are those ≤ 1024 (the "
         "next is 2048), so the default curve is the same",

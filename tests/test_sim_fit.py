@@ -332,3 +332,14 @@ def test_fitting_a_database_without_runs_names_the_database():
     with pytest.raises(ConfigError) as e:
         sim_fit.device_chip(pd.DataFrame(), CEILINGS, None, None)
     assert str(e.value) == "--db: holds no runs: run `paradnn run` first"
+
+
+def test_heldout_data_skips_a_device_with_too_few_runs_and_goes_on_to_the_next():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    full = _frame(chip, _truth(chip))
+    few = full.iloc[:3].assign(device_name="Tesla V100-SXM2-16GB")  # sorts first; a datasheet
+    runs = pd.concat([few, full], ignore_index=True)
+    df = sim_fit.heldout_data(SimpleNamespace(runs=runs, ceilings=pd.DataFrame(CEILINGS)))
+    assert set(df["device_name"]) == {CPU} and set(df["split"]) == {"fit", "holdout"}

@@ -366,3 +366,16 @@ def test_an_unknown_platform_lists_the_database_and_the_file_option():
         sim_chip.load("tpu-v9")
     assert str(e.value).startswith("--platform = 'tpu-v9': must be one of ")
     assert str(e.value).endswith(" or a .toml file") and "tpu-v2, " in str(e.value)
+
+
+def test_fidelity_rows_keep_their_config_and_the_summary_names_families_in_order():
+    import json
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    df = predicted_vs_measured(_frame(), chip)
+    assert [json.loads(c)["batch"] for c in df["config"]] == [
+        TINY["fc"]["batch"] * (i + 1) for i in range(3)
+    ] + [TINY["cnn"]["batch"] * 4]
+    s = summary(df)  # fc runs come first in the frame; the summary is sorted by family
+    assert s["family"].tolist() == ["cnn", "fc"]
+    assert set(s["basis"]) == {chip.origin}
