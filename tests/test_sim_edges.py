@@ -467,3 +467,12 @@ def test_a_stored_config_string_is_shown_as_its_settings():
     row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
     stored = {**row, "config": '{"batch": 32, "layers": 2}'}  # as a database column holds it
     assert "fc batch=32 layers=2 on v100-sxm2" in breakdown_table(stored).title
+
+
+def test_a_tf32_config_gets_the_fp32_memory_estimate():
+    from paradnn.sim.traffic import capacity
+
+    cfg = families.get("fc").config(FC)
+    tf32 = capacity("fc", cfg, "tf32", "rmsprop", 16e9)
+    assert tf32 == capacity("fc", cfg, "fp32", "rmsprop", 16e9)  # tf32 is stored in fp32
+    assert tf32.fits is True and 0 < tf32.lower_bound_bytes <= tf32.needed_bytes

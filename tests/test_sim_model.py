@@ -379,3 +379,14 @@ def test_fidelity_rows_keep_their_config_and_the_summary_names_families_in_order
     s = summary(df)  # fc runs come first in the frame; the summary is sorted by family
     assert s["family"].tolist() == ["cnn", "fc"]
     assert set(s["basis"]) == {chip.origin}
+
+
+def test_runs_the_chip_cannot_predict_give_an_empty_table_with_its_columns():
+    from paradnn.sim.fidelity import COLUMNS
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    frame = _frame()
+    unpredictable = frame[(frame["status"] != "ok") | (frame["precision"] == "bf16")]
+    assert len(unpredictable) == 2  # an OOM run and a bf16 run the chip has no peak for
+    df = predicted_vs_measured(unpredictable, chip)
+    assert df.empty and list(df.columns) == list(COLUMNS)
