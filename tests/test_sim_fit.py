@@ -343,3 +343,15 @@ def test_heldout_data_skips_a_device_with_too_few_runs_and_goes_on_to_the_next()
     runs = pd.concat([few, full], ignore_index=True)
     df = sim_fit.heldout_data(SimpleNamespace(runs=runs, ceilings=pd.DataFrame(CEILINGS)))
     assert set(df["device_name"]) == {CPU} and set(df["split"]) == {"fit", "holdout"}
+
+
+def test_a_fit_starts_inside_its_bounds_from_a_chip_files_extreme_parameters():
+    # a chip file may say k_half = 1e6 and 10 s per kernel (stepparams' ranges), beyond the
+    # fit's bounds (1e5, 0.1 s): the fit starts just inside them and still finds the truth
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    data = sim_fit.samples(_frame(chip, truth), chip)
+    base = replace(truth, k_half=1e6, kernel_overhead_s=10.0)
+    p = sim_fit.fit(chip, data, base=base).params
+    assert p.k_half == pytest.approx(40.0, rel=0.05)
+    assert p.kernel_overhead_s == pytest.approx(3e-5, rel=0.05)
