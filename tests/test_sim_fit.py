@@ -355,3 +355,9 @@ def test_a_fit_starts_inside_its_bounds_from_a_chip_files_extreme_parameters():
     p = sim_fit.fit(chip, data, base=base).params
     assert p.k_half == pytest.approx(40.0, rel=0.05)
     assert p.kernel_overhead_s == pytest.approx(3e-5, rel=0.05)
+
+
+def test_the_split_ignores_key_order_inside_nested_config_values_too():
+    a = {"batch": 8, "extra": {"y": 1, "x": [2, 3]}}
+    b = {"extra": {"x": [2, 3], "y": 1}, "batch": 8}
+    assert sim_fit.config_hash("fc", "fp32", a) == sim_fit.config_hash("fc", "fp32", b)
