@@ -326,6 +326,7 @@ def test_a_fit_reports_its_predictions_source_and_stop_reason():
         [abs(p - s.measured_s) / s.measured_s for p, s in zip(want, data, strict=True)]
     )
     assert isinstance(res.status, str) and res.status  # scipy's reason for stopping
+    assert {s.device_name for s in data} == {CPU} and set(res.rows["device_name"]) == {CPU}
 
 
 def test_fitting_a_database_without_runs_names_the_database():

@@ -346,3 +346,11 @@ def test_the_batch_per_core_is_the_whole_batch_on_one_core_and_an_integer_share_
     assert gpu.cores_per_chip == 1 and gpu.row()["batch_per_core"] == 64
     tpu = st.predict_step("fc", cfg, chips.load("tpu-v2"), "bf16")
     assert "2 core(s) per chip, batch per core 32;" in breakdown_table(tpu.row()).caption
+
+
+def test_a_wave_counts_the_tiles_of_both_dimensions():
+    # 1 × 2 tiles of 128 on 80 units: two busy units in one wave
+    assert st._quantization(128, 256, 64, (128, 128), 80) == pytest.approx(2 / 80)
+    # 8 × 10 tiles: one full wave; 8 × 11: 88 tiles in two waves of 80
+    assert st._quantization(8 * 128, 10 * 128, 64, (128, 128), 80) == pytest.approx(1.0)
+    assert st._quantization(8 * 128, 11 * 128, 64, (128, 128), 80) == pytest.approx(88 / 160)
