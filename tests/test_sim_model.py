@@ -390,3 +390,13 @@ def test_runs_the_chip_cannot_predict_give_an_empty_table_with_its_columns():
     assert len(unpredictable) == 2  # an OOM run and a bf16 run the chip has no peak for
     df = predicted_vs_measured(unpredictable, chip)
     assert df.empty and list(df.columns) == list(COLUMNS)
+
+
+def test_a_measured_chip_is_dated_by_its_newest_ceiling():
+    rows = [
+        {**CEILINGS[0], "measured_at": "2026-01-01T10:00:00"},
+        {**CEILINGS[2], "measured_at": "2026-03-05T09:00:00"},
+    ]
+    c = sim_chip.from_ceilings(rows, CPU)
+    assert c.origin == f"measured ceilings ({CPU}, 2026-03-05)"
+    assert c.platform.sources["calibrate"] == f"paradnn calibrate on {CPU}, 2026-03-05"
