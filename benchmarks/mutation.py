@@ -232,6 +232,24 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "scaling-book's 1 µs per hop): the same Link",
         "Link(plat.interconnect_bw / 2, )",
     ),
+    "paradnn.sim.chip.x_from_platform__mutmut_24": (
+        "Link's default latency_s is 1e-6 s, the value of chip.DEFAULT_LATENCY_S: the same Link",
+        "Link(bw, )",
+    ),
+    "paradnn.sim.interconnect.x__balanced__mutmut_10": (
+        "the extra candidate d = chips + 1 never divides chips (≥ 1), so it is skipped",
+        "range(1, chips + 2)",
+    ),
+    "paradnn.sim.opfit.x_op_plan__mutmut_6": (
+        "at fast_conv = 1.0 the Winograd option has the direct compute time and more bytes, so "
+        "evaluate never prefers it (fast < direct is false): the same op time and counts",
+        "sp.fast_conv >= 1.0",
+    ),
+    "paradnn.sim.render.x_sim_table__mutmut_103": (
+        "rich renders an unknown justify value as left, the value it replaces (checked: the "
+        "same text for 'left' and 'LEFT')",
+        '"LEFT"',
+    ),
     "paradnn.sim.interconnect.x_chip_counts__mutmut_1": (
         "the default limit only bounds powers of two: those ≤ 1025 are those ≤ 1024 (the "
         "next is 2048), so the default curve is the same",

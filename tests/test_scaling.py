@@ -218,6 +218,14 @@ def test_the_simulator_recovers_a_ring_it_was_fitted_on():
     # a ladder no link can be fitted to: the check says why instead of predicting
     reason = C.check([{**t.iloc[0].to_dict(), "allreduce_ladder": flat}]).reason
     assert reason == C.fit_link(flat, 2, exclude=10**6)
+    no_ladder = {**t.iloc[0].to_dict(), "allreduce_ladder": None}
+    assert C.check([no_ladder]).reason == "no all-reduce ladder"
+    # the link is fitted from the smallest and the largest size: a noisy middle is ignored
+    sizes = (4096, 10**5, 10**6, 4 * 10**6)
+    noisy = [{"bytes": b, "time_s": allreduce(b, ring, link).time_s} for b in sizes]
+    noisy[1]["time_s"] *= 3
+    got = C.fit_link(noisy, n, exclude=10**6)
+    assert got.bandwidth == pytest.approx(1e9) and got.latency_s == pytest.approx(20e-6)
 
 
 def test_the_part_is_stored_and_read_back(store):

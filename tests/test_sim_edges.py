@@ -476,3 +476,23 @@ def test_a_tf32_config_gets_the_fp32_memory_estimate():
     tf32 = capacity("fc", cfg, "tf32", "rmsprop", 16e9)
     assert tf32 == capacity("fc", cfg, "fp32", "rmsprop", 16e9)  # tf32 is stored in fp32
     assert tf32.fits is True and 0 < tf32.lower_bound_bytes <= tf32.needed_bytes
+
+
+def test_a_breakdown_row_without_winograd_counts_says_zero():
+    from paradnn.sim.render import breakdown_table
+
+    row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
+    del row["fast_conv_ops"]
+    assert "; 0 GEMMs by Winograd;" in breakdown_table(row).caption
+
+
+def test_a_long_cell_is_folded_not_cut():
+    from rich.console import Console
+
+    from paradnn.sim.render import sim_table
+
+    name = "a-very-long-platform-name-" * 3
+    console = Console(record=True, width=30, file=io.StringIO())
+    console.print(sim_table([{"platform": name, "predicted_step_s": 0.001}]))
+    text = "".join(c for c in console.export_text() if c not in "│┃ \n")
+    assert name.replace(" ", "") in text and "…" not in console.export_text()

@@ -362,3 +362,22 @@ def test_the_split_ignores_key_order_inside_nested_config_values_too():
     a = {"batch": 8, "extra": {"y": 1, "x": [2, 3]}}
     b = {"extra": {"x": [2, 3], "y": 1}, "batch": 8}
     assert sim_fit.config_hash("fc", "fp32", a) == sim_fit.config_hash("fc", "fp32", b)
+
+
+def test_a_device_not_in_the_database_names_the_device_option():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    with pytest.raises(ConfigError) as e:
+        sim_fit.device_chip(_frame(chip, _truth(chip)), CEILINGS, "Other CPU", None)
+    assert e.value.field == "--device" and e.value.allowed == f"must be one of {CPU}"
+
+
+def test_heldout_data_of_two_devices_is_numbered_once():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    full = _frame(chip, _truth(chip))
+    twin = [{**c, "device_name": "Test CPU 9001"} for c in CEILINGS[:4]]
+    runs = pd.concat([full, full.assign(device_name="Test CPU 9001")], ignore_index=True)
+    df = sim_fit.heldout_data(SimpleNamespace(runs=runs, ceilings=pd.DataFrame(CEILINGS + twin)))
+    assert set(df["device_name"]) == {CPU, "Test CPU 9001"}
+    assert df.index.tolist() == list(range(len(df)))

@@ -142,3 +142,12 @@ def test_an_unknown_topology_kind_names_the_topology_field():
         Topology("mesh", (4,))
     assert e.value.field == "topology" and e.value.value == "mesh"
     assert e.value.allowed == "must be one of ring, biring, torus2d, torus3d"
+
+
+def test_a_topology_past_the_chip_limit_says_the_limit():
+    from paradnn.errors import ConfigError
+    from paradnn.sim.interconnect import MAX_CHIPS
+
+    with pytest.raises(ConfigError) as e:
+        Topology("ring", (MAX_CHIPS + 1,))
+    assert e.value.allowed == f"at most {MAX_CHIPS} chips"

@@ -285,8 +285,9 @@ def test_validate_frame_without_any_chip_is_one_line(tmp_path):
                 step_time_s=0.1,
             )
         )
-    with pytest.raises(ConfigError, match="run `paradnn calibrate"):
+    with pytest.raises(ConfigError, match="run `paradnn calibrate") as e:
         validate_db(str(path))
+    assert str(e.value).startswith(f"--db = {str(path)!r}: no chip describes its devices")
 
 
 def test_every_registered_family_can_be_predicted():

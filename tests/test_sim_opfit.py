@@ -257,3 +257,28 @@ def test_a_conv_op_without_a_padding_key_is_valid_padding():
     assert (conv.batch, conv.in_ch, conv.out_ch, conv.out_h, conv.out_w) == (2, 8, 16, 10, 10)
     with pytest.raises(ConfigError, match="valid padding only"):
         opfit.op_shape({**row, "shape": {**row["shape"], "padding": "same"}})
+
+
+def test_an_op_fit_from_a_zero_k_half_base_starts_and_finds_the_truth():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    data = opfit.samples(_rows(chip, truth), chip)
+    res = opfit.fit(chip, data, base=replace(truth, k_half=0.0))  # a TPU-like default
+    assert res.params.k_half == pytest.approx(40.0, rel=0.05)
+
+
+def test_op_rows_the_fit_cannot_place_name_the_value():
+    with pytest.raises(ConfigError) as e:
+        opfit.op_shape({"op": "lstm", "name": "x", "shape": {}})
+    assert str(e.value) == "ops.op = 'lstm': must be matmul or conv2d"
+    rows = [
+        {**r, "device_name": "Unknown CPU"}
+        for r in _rows(
+            sim_chip.from_ceilings(CEILINGS, CPU),
+            _truth(sim_chip.from_ceilings(CEILINGS, CPU)),
+            scales=(1.0,),
+        )
+    ]
+    with pytest.raises(ConfigError) as e:
+        opfit.device_chip(rows, [], None, None, db="r.db")
+    assert str(e.value).startswith("--db = 'Unknown CPU': no chip describes this device")

@@ -354,3 +354,16 @@ def test_a_wave_counts_the_tiles_of_both_dimensions():
     # 8 × 10 tiles: one full wave; 8 × 11: 88 tiles in two waves of 80
     assert st._quantization(8 * 128, 10 * 128, 64, (128, 128), 80) == pytest.approx(1.0)
     assert st._quantization(8 * 128, 11 * 128, 64, (128, 128), 80) == pytest.approx(88 / 160)
+
+
+def test_the_cores_of_a_tpu_reduce_their_gradients_through_its_memory():
+    from paradnn import families
+    from paradnn.sim import rounding
+
+    c = chips.load("tpu-v2")
+    cfg = {"filters": 32, "batch": 64}
+    r = st.predict_step("cnn", cfg, c, "bf16")
+    grad = families.get("cnn").params(families.get("cnn").config(cfg)) * rounding.GRADIENT_BYTES
+    core_bw = c.mem_bandwidth / 2 * defaults(c.platform).bw_efficiency
+    # two cores: a ring all-reduce sends 2 · (2 − 1) / 2 = 1 gradient, 3 HBM bytes per byte
+    assert r.allreduce_hbm_s == pytest.approx(3 * grad / (core_bw * 2))
