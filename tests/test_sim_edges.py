@@ -496,3 +496,8 @@ def test_a_long_cell_is_folded_not_cut():
     console.print(sim_table([{"platform": name, "predicted_step_s": 0.001}]))
     text = "".join(c for c in console.export_text() if c not in "│┃ \n")
     assert name.replace(" ", "") in text and "…" not in console.export_text()
+
+
+def test_a_prediction_with_a_measured_loader_says_how_long_the_infeed_takes():
+    p = model.predict("fc", FC, C.load("tpu-v2"), "bf16", loader_examples_per_s=320.0)
+    assert p.input_s == pytest.approx(FC["batch"] / 320.0)  # 32 examples at 320/s: 0.1 s
