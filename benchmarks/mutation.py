@@ -212,6 +212,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "dtype=None gives the same float64 array, an empty one included",
         "np.array(fpeak, dtype=None)",
     ),
+    "paradnn.sim.steptime.x_build_plan__mutmut_195": (
+        "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
+        "dtype=None gives the same float64 array, an empty one included",
+        "np.array(fpeak, )",
+    ),
     "paradnn.sim.fidelity.x_device_chips__mutmut_10": (
         "the stand-in is used only when the runs have no device_name column: an empty Series "
         "gives the same empty set of names whatever its dtype",

@@ -327,6 +327,7 @@ def test_a_fit_reports_its_predictions_source_and_stop_reason():
     )
     assert isinstance(res.status, str) and res.status  # scipy's reason for stopping
     assert {s.device_name for s in data} == {CPU} and set(res.rows["device_name"]) == {CPU}
+    assert set(res.rows["kind"]) == {"prediction"}  # a prediction, never a measurement
 
 
 def test_fitting_a_database_without_runs_names_the_database():
