@@ -207,7 +207,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "and an empty list is float64 too",
         'np.array(cols["t"], )',
     ),
-    "paradnn.sim.steptime.x_build_plan__mutmut_192": (
+    "paradnn.sim.steptime.x_build_plan__mutmut_193": (  # 192 before 911694f
         "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
         "dtype=None gives the same float64 array, an empty one included",
         "np.array(fpeak, dtype=None)",
