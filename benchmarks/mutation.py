@@ -255,6 +255,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "same text for 'left' and 'LEFT')",
         '"LEFT"',
     ),
+    "paradnn.sim.render.x_sim_table__mutmut_96": (
+        "every column's min_width is its longest word (header or cell), so rich only wraps "
+        "between words and never has a word to fold or cut (checked: a 60-letter word at "
+        "width 30 prints whole either way)",
+        '-            overflow="fold",\n-        )\n+            )',
+    ),
     "paradnn.sim.interconnect.x_chip_counts__mutmut_1": (
         "the default limit only bounds powers of two: those ≤ 1025 are those ≤ 1024 (the "
         "next is 2048), so the default curve is the same",
