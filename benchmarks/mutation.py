@@ -207,11 +207,99 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "and an empty list is float64 too",
         'np.array(cols["t"], )',
     ),
-    "paradnn.sim.steptime.x_build_plan__mutmut_192": (
+    "paradnn.sim.steptime.x_build_plan__mutmut_193": (  # 192 before 911694f
         "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
         "dtype=None gives the same float64 array, an empty one included",
         "np.array(fpeak, dtype=None)",
     ),
+    "paradnn.sim.steptime.x_build_plan__mutmut_195": (
+        "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
+        "dtype=None gives the same float64 array, an empty one included",
+        "np.array(fpeak, )",
+    ),
+    "paradnn.sim.fidelity.x_device_chips__mutmut_10": (
+        "the stand-in is used only when the runs have no device_name column: an empty Series "
+        "gives the same empty set of names whatever its dtype",
+        "pd.Series(dtype=None)",
+    ),
+    "paradnn.sim.fit.x_chip_toml__mutmut_13": (
+        "the id is built from device.lower() with every other character made '-', so no "
+        "uppercase X is left to strip: stripping 'X' and '-' is stripping '-'",
+        '.strip("XX-XX")',
+    ),
+    "paradnn.sim.steptime.x_predict_step__mutmut_112": (
+        "sent is set to 0.0 just before, and the link branch is the first to add to it: "
+        "0.0 + x and x are the same float",
+        "sent = ar.bytes_sent_per_chip",
+    ),
+    "paradnn.sim.chip.x_from_platform__mutmut_34": (
+        "Link's default latency_s is 1e-6 s, the value of chip.DEFAULT_LATENCY_S (both the "
+        "scaling-book's 1 µs per hop): the same Link",
+        "Link(plat.interconnect_bw / 2, )",
+    ),
+    "paradnn.sim.chip.x_from_platform__mutmut_24": (
+        "Link's default latency_s is 1e-6 s, the value of chip.DEFAULT_LATENCY_S: the same Link",
+        "Link(bw, )",
+    ),
+    "paradnn.sim.interconnect.x__balanced__mutmut_10": (
+        "the extra candidate d = chips + 1 never divides chips (≥ 1), so it is skipped",
+        "range(1, chips + 2)",
+    ),
+    "paradnn.sim.opfit.x_op_plan__mutmut_6": (
+        "at fast_conv = 1.0 the Winograd option has the direct compute time and more bytes, so "
+        "evaluate never prefers it (fast < direct is false): the same op time and counts",
+        "sp.fast_conv >= 1.0",
+    ),
+    "paradnn.sim.render.x_sim_table__mutmut_103": (
+        "rich renders an unknown justify value as left, the value it replaces (checked: the "
+        "same text for 'left' and 'LEFT')",
+        '"LEFT"',
+    ),
+    "paradnn.sim.render.x_sim_table__mutmut_96": (
+        "every column's min_width is its longest word (header or cell), so rich only wraps "
+        "between words and never has a word to fold or cut (checked: a 60-letter word at "
+        "width 30 prints whole either way)",
+        '-            overflow="fold",\n-        )\n+            )',
+    ),
+    "paradnn.sim.interconnect.x_chip_counts__mutmut_1": (
+        "the default limit only bounds powers of two: those ≤ 1025 are those ≤ 1024 (the "
+        "next is 2048), so the default curve is the same",
+        "limit: int = 1025",
+    ),
+    **{
+        f"paradnn.sim.opfit.x_op_plan__mutmut_{n}": (
+            f"cols['{col}'] holds only Python {kind}, so numpy makes {made} array without "
+            f"dtype; {use} (an empty list gives float64 either way)",
+            line,
+        )
+        for n, col, kind, made, use, line in (
+            (
+                133,
+                "q",
+                "floats (true divisions in _op_peak and _quantization)",
+                "a float64",
+                "the same array",
+                'np.array(cols["q"], dtype=None)',
+            ),
+            (
+                147,
+                "k",
+                "ints (op.k)",
+                "an int64",
+                "its one use, best · k / (k + k_half) in evaluate, promotes it to float64 "
+                "exactly (k < 2⁵³): the same efficiencies",
+                'np.array(cols["k"], )',
+            ),
+            (
+                157,
+                "n",
+                "ints (op.count)",
+                "an int64",
+                "its one use, float(kernels.sum()) in evaluate, is the same exact integer sum",
+                'np.array(cols["n"], dtype=None)',
+            ),
+        )
+    },
     "paradnn.sim.model.x_input_step__mutmut_4": (
         "< 0 and <= 0 differ only at zero, and `not loader_examples_per_s` has already "
         "rejected every zero (0, 0.0, -0.0) with the same error",

@@ -4,6 +4,7 @@ the simulator's check, bad input at the command line. Torch-free except the DDP 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -204,9 +205,27 @@ def test_the_simulator_recovers_a_ring_it_was_fitted_on():
     assert check.allreduce_error == pytest.approx(0.0, abs=1e-9)
     assert check.efficiency_error == pytest.approx(0.0, abs=1e-9)
     assert "all-reduce time error 0.0%" in check.summary()
+    assert check.summary().endswith("scaling efficiency error 0.0 points (median, absolute)")
+    worse = dataclasses.replace(check, allreduce_error=0.25, efficiency_error=0.031)
+    assert worse.summary() == (
+        f"simulator check over {len(check.rows)} run(s): all-reduce time error 25.0% "
+        "(geometric mean), scaling efficiency error 3.1 points (median, absolute)"
+    )
     assert C.check_frame(pd.DataFrame()).reason.startswith("no data-parallel run")
     flat = [{"bytes": 4096, "time_s": 1e-3}, {"bytes": 8192, "time_s": 1e-3}]
     assert "not slower" in C.fit_link(flat, 2, exclude=None)
+    assert check.rows[0]["config_key"] == t.iloc[0]["config_key"] is not None
+    # a ladder no link can be fitted to: the check says why instead of predicting
+    reason = C.check([{**t.iloc[0].to_dict(), "allreduce_ladder": flat}]).reason
+    assert reason == C.fit_link(flat, 2, exclude=10**6)
+    no_ladder = {**t.iloc[0].to_dict(), "allreduce_ladder": None}
+    assert C.check([no_ladder]).reason == "no all-reduce ladder"
+    # the link is fitted from the smallest and the largest size: a noisy middle is ignored
+    sizes = (4096, 10**5, 10**6, 4 * 10**6)
+    noisy = [{"bytes": b, "time_s": allreduce(b, ring, link).time_s} for b in sizes]
+    noisy[1]["time_s"] *= 3
+    got = C.fit_link(noisy, n, exclude=10**6)
+    assert got.bandwidth == pytest.approx(1e9) and got.latency_s == pytest.approx(20e-6)
 
 
 def test_the_part_is_stored_and_read_back(store):

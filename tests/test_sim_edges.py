@@ -6,6 +6,7 @@ caller reads. Torch-free like the simulator."""
 from __future__ import annotations
 
 import dataclasses
+import io
 
 import numpy as np
 import pytest
@@ -402,3 +403,101 @@ def test_a_scaling_row_names_its_exposed_communication():
     assert [r["exposed_comm_s"] for r in rows] == pytest.approx(
         [0.0, 2e-6 + 835_048 * 4 / (2 * 82e9)]
     )
+
+
+def test_a_scaling_curve_reduces_the_torus_dimensions_concurrently_when_asked():
+    tpu = C.load("tpu-v3")
+    both = model.scaling("fc", FC, tpu, "bf16", max_chips=16, concurrent=True)
+    alone = model.scaling("fc", FC, tpu, "bf16", max_chips=16)
+    want = [
+        model.predict("fc", FC, tpu, "bf16", chips=n, concurrent=True).allreduce_s
+        for n in (2, 4, 8, 16)
+    ]
+    assert [r["allreduce_s"] for r in both[1:]] == pytest.approx(want)
+    assert both[-1]["allreduce_s"] < alone[-1]["allreduce_s"]
+
+
+def test_a_scaling_curve_reaches_a_million_chips_and_no_further():
+    with pytest.raises(ConfigError) as e:
+        model.scaling("fc", FC, C.load("tpu-v3"), "bf16", max_chips=(1 << 20) + 1)
+    assert str(e.value) == "--scaling = 1048577: must be an integer in [1, 1048576]"
+
+
+def test_a_breakdown_without_a_predicted_step_shows_no_share():
+    from paradnn.sim.render import breakdown_table
+
+    def shares(row):
+        from rich.console import Console
+
+        console = Console(record=True, width=200, file=io.StringIO())
+        console.print(breakdown_table(row))
+        lines = console.export_text().splitlines()
+        cells = [[c.strip() for c in line.split("│")] for line in lines]
+        return [c[3] for c in cells if c[1:2] == ["overhead_s"]]  # term | time | share | what
+
+    row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
+    share = 100 * row["overhead_s"] / row["predicted_step_s"]
+    assert shares(row) == [f"{share:.1f}%"]
+    assert shares({**row, "predicted_step_s": None}) == ["—"]  # no step: no share, no crash
+
+
+def test_a_bandwidth_column_header_is_in_gb_per_s_with_spaces():
+    from paradnn.sim.render import header
+
+    assert header("host_link_bytes_per_s") == "host link GB/s"
+    assert header("bisection_bytes_per_s") == "bisection GB/s"
+    assert header("gemm_compute_s") == "gemm compute ms"
+
+
+def test_the_infeed_check_shows_the_model_and_infeed_times_it_predicted_from():
+    from paradnn.sim.infeed_check import check
+
+    # 4 examples a step: the model alone at 400/s takes 10 ms, the loader at 200/s 20 ms
+    row = dict(family="cnn", config_key="a", data_source="pipeline", loader_workers=2,
+               step_time_s=0.021, examples_per_s=4 / 0.021, loader_examples_per_s=200.0,
+               model_only_examples_per_s=400.0, infeed_share=0.5, input_bound=True)  # fmt: skip
+    (got,) = check([row]).rows
+    assert got["model_s"] == pytest.approx(0.010) and got["infeed_s"] == pytest.approx(0.020)
+    assert got["predicted_step_s"] == pytest.approx(0.020) and got["config_key"] == "a"
+
+
+def test_a_stored_config_string_is_shown_as_its_settings():
+    from paradnn.sim.render import breakdown_table
+
+    row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
+    stored = {**row, "config": '{"batch": 32, "layers": 2}'}  # as a database column holds it
+    assert "fc batch=32 layers=2 on v100-sxm2" in breakdown_table(stored).title
+
+
+def test_a_tf32_config_gets_the_fp32_memory_estimate():
+    from paradnn.sim.traffic import capacity
+
+    cfg = families.get("fc").config(FC)
+    tf32 = capacity("fc", cfg, "tf32", "rmsprop", 16e9)
+    assert tf32 == capacity("fc", cfg, "fp32", "rmsprop", 16e9)  # tf32 is stored in fp32
+    assert tf32.fits is True and 0 < tf32.lower_bound_bytes <= tf32.needed_bytes
+
+
+def test_a_breakdown_row_without_winograd_counts_says_zero():
+    from paradnn.sim.render import breakdown_table
+
+    row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
+    del row["fast_conv_ops"]
+    assert "; 0 GEMMs by Winograd;" in breakdown_table(row).caption
+
+
+def test_a_long_cell_is_folded_not_cut():
+    from rich.console import Console
+
+    from paradnn.sim.render import sim_table
+
+    name = "q" * 60  # one word: no place to wrap, only to fold or to cut
+    console = Console(record=True, width=30, file=io.StringIO())
+    console.print(sim_table([{"platform": name, "predicted_step_s": 0.001}]))
+    text = console.export_text()
+    assert text.count("q") == 60 and "…" not in text
+
+
+def test_a_prediction_with_a_measured_loader_says_how_long_the_infeed_takes():
+    p = model.predict("fc", FC, C.load("tpu-v2"), "bf16", loader_examples_per_s=320.0)
+    assert p.input_s == pytest.approx(FC["batch"] / 320.0)  # 32 examples at 320/s: 0.1 s

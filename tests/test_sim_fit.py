@@ -300,3 +300,85 @@ def test_a_ceiling_row_without_a_value_is_no_ceiling():
     again = sim_chip.from_ceilings([*CEILINGS, stopped], CPU)
     assert dict(again.platform.peak_dense) == dict(chip.platform.peak_dense) == {"fp32": 2e11}
     assert sim_chip.from_ceilings([stopped], CPU) is None
+
+
+def test_a_fit_started_at_the_parameters_that_made_the_data_keeps_them():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    res = sim_fit.fit(chip, sim_fit.samples(_frame(chip, truth), chip), base=truth)
+    p = res.params
+    assert p.eff("fp32") == pytest.approx(0.5, rel=1e-9)
+    assert p.bw_efficiency == pytest.approx(0.6, rel=1e-9)
+    assert p.kernel_overhead_s == pytest.approx(3e-5, rel=1e-9)
+    assert p.k_half == pytest.approx(40.0, rel=1e-9)
+    assert res.cost == pytest.approx(0.0, abs=1e-20)
+
+
+def test_a_fit_reports_its_predictions_source_and_stop_reason():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = sim_fit.samples(_frame(chip, _truth(chip), noise=0.05), chip)
+    res = sim_fit.fit(chip, data)
+    assert res.params.source == f"fitted; {res.fitted_runs} runs fitted, split by config hash"
+    assert sim_fit.fit(chip, data, source="report").params.source.startswith("report; ")
+    want = [evaluate(s.plan, res.params, chip.mem_bandwidth).total_s for s in data]
+    assert res.rows["predicted_s"].tolist() == pytest.approx(want, rel=1e-12)
+    assert res.rows["ape"].tolist() == pytest.approx(
+        [abs(p - s.measured_s) / s.measured_s for p, s in zip(want, data, strict=True)]
+    )
+    assert isinstance(res.status, str) and res.status  # scipy's reason for stopping
+    assert {s.device_name for s in data} == {CPU} and set(res.rows["device_name"]) == {CPU}
+    assert set(res.rows["kind"]) == {"prediction"}  # a prediction, never a measurement
+
+
+def test_fitting_a_database_without_runs_names_the_database():
+    with pytest.raises(ConfigError) as e:
+        sim_fit.device_chip(pd.DataFrame(), CEILINGS, None, None)
+    assert str(e.value) == "--db: holds no runs: run `paradnn run` first"
+
+
+def test_heldout_data_skips_a_device_with_too_few_runs_and_goes_on_to_the_next():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    full = _frame(chip, _truth(chip))
+    few = full.iloc[:3].assign(device_name="Tesla V100-SXM2-16GB")  # sorts first; a datasheet
+    runs = pd.concat([few, full], ignore_index=True)
+    df = sim_fit.heldout_data(SimpleNamespace(runs=runs, ceilings=pd.DataFrame(CEILINGS)))
+    assert set(df["device_name"]) == {CPU} and set(df["split"]) == {"fit", "holdout"}
+
+
+def test_a_fit_starts_inside_its_bounds_from_a_chip_files_extreme_parameters():
+    # a chip file may say k_half = 1e6 and 10 s per kernel (stepparams' ranges), beyond the
+    # fit's bounds (1e5, 0.1 s): the fit starts just inside them and still finds the truth
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    data = sim_fit.samples(_frame(chip, truth), chip)
+    base = replace(truth, k_half=1e6, kernel_overhead_s=10.0)
+    p = sim_fit.fit(chip, data, base=base).params
+    assert p.k_half == pytest.approx(40.0, rel=0.05)
+    assert p.kernel_overhead_s == pytest.approx(3e-5, rel=0.05)
+
+
+def test_the_split_ignores_key_order_inside_nested_config_values_too():
+    a = {"batch": 8, "extra": {"y": 1, "x": [2, 3]}}
+    b = {"extra": {"x": [2, 3], "y": 1}, "batch": 8}
+    assert sim_fit.config_hash("fc", "fp32", a) == sim_fit.config_hash("fc", "fp32", b)
+
+
+def test_a_device_not_in_the_database_names_the_device_option():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    with pytest.raises(ConfigError) as e:
+        sim_fit.device_chip(_frame(chip, _truth(chip)), CEILINGS, "Other CPU", None)
+    assert e.value.field == "--device" and e.value.allowed == f"must be one of {CPU}"
+
+
+def test_heldout_data_of_two_devices_is_numbered_once():
+    from types import SimpleNamespace
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    full = _frame(chip, _truth(chip))
+    twin = [{**c, "device_name": "Test CPU 9001"} for c in CEILINGS[:4]]
+    runs = pd.concat([full, full.assign(device_name="Test CPU 9001")], ignore_index=True)
+    df = sim_fit.heldout_data(SimpleNamespace(runs=runs, ceilings=pd.DataFrame(CEILINGS + twin)))
+    assert set(df["device_name"]) == {CPU, "Test CPU 9001"}
+    assert df.index.tolist() == list(range(len(df)))

@@ -87,7 +87,8 @@ def test_more_chips_never_send_fewer_bytes_per_chip():
 
 def test_bisection_of_the_tpu_v2_pod_is_seed_001s():
     topo = parse_topology("torus2d:16x16")
-    assert bisection_links(topo) == 32
+    assert bisection_links(topo) == 32 and f"{bisection_links(topo)} links" == "32 links"
+    assert f"{bisection_links(parse_topology('torus3d:4x4x8'))} links" == "32 links"  # 16 rings
     assert bisection_bandwidth(topo, TPU_V2_LINK) * 8 / 1e12 == pytest.approx(15.9, abs=0.05)
     assert bisection_links(Topology("ring", (8,))) == 2
     assert bisection_links(Topology("ring", (2,))) == 1
@@ -141,3 +142,12 @@ def test_an_unknown_topology_kind_names_the_topology_field():
         Topology("mesh", (4,))
     assert e.value.field == "topology" and e.value.value == "mesh"
     assert e.value.allowed == "must be one of ring, biring, torus2d, torus3d"
+
+
+def test_a_topology_past_the_chip_limit_says_the_limit():
+    from paradnn.errors import ConfigError
+    from paradnn.sim.interconnect import MAX_CHIPS
+
+    with pytest.raises(ConfigError) as e:
+        Topology("ring", (MAX_CHIPS + 1,))
+    assert e.value.allowed == f"at most {MAX_CHIPS} chips"

@@ -285,8 +285,9 @@ def test_validate_frame_without_any_chip_is_one_line(tmp_path):
                 step_time_s=0.1,
             )
         )
-    with pytest.raises(ConfigError, match="run `paradnn calibrate"):
+    with pytest.raises(ConfigError, match="run `paradnn calibrate") as e:
         validate_db(str(path))
+    assert str(e.value).startswith(f"--db = {str(path)!r}: no chip describes its devices")
 
 
 def test_every_registered_family_can_be_predicted():
@@ -329,3 +330,74 @@ def test_a_remeasured_config_counts_once_with_its_latest_attempt():
     again = frame.iloc[[0]].assign(attempt=2, step_time_s=0.5)
     df = predicted_vs_measured(pd.concat([frame, again]), sim_chip.from_ceilings(CEILINGS, CPU))
     assert len(df) == 4 and df["measured_s"].tolist()[0] == 0.5
+
+
+def test_report_entry_point_without_ceilings_uses_the_datasheet_and_without_runs_is_empty():
+    from types import SimpleNamespace
+
+    from paradnn.sim.fidelity import COLUMNS, predicted_vs_measured_data
+
+    runs = _frame().assign(device_name="Tesla V100-SXM2-16GB")  # a datasheet entry matches
+    df = predicted_vs_measured_data(SimpleNamespace(runs=runs, ceilings=None))
+    assert len(df) == 4 and (df["device_name"] == "Tesla V100-SXM2-16GB").all()
+    want = predicted_vs_measured(runs, sim_chip.load("v100-sxm2"))
+    assert df["predicted_s"].tolist() == pytest.approx(want["predicted_s"].tolist())
+    none = predicted_vs_measured_data(SimpleNamespace(runs=None, ceilings=None))
+    assert none.empty and list(none.columns) == list(COLUMNS)
+
+
+def test_a_chip_file_fp16_peak_must_match_its_arrays_and_clock(tmp_path):
+    body = WHATIF.replace("bf16 = 183.5e12", "bf16 = 183.5e12, fp16 = 400e12")
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load(chip_file(tmp_path, body))
+    assert e.value.field == "whatif.peak_dense.fp16" and "must be 2·rows" in e.value.allowed
+
+
+def test_a_chip_file_key_the_simulator_does_not_know_is_named_with_the_allowed_ones(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load(chip_file(tmp_path, WHATIF + "colour = 1\n"))
+    assert e.value.field == "whatif.colour"
+    assert (
+        e.value.allowed.startswith("unknown key; allowed: ") and "mem_bandwidth" in e.value.allowed
+    )
+
+
+def test_an_unknown_platform_lists_the_database_and_the_file_option():
+    with pytest.raises(ConfigError) as e:
+        sim_chip.load("tpu-v9")
+    assert str(e.value).startswith("--platform = 'tpu-v9': must be one of ")
+    assert str(e.value).endswith(" or a .toml file") and "tpu-v2, " in str(e.value)
+
+
+def test_fidelity_rows_keep_their_config_and_the_summary_names_families_in_order():
+    import json
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    df = predicted_vs_measured(_frame(), chip)
+    assert [json.loads(c)["batch"] for c in df["config"]] == [
+        TINY["fc"]["batch"] * (i + 1) for i in range(3)
+    ] + [TINY["cnn"]["batch"] * 4]
+    s = summary(df)  # fc runs come first in the frame; the summary is sorted by family
+    assert s["family"].tolist() == ["cnn", "fc"]
+    assert set(s["basis"]) == {chip.origin}
+
+
+def test_runs_the_chip_cannot_predict_give_an_empty_table_with_its_columns():
+    from paradnn.sim.fidelity import COLUMNS
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    frame = _frame()
+    unpredictable = frame[(frame["status"] != "ok") | (frame["precision"] == "bf16")]
+    assert len(unpredictable) == 2  # an OOM run and a bf16 run the chip has no peak for
+    df = predicted_vs_measured(unpredictable, chip)
+    assert df.empty and list(df.columns) == list(COLUMNS)
+
+
+def test_a_measured_chip_is_dated_by_its_newest_ceiling():
+    rows = [
+        {**CEILINGS[0], "measured_at": "2026-01-01T10:00:00"},
+        {**CEILINGS[2], "measured_at": "2026-03-05T09:00:00"},
+    ]
+    c = sim_chip.from_ceilings(rows, CPU)
+    assert c.origin == f"measured ceilings ({CPU}, 2026-03-05)"
+    assert c.platform.sources["calibrate"] == f"paradnn calibrate on {CPU}, 2026-03-05"

@@ -179,3 +179,106 @@ def test_ops_faster_than_the_peak_are_a_warning(capsys, tmp_path):
     )
     assert code == 0, err
     assert "Warning: fp32:" in text
+
+
+def test_the_fitted_source_names_every_held_out_op():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = opfit.samples(_rows(chip, _truth(chip)), chip)
+    assert {s.op for s in data} == {"matmul", "conv2d"}  # each sample keeps its op kind
+    res = opfit.fit(chip, data)
+    assert res.holdout_ops == ("conv2d-II", "matmul-4096")
+    assert "held out by op name: conv2d-II, matmul-4096; fitted: " in res.params.source
+
+
+def test_a_conv_op_the_fit_cannot_lower_says_why():
+    row = {
+        "op": "conv2d",
+        "name": "x",
+        "shape": {"input_nhwc": [1, 8, 8, 3], "kernel_hwio": [3, 3, 3, 4], "stride": [1, 2]},
+    }
+    with pytest.raises(ConfigError) as e:
+        opfit.op_shape(row)
+    assert e.value.field == "ops.shape"
+    assert e.value.allowed == (
+        "not a Table 4 op shape (square kernel, equal strides, valid padding only)"
+    )
+
+
+def test_a_3x3_conv_op_may_run_by_winograd_at_four_times_the_maps_traffic():
+    from paradnn.families.shapes import Conv2d
+    from paradnn.sim.stepparams import defaults
+
+    chip = sim_chip.load("v100-sxm2")
+    sp = defaults(chip.platform)
+    conv = Conv2d("c", 2, 8, 16, 12, 12, 3, 1)  # valid padding: 10×10 outputs
+    plan = opfit.op_plan(conv, True, chip, "fp32", sp)
+    # maps = 2 · (8 + 16) · 10 · 10 = 4800; 2 (read, write) · 4 (tile expansion) · 4 bytes
+    assert (plan.fast_bytes - plan.bytes).tolist() == [2 * 4 * 4800 * 4] * len(plan.bytes)
+    assert plan.fast_peak_s.tolist() == pytest.approx((plan.peak_s / sp.fast_conv).tolist())
+
+
+def test_an_op_costs_its_gemms_and_one_launch_per_gemm():
+    from paradnn.families.shapes import Gemm
+    from paradnn.sim.steptime import evaluate
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    sp = replace(_truth(chip), host_s_per_step=0.0, host_s_per_example=0.0)
+    for train, launches in ((False, 1), (True, 3)):  # fwd; fwd, dgrad and wgrad
+        plan = opfit.op_plan(Gemm("m", 64, 64, 64), train, chip, "fp32", sp)
+        t = evaluate(plan, sp, chip.mem_bandwidth)
+        assert t.kernels == launches
+        assert opfit.op_time(plan, sp, chip.mem_bandwidth) == pytest.approx(
+            t.gemm_s + launches * 3e-5
+        )
+
+
+def test_op_fit_rows_keep_their_device_and_thread_count():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    data = opfit.samples(_rows(chip, _truth(chip)), chip)
+    assert {s.threads for s in data} == {2}
+    res = opfit.fit(chip, data)
+    assert set(res.rows["threads"]) == {2} and set(res.rows["device_name"]) == {CPU}
+
+
+def test_an_op_plan_carries_no_examples_to_charge_host_time_for():
+    from paradnn.families.shapes import Gemm
+    from paradnn.sim.steptime import evaluate
+
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    sp = replace(_truth(chip), host_s_per_step=0.0, host_s_per_example=1e-3)
+    plan = opfit.op_plan(Gemm("m", 64, 64, 64), True, chip, "fp32", sp)
+    assert evaluate(plan, sp, chip.mem_bandwidth).host_s == 0.0
+
+
+def test_a_conv_op_without_a_padding_key_is_valid_padding():
+    row = {"op": "conv2d", "name": "c", "shape": {"input_nhwc": [2, 12, 12, 8],
+           "kernel_hwio": [3, 3, 8, 16], "stride": [1, 1]}}  # fmt: skip
+    conv = opfit.op_shape(row)
+    assert (conv.batch, conv.in_ch, conv.out_ch, conv.out_h, conv.out_w) == (2, 8, 16, 10, 10)
+    with pytest.raises(ConfigError, match="valid padding only"):
+        opfit.op_shape({**row, "shape": {**row["shape"], "padding": "same"}})
+
+
+def test_an_op_fit_from_a_zero_k_half_base_starts_and_finds_the_truth():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = _truth(chip)
+    data = opfit.samples(_rows(chip, truth), chip)
+    res = opfit.fit(chip, data, base=replace(truth, k_half=0.0))  # a TPU-like default
+    assert res.params.k_half == pytest.approx(40.0, rel=0.05)
+
+
+def test_op_rows_the_fit_cannot_place_name_the_value():
+    with pytest.raises(ConfigError) as e:
+        opfit.op_shape({"op": "lstm", "name": "x", "shape": {}})
+    assert str(e.value) == "ops.op = 'lstm': must be matmul or conv2d"
+    rows = [
+        {**r, "device_name": "Unknown CPU"}
+        for r in _rows(
+            sim_chip.from_ceilings(CEILINGS, CPU),
+            _truth(sim_chip.from_ceilings(CEILINGS, CPU)),
+            scales=(1.0,),
+        )
+    ]
+    with pytest.raises(ConfigError) as e:
+        opfit.device_chip(rows, [], None, None, db="r.db")
+    assert str(e.value).startswith("--db = 'Unknown CPU': no chip describes this device")

@@ -162,6 +162,7 @@ def test_cpu_defaults_quantize_to_a_6_by_16_register_tile():
     [
         ("k_half", "-1", r"xpu\.step\.k_half = -1: must be a number in \[0, 1e\+06\]"),
         ("tile", "5", r"xpu\.step\.tile = 5: must be a table precision = \[m, n\]"),
+        ("fast_conv", "0.5", r"^xpu\.step\.fast_conv = 0\.5: must be a number in \[1, 16\]$"),
     ],
 )
 def test_chip_file_step_errors_name_the_field_and_value(tmp_path, key, value, message):
@@ -244,3 +245,125 @@ def test_flops_per_chip_counts_every_core():
     # per core, batch 3: fc1 2·3·2000·16 fwd + wgrad = 384000; head 2·3·16·1000 × 3 = 288000
     assert r.plan.flops == 672000 and r.cores_per_chip == 2
     assert r.row()["flops_per_chip"] == 1344000  # 672000 × 2 cores
+
+
+def test_a_split_k_reduction_is_cut_into_whole_chunks():
+    # one 128×128 tile on 80 units: a reduction of 300 holds one 256-long chunk, not 1.17
+    assert st._quantization(128, 128, 300, (128, 128), 80) == pytest.approx(1 / 80)
+    # 3·256 + 100: three whole chunks fill 3 of the 80 units
+    assert st._quantization(128, 128, 3 * 256 + 100, (128, 128), 80) == pytest.approx(3 / 80)
+
+
+def test_gpu_fp32_gemms_use_a_square_sgemm_tile():
+    sp = defaults(chips.load("v100-sxm2").platform)
+    assert sp.tile_of("fp32") == (128, 128) and sp.tile_of("fp16") == (128, 256)
+    # an fp32 GEMM 128 wide fills its tile: no padding to 256 columns
+    c = chips.load("v100-sxm2")
+    gemm = SimpleNamespace(m=128, n=128, k=64, flops=2 * 128**2 * 64)
+    q = st._op_peak(gemm, c, "fp32", sp)[1]
+    assert q == pytest.approx(1 / sp.units)
+
+
+def test_mixed_precision_master_weights_move_twelve_bytes_per_parameter():
+    from paradnn import families
+
+    c = chips.load("v100-sxm2")
+    cfg = {"layers": 2, "nodes": 512, "batch": 64}
+    r = st.predict_step("fc", cfg, c, "fp16")
+    params = families.get("fc").params(families.get("fc").config(cfg))
+    assert r.plan.master_bytes == 12 * params
+    sp = defaults(c.platform)
+    assert r.terms.master_weights_s == pytest.approx(
+        12 * params / (c.mem_bandwidth * sp.bw_efficiency)
+    )
+
+
+def test_winograd_traffic_is_four_times_the_maps_read_and_written():
+    from paradnn import families
+
+    c = chips.load("v100-sxm2")
+    fam = families.get("cnn")
+    cfg = fam.config({"filters": 64, "batch": 32, "image": 64})
+    sp = defaults(c.platform)
+    plan = st.build_plan("cnn", cfg, c, "fp32", "sgd", sp)
+    i = 0
+    checked = 0
+    for s in fam.shapes(cfg):
+        from paradnn.families.lowering import lower
+
+        n = len(lower(s))
+        if st._fast_eligible(s):
+            maps = s.batch * (s.in_ch + s.out_ch) * s.out_h * s.out_w
+            extra = plan.fast_bytes[i : i + n] - plan.bytes[i : i + n]
+            assert extra.tolist() == [2 * 4 * maps * 4] * n, s.name  # fp32: 4 bytes
+            checked += n
+        i += n
+    assert checked > 0 and i == len(plan.bytes)
+
+
+def test_an_optimizer_the_simulator_does_not_know_is_one_line():
+    from paradnn.optimizers import OPTIMIZERS
+
+    assert set(st.OPTIMIZER_KERNELS) == set(OPTIMIZERS)
+    c = chips.load("v100-sxm2")
+    with pytest.raises(ConfigError) as e:
+        st.predict_step("fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "fp32", optimizer="adam")
+    assert str(e.value) == "--optimizer = 'adam': must be one of " + ", ".join(OPTIMIZERS)
+
+
+def test_two_chips_already_reduce_over_the_links():
+    c = chips.load("tpu-v2")
+    one = st.predict_step("cnn", {"filters": 32, "batch": 64}, c, "bf16")
+    two = st.predict_step("cnn", {"filters": 32, "batch": 64}, c, "bf16", chips=2)
+    assert two.topology is not None and two.allreduce_link_s > 0
+    assert two.comm_s > one.comm_s and one.allreduce_link_s == 0.0
+
+
+def test_a_large_fp32_gemm_is_compute_bound_and_the_row_shows_its_terms():
+    c = chips.load("v100-sxm2")
+    r = st.predict_step("fc", {"layers": 4, "nodes": 8192, "batch": 8192}, c, "fp32")
+    assert r.bottleneck == "compute"
+    row = r.row()
+    assert row["bottleneck"] == "compute"
+    assert row["gemm_s"] == r.terms.gemm_s > 0
+    assert row["gemm_compute_s"] == r.terms.gemm_compute_s > row["gemm_memory_s"]
+
+
+def test_a_step_table_tile_may_be_one_wide_but_not_zero():
+    from paradnn.sim.stepparams import parse_params
+
+    base = defaults(chips.load("v100-sxm2").platform)
+    assert parse_params("xpu", {"tile": {"fp32": [1, 64]}}, base).tile_of("fp32") == (1, 64)
+    with pytest.raises(ConfigError, match=r"^xpu\.step\.tile\.fp32 = \[0, 64\]: must be \[m, n\]"):
+        parse_params("xpu", {"tile": {"fp32": [0, 64]}}, base)
+
+
+def test_the_batch_per_core_is_the_whole_batch_on_one_core_and_an_integer_share_on_two():
+    from paradnn.sim.render import breakdown_table
+
+    cfg = {"layers": 1, "nodes": 16, "batch": 64}
+    gpu = st.predict_step("fc", cfg, chips.load("v100-sxm2"), "fp32")
+    assert gpu.cores_per_chip == 1 and gpu.row()["batch_per_core"] == 64
+    tpu = st.predict_step("fc", cfg, chips.load("tpu-v2"), "bf16")
+    assert "2 core(s) per chip, batch per core 32;" in breakdown_table(tpu.row()).caption
+
+
+def test_a_wave_counts_the_tiles_of_both_dimensions():
+    # 1 × 2 tiles of 128 on 80 units: two busy units in one wave
+    assert st._quantization(128, 256, 64, (128, 128), 80) == pytest.approx(2 / 80)
+    # 8 × 10 tiles: one full wave; 8 × 11: 88 tiles in two waves of 80
+    assert st._quantization(8 * 128, 10 * 128, 64, (128, 128), 80) == pytest.approx(1.0)
+    assert st._quantization(8 * 128, 11 * 128, 64, (128, 128), 80) == pytest.approx(88 / 160)
+
+
+def test_the_cores_of_a_tpu_reduce_their_gradients_through_its_memory():
+    from paradnn import families
+    from paradnn.sim import rounding
+
+    c = chips.load("tpu-v2")
+    cfg = {"filters": 32, "batch": 64}
+    r = st.predict_step("cnn", cfg, c, "bf16")
+    grad = families.get("cnn").params(families.get("cnn").config(cfg)) * rounding.GRADIENT_BYTES
+    core_bw = c.mem_bandwidth / 2 * defaults(c.platform).bw_efficiency
+    # two cores: a ring all-reduce sends 2 · (2 − 1) / 2 = 1 gradient, 3 HBM bytes per byte
+    assert r.allreduce_hbm_s == pytest.approx(3 * grad / (core_bw * 2))

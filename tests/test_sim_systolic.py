@@ -131,3 +131,17 @@ def test_bad_dataflow_and_array_are_one_line_errors():
 )
 def test_mapping_efficiency_is_used_pes_over_folded_pes(mnk, dataflow, eff):
     assert systolic.mapping_efficiency(*mnk, 8, 8, dataflow) == pytest.approx(eff)
+
+
+def test_array_cycles_default_to_the_weight_stationary_dataflow():
+    a = Arrays(8, 8)
+    # (17, 9, 33) on one 8×8 array: 389 cycles weight-stationary (SCALE-Sim, above)
+    assert array_cycles(17, 9, 33, a) == array_cycles(17, 9, 33, a, "ws") == 389
+
+
+def test_a_repeated_gemm_has_the_utilization_of_one():
+    from paradnn.families.lowering import Op
+
+    a = Arrays(8, 8)
+    once = utilization([Op("l", "fwd", 17, 9, 33)], a)
+    assert utilization([Op("l", "fwd", 17, 9, 33, count=4)], a) == pytest.approx(once)

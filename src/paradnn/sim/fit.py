@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -320,11 +319,6 @@ def chip_toml(chip: Chip, result: Any, device: str, header: list[str] | None = N
     return "\n".join(lines)
 
 
-def holdout_mdape(result: FitResult) -> dict[str, float]:
-    held = result.rows[result.rows["split"] == "holdout"]
-    return {f: float(statistics.median(g["ape"])) for f, g in held.groupby("family")}
-
-
 def heldout_data(data: Any) -> pd.DataFrame:
     """For the report: per device that ceilings or the platform database describe, fit the
     step-time parameters on its runs outside the held-out part and return the error per family
@@ -346,7 +340,7 @@ def heldout_data(data: Any) -> pd.DataFrame:
             got = samples(mine, chip)
             if sum(s.split == "fit" for s in got) < 5 or not any(s.split == "holdout" for s in got):
                 continue
-            res = fit(chip, got, source="report")
+            res = fit(chip, got)  # only the per-family errors leave: no source to name
         except ConfigError:
             continue
         s = summary(res.rows)

@@ -192,7 +192,8 @@ def build_plan(
     params = fam.params(cfg)
     low = precision != "fp32" and precision != "tf32"
     fused = chip.platform.kind == "tpu"  # XLA fuses the optimizer and the casts
-    opt_kernels = 0.0 if fused else float(tensors * OPTIMIZER_KERNELS.get(optimizer, 4))
+    opt_bytes = float(mem.optimizer_bytes(params, optimizer))  # refuses an unknown optimizer
+    opt_kernels = 0.0 if fused else float(tensors * OPTIMIZER_KERNELS[optimizer])
     return Plan(
         layer=tuple(layer),
         phase=tuple(phase),
@@ -207,7 +208,7 @@ def build_plan(
         fast_bytes=np.array(fbytes, dtype=float),
         elementwise_bytes=float(ew_bytes),
         elementwise_kernels=0.0 if fused else ew_kernels,
-        optimizer_bytes=float(mem.optimizer_bytes(params, optimizer)),
+        optimizer_bytes=opt_bytes,
         optimizer_kernels=opt_kernels,
         master_bytes=float(MASTER_BYTES_PER_PARAM * params) if low else 0.0,
         master_kernels=0.0 if (fused or not low) else float(2 * tensors),

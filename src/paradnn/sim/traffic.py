@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op
-from paradnn.optimizers import SPECS
+from paradnn.optimizers import OPTIMIZERS, SPECS
 
 # Reads + writes of each forward GEMM output by the elementwise ops around it, forward and
 # backward (an assumption; see the module docstring): FC bias + ReLU, CNN BatchNorm + ReLU
@@ -60,6 +61,8 @@ def attainable(intensity: float, peak: float, bandwidth: float) -> float:
 
 def optimizer_bytes(params: int, optimizer: str) -> int:
     """fp32 words each parameter moves in one optimizer step (`paradnn.optimizers`)."""
+    if optimizer not in SPECS:
+        raise ConfigError("--optimizer", optimizer, "must be one of " + ", ".join(OPTIMIZERS))
     return SPECS[optimizer].words_per_param * 4 * params
 
 
