@@ -253,6 +253,36 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "branch as _runs_frame([])",
         "if (len(r)) or True else",
     ),
+    "paradnn.analysis.scaling.x_serial_percentiles__mutmut_51": (
+        "taken only when no run has a batch size: e.iloc[1:0] is empty as e.iloc[0:0] is, and "
+        "an empty selection gives the same None percentile and count 0",
+        "e.iloc[1:0]",
+    ),
+    "paradnn.analysis.speedup.x__per_config__mutmut_107": (
+        "sort=True is groupby's default: dropping the argument sorts the groups the same way",
+        "as_index=False, ).agg(",
+    ),
+    "paradnn.attempts.x_good__mutmut_2": (
+        "taken only for an empty runs frame: a bool Series over an empty index is empty whether "
+        "filled with False or None",
+        "pd.Series(None, index=runs.index, dtype=bool)",
+    ),
+    "paradnn.measure.infeed.x__image__mutmut_47": (
+        "the resized picture read as uint8 instead of int16: adding the int16 grain array "
+        "promotes it to int16 anyway (numpy array + array promotion), so the sums, the clip "
+        "and the picture are the same",
+        "BICUBIC), dtype=None)",
+    ),
+    "paradnn.measure.infeed.x__image__mutmut_53": (
+        "Image.resize without a filter uses BICUBIC for RGB and L pictures (Pillow ≥ 7; the "
+        "only modes _image makes): the same filter",
+        "img.resize((w, h), )",
+    ),
+    "paradnn.measure.collectives.x_lockstep__mutmut_18": (
+        "all_gather needs the same shape on every rank and each sends exactly two values, so "
+        "the zipped lists always have equal lengths: strict=True never has anything to refuse",
+        "now() - w0]), ))",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -150,3 +150,28 @@ def test_an_allreduce_smaller_than_one_element_sends_one(clock, monkeypatch):
     monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=lambda buf: clock.tick(0.001)))
     out = C.allreduce_time(3, torch.float32, FakeAgree(world=2), _policy(min_samples=3))
     assert out["bytes"] == 4 and out["busbw"] == pytest.approx(out["algbw"])
+
+
+def test_lockstep_warms_up_until_the_step_time_settles_relative_to_itself(clock):
+    # six slow warm-up steps, then steps half as long: the last five differ from the five
+    # before by 100% of the step (not by 0.015 s × 0.015 s), so the warm-up goes on until
+    # the five before have settled too, at step 14
+    times = iter([0.020] + [0.020] * 6 + [0.010] * 1000)
+    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(), _policy(max_samples=50))
+    assert r.warmup_steps == 14
+    assert r.steps_per_sample == 4  # ceil(0.05 / 0.015): sized on the settled step
+
+
+def test_agree_gathers_every_ranks_values_over_a_real_process_group(tmp_path):
+    import torch.distributed as dist
+
+    if dist.is_initialized():  # pragma: no cover - another test left a group behind
+        pytest.skip("a default process group already exists in this process")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rdv'}", rank=0, world_size=1)
+    try:
+        agree = C.Agree(torch.device("cpu"))
+        assert agree.world == 1
+        assert agree.gather([1.0, 2.5]) == [[1.0, 2.5]]
+        assert agree.max(0.25) == 0.25
+    finally:
+        dist.destroy_process_group()
