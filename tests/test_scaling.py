@@ -332,7 +332,8 @@ def test_observation3s_interval_is_the_documented_seeded_bootstrap():
     # seed, so the same runs give the same interval (and verdict) on every report
     import numpy as np
 
-    batches, es = (8, 16, 32, 64, 128), (0.0, 0.01, 0.2, 0.3, 0.02)
+    es = (0.22, 0.122, 0.145, 0.141, 0.262, 0.041, 0.127, 0.16)  # e of eight configs
+    batches = [8 * (i + 1) for i in range(len(es))]
     rows = [_row(1, 0.010, batch=b) for b in batches]
     rows += [_row(2, 0.010 * (1 + e), batch=b) for e, b in zip(es, batches, strict=True)]
     data = frames.from_frames(rows)
@@ -342,4 +343,5 @@ def test_observation3s_interval_is_the_documented_seeded_bootstrap():
     lo, hi = np.percentile(boots, [2.5, 97.5])
     r = S.observation3_result(data)
     assert (r.ci_low, r.ci_high) == (pytest.approx(lo, abs=0), pytest.approx(hi, abs=0))
-    assert S.observation3_result(data) == r and r.n == 5
+    assert S.observation3_result(data) == r and r.n == 8
+    assert (r.ci_low, r.ci_high) == (pytest.approx(0.122), pytest.approx(0.194725))
