@@ -283,6 +283,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "the zipped lists always have equal lengths: strict=True never has anything to refuse",
         "now() - w0]), ))",
     ),
+    "paradnn.attempts.x_chosen_ids__mutmut_11": (
+        "both zipped sequences are columns of the same frame `out`, so they always have the "
+        "same length: strict has nothing to refuse",
+        'out["attempt_choice"], strict=None))',
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

@@ -545,3 +545,26 @@ def test_the_geomean_decide_line_counts_configs_on_the_log_scale():
     got = F.geomean_more(4, 2.0, 0.9, 4.4, 1.0)
     assert got.startswith("about 6 matched configs (now 4) if the spread stays as it is")
     assert got.endswith("; longer runs (more timed steps) narrow each config's own interval")
+
+
+def test_the_median_decide_line_needs_six_ops_then_counts_them():
+    # six ops give the median an interval: from six on, the line counts how many more would do
+    assert F._median_more(5, 1.2, 1.1, 1.6, 1.0).startswith("at least 6 ops")
+    assert F._median_more(6, 1.2, 1.1, 1.6, 1.0) == (
+        "about 7 ops (now 6) if the spread stays as it is"
+    )
+    # 1.2 [1.1, 1.6] against 1: half-width 0.1 toward 1, distance 0.2: already enough → n + 1
+    eight = F._median_more(8, 1.2, 1.1, 1.6, 1.0)
+    assert eight == "about 9 ops (now 8) if the spread stays as it is"
+
+
+def test_a_never_testable_claim_says_why_whatever_the_data():
+    check = F._untestable("test-never", "a claim", "seed 000", "no such hardware here")
+    try:
+        assert check.finding_id == "test-never" and "test-never" in F.NEVER_TESTABLE
+        f = check(EMPTY)
+        assert (f.id, f.verdict) == ("test-never", F.UNTESTABLE)
+        assert f.evidence == "no such hardware here"
+        assert check(_fc_sizes([2.0] * 8)).verdict == F.UNTESTABLE
+    finally:
+        F.NEVER_TESTABLE.discard("test-never")

@@ -235,3 +235,12 @@ def test_observation_4_without_device_data_lists_every_note():
         "0 of 4 host runs are input-bound "
         "(the infeed drained alone is slower than the model alone on device data)"
     )
+
+
+def test_a_family_without_a_device_pair_has_a_numeric_null_gain():
+    # pipeline runs only: no gain to compute, so the gain columns are NaN (numbers), not None
+    st = I.study(A.from_frames(_fed("pipeline", 1.1, 0.1)), "pipeline")
+    m = st.real
+    assert m["paired"].tolist() == [0]
+    for col in ("gain_geomean", "gain_ci_low", "gain_ci_high"):
+        assert m[col].dtype.kind == "f" and m[col].isna().all(), col
