@@ -344,3 +344,31 @@ def test_the_batch_effect_skips_a_metric_stored_as_text():
     t = batch_effect(A.from_frames(rows), "achieved_flops")
     assert t["ratio"].tolist() == pytest.approx([1.0, 2.0])
     assert t["median"].tolist() == pytest.approx([1e11, 2e11])  # the text one is left out
+
+
+def test_an_embedding_width_is_the_second_axis_of_a_family_of_ones_own():
+    # a plugin family (no paper values) with an embedding: embed, as for the paper's RNNs,
+    # before the first other hyperparameter
+    assert _second_axis("my-lm", ["hidden", "embed", "batch"], "batch") == "embed"
+    assert _second_axis("my-lm", ["hidden", "embed", "batch"], "embed") == "hidden"
+
+
+def test_the_default_metric_prefers_the_measured_ceiling_then_falls_back_to_examples():
+    from paradnn.analysis.frames import default_metric
+
+    full = pd.DataFrame({"utilization_measured": [0.4], "utilization_datasheet": [0.3],
+                         "achieved_flops": [1e9], "examples_per_s": [10.0]})  # fmt: skip
+    assert default_metric(full) == "utilization_measured"
+    assert default_metric(full.assign(utilization_measured=None)) == "utilization_datasheet"
+    bare = pd.DataFrame({"achieved_flops": [None], "examples_per_s": [10.0]})
+    assert default_metric(bare) == "examples_per_s"
+
+
+def test_a_heat_maps_values_are_numbers_with_nan_where_a_run_failed():
+    rows = synth.rows(
+        "fc", {"layers": [2], "nodes": [64, 128], "batch": [8, 16]},
+        lambda c: None if c["nodes"] == 128 and c["batch"] == 16 else 0.1,
+    )  # fmt: skip
+    hm = A.heatmap(A.from_frames(rows), "fc", x="batch", y="nodes", metric="achieved_flops")
+    assert (hm.values.dtypes == "float64").all()
+    assert math.isnan(hm.values.at[128, 16]) and hm.values.at[64, 8] == pytest.approx(1e11)
