@@ -288,6 +288,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "same length: strict has nothing to refuse",
         'out["attempt_choice"], strict=None))',
     ),
+    "paradnn.measure.infeed.xǁFeedǁqueued__mutmut_1": (
+        "only drain() reads the base class's queue, and only a host feed reaches it: one more "
+        "copy of the same host tensors before the drain's clock starts changes no figure "
+        "(the drain counts and times only its own batches)",
+        "    return 1",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",

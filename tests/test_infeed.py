@@ -429,3 +429,98 @@ def test_a_cache_entry_keeps_its_name_across_versions_of_one_format(tmp_path):
     path, _, hit = infeed.write_dataset(tensors, infeed.plan(tensors, 4), 4, 0, tmp_path)
     assert infeed.FORMAT == 1 and not hit
     assert path.name == "fec6d36f473e7b68276f"
+
+
+# -- survivors of the seed-9 measure sample -----------------------------------------------------
+
+
+def test_feature_files_keep_their_fractions():
+    leaf = infeed.Leaf("features", 0, (), "float32")
+    rows = infeed._rows(torch.tensor([0.5, 1.25]), leaf, 3)
+    assert rows.dtype.name == "float32" and rows.tolist() == [0.5, 1.25, 0.5]
+
+
+def test_the_run_cpu_time_adds_every_part(monkeypatch):
+    import posix
+
+    monkeypatch.setattr(infeed.os, "times", lambda: posix.times_result((1.0, 2.0, 3.0, 4.0, 9.0)))
+    monkeypatch.setattr(infeed, "_live_children_cpu", lambda: (0.5, "test"))
+    assert infeed.run_cpu_seconds() == pytest.approx(10.5)
+    monkeypatch.setattr(infeed, "_live_children_cpu", lambda: (None, "unreadable"))
+    assert infeed.run_cpu_seconds() is None
+
+
+def test_a_pipeline_without_pillow_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "PIL", None)  # `import PIL` raises ImportError
+    assert infeed.unsupported_reason(_opts(data_source="pipeline"), {"batch": 4}) == (
+        "the pipeline data source needs Pillow (pip install pillow) to encode JPEGs"
+    )
+
+
+def test_a_loader_worker_asks_to_die_with_the_run_and_exits_if_it_already_has(monkeypatch):
+    # in a child: the request (PR_SET_PDEATHSIG = SIGKILL) is made, as PR_GET_PDEATHSIG reads back
+    import ctypes
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        code = 3
+        try:
+            d = infeed.DieWithRun()
+            d.parent = os.getppid()
+            d(0)
+            sig = ctypes.c_int()
+            ctypes.CDLL("libc.so.6").prctl(2, ctypes.byref(sig))  # PR_GET_PDEATHSIG
+            code = 0 if sig.value == signal.SIGKILL else 4
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    # a worker whose run is already gone (its parent is not the run) exits at once, status 0
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover
+        try:
+            d = infeed.DieWithRun()
+            d.parent = -1
+            d(0)
+        finally:
+            os._exit(5)  # reached only if it did not exit
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    # a libc without prctl (not Linux): the worker starts anyway
+    monkeypatch.setattr(infeed.ctypes, "CDLL", lambda *a, **k: object())
+    d = infeed.DieWithRun()
+    d.parent = os.getppid()
+    assert d(0) is None
+
+
+def _host_feed():
+    feed = infeed.HostFeed(_step(torch.zeros(4, 2), torch.zeros(4)), torch.device("cpu"), 4)
+    return feed
+
+
+def test_the_infeed_share_is_the_fed_time_over_the_window():
+    feed = _host_feed()
+    feed.window = {"wall_s": 2.0, "steps": 4, "wait_s": 0.5, "copy_s": 0.3, "cpu_s": 1.0}
+    part = feed.part(lambda: None, lambda: None)
+    assert part.infeed_share == pytest.approx(0.4) and part.data_wait_s == pytest.approx(0.125)
+    assert part.data_copy_s == pytest.approx(0.075)
+    assert part.host_cpu_cores == pytest.approx(0.5)
+    # unreadable CPU time: both host figures null, with the reason
+    feed.window = {**feed.window, "cpu_s": None}
+    part = feed.part(lambda: None, lambda: None)
+    why = "the loader workers' CPU time is unreadable (no /proc, no psutil)"
+    assert part.host_cpu_cores is None and part.host_cpu_share is None
+    assert part.nulls["host_cpu_cores"] == why and part.nulls["host_cpu_share"] == why
+
+
+def test_a_pipeline_starts_its_workers_from_a_daemon_process(monkeypatch):
+    # the run's worker is a daemon process, and daemons may not have children: the pipeline
+    # lifts the flag so its loader workers can start
+    import multiprocessing
+
+    monkeypatch.setitem(multiprocessing.current_process()._config, "daemon", True)
+    feed = _pipeline(1)
+    try:
+        x, _ = feed.fetch()
+        assert x.shape == (4, 3, 8, 8) and len(feed.worker_pids()) == 1
+        assert feed.describe()["augment"] == "random horizontal flip, (x/255 - 0.5)/0.25"
+    finally:
+        feed.close()

@@ -306,3 +306,10 @@ def test_load_probe_keeps_the_load_average_after_and_needs_both_cpu_readings():
     late.begin()
     late.end()
     assert late.result["others_cpu_frac"] is None and "unreadable" in late.result["reason"]
+
+
+def test_a_run_without_a_median_gets_the_more_samples_tip():
+    # no step time: the CI cannot be judged against its target, so more samples are advised
+    quiet = {"cpus": 2, "others_cpu_frac": 0.0, "target_ci_rel": 0.02}
+    row = _row(others_cpu_frac=0.0, load=quiet, step_time_s=None)
+    assert quality.advice(row) == ["a longer --max-time (more samples narrow the CI)"]
