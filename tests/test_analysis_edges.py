@@ -372,3 +372,33 @@ def test_a_heat_maps_values_are_numbers_with_nan_where_a_run_failed():
     hm = A.heatmap(A.from_frames(rows), "fc", x="batch", y="nodes", metric="achieved_flops")
     assert (hm.values.dtypes == "float64").all()
     assert math.isnan(hm.values.at[128, 16]) and hm.values.at[64, 8] == pytest.approx(1e11)
+
+
+def test_xla_flop_agreement_states_the_forward_backward_ratio():
+    rows = [
+        synth.row("fc", {"layers": 2, "nodes": n, "batch": 32}, 0.2, backend="jax",
+                  xla_flops_ratio=1.0, xla_detail={"grad_flops_ratio": g})
+        for n, g in ((64, 0.9), (128, 1.1), (256, 1.3))
+    ]  # fmt: skip
+    t = backends.flop_agreement(A.from_frames(rows)).set_index("family")
+    assert t.loc["fc", "median_grad_ratio"] == pytest.approx(1.1)
+    assert t.loc["all", "median_grad_ratio"] == pytest.approx(1.1)
+
+
+def test_the_batch_effect_of_runs_without_a_batch_size_is_empty():
+    r = synth.row("fc", {"layers": 2, "nodes": 64, "batch": 8}, 0.1)
+    r["config"] = {k: v for k, v in r["config"].items() if k != "batch"}  # a family without one
+    from paradnn.analysis.summaries import batch_effect
+
+    t = batch_effect(A.from_frames([r]), "achieved_flops")
+    assert t.empty and list(t.columns)[:4] == ["family", "platform", "precision", "batch"]
+
+
+def test_table8_lists_real_models_by_name():
+    from paradnn.analysis.summaries import table8
+
+    cfg = {"layers": 2, "nodes": 64, "batch": 8}
+    rows = [synth.row("fc", cfg, 0.1, platform=p) for p in ("PlatA", "PlatB")]
+    real = [dict(r, family="resnet50", run_key=r["run_key"] + "r") for r in rows]
+    t = table8(A.from_frames(rows + real))
+    assert t.index.get_level_values("model").unique().tolist() == ["resnet50"]
