@@ -568,3 +568,12 @@ def test_a_never_testable_claim_says_why_whatever_the_data():
         assert check(_fc_sizes([2.0] * 8)).verdict == F.UNTESTABLE
     finally:
         F.NEVER_TESTABLE.discard("test-never")
+
+
+def test_the_decide_line_measures_the_interval_on_the_side_of_the_threshold():
+    # 1.2 [0.9, 1.3] against 1: the side toward 1 is 0.3 wide at a distance of 0.2, so
+    # 4 × (0.3 / 0.2)² = 9 configs (the far side, 0.1, would wrongly say 5)
+    assert F.more_data(4, 1.2, 0.9, 1.3, 1.0, "configs").startswith("about 9 configs (now 4)")
+    # one config with an interval already says how many more
+    assert F.more_data(1, 2.0, 1.5, 2.5, 1.0, "configs").startswith("about 2 configs (now 1)")
+    assert F.more_data(0, 2.0, 1.5, 2.5, 1.0, "configs").startswith("an interval")
