@@ -524,3 +524,15 @@ def test_a_pipeline_starts_its_workers_from_a_daemon_process(monkeypatch):
         assert feed.describe()["augment"] == "random horizontal flip, (x/255 - 0.5)/0.25"
     finally:
         feed.close()
+
+
+def test_without_proc_or_psutil_the_childrens_cpu_time_is_null_with_its_reason(monkeypatch):
+    def no_proc(path):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(infeed.os, "listdir", no_proc)
+    monkeypatch.setitem(sys.modules, "psutil", None)
+    assert infeed._live_children_cpu() == (
+        None, "children's CPU time unreadable: no /proc and no psutil"
+    )  # fmt: skip
+    assert infeed.run_cpu_seconds() is None
