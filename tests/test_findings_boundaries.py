@@ -11,6 +11,7 @@ decided by the 95% CI of a standardized weight: above zero, straddling zero, bel
 from __future__ import annotations
 
 import math
+import re
 import zlib
 
 import pandas as pd
@@ -496,6 +497,7 @@ def test_memory_bound_share_falls_back_to_the_datasheet_roof(monkeypatch):
     f = verdict(data, "memory-bound")  # 1 of 4 left of the datasheet ridge: 25%
     assert f.verdict == F.INCONCLUSIVE and f.evidence.startswith("1/4 runs below the ridge")
     assert "(datasheet ridge" in f.evidence
+    assert re.search(r"datasheet ridge [0-9][0-9.]* FLOP/B on SynthCPU fp32", f.evidence)
 
 
 def test_memory_bound_share_counts_the_runs_of_every_platform(monkeypatch):

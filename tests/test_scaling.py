@@ -345,3 +345,10 @@ def test_observation3s_interval_is_the_documented_seeded_bootstrap():
     assert (r.ci_low, r.ci_high) == (pytest.approx(lo, abs=0), pytest.approx(hi, abs=0))
     assert S.observation3_result(data) == r and r.n == 8
     assert (r.ci_low, r.ci_high) == (pytest.approx(0.122), pytest.approx(0.194725))
+
+
+def test_runs_of_n_above_one_without_a_single_process_run_are_not_enough_data():
+    r = S.observation3_result(frames.from_frames([_row(2, 0.0125)]))
+    assert r.verdict == "not enough data" and "no N = 1 run" in r.evidence
+    t = S.efficiency_table(frames.from_frames([_row(1, 0.010), _row(2, 0.0125)]))
+    assert t.iloc[0]["threads"] == 1  # each rank's threads, as the table shows them
