@@ -341,6 +341,47 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "branch as _runs_frame([])",
         "if (len(r)) or True else",
     ),
+    "paradnn.analysis.scaling.x_serial_percentiles__mutmut_51": (
+        "taken only when no run has a batch size: e.iloc[1:0] is empty as e.iloc[0:0] is, and "
+        "an empty selection gives the same None percentile and count 0",
+        "e.iloc[1:0]",
+    ),
+    "paradnn.analysis.speedup.x__per_config__mutmut_107": (
+        "sort=True is groupby's default: dropping the argument sorts the groups the same way",
+        "as_index=False, ).agg(",
+    ),
+    "paradnn.attempts.x_good__mutmut_2": (
+        "taken only for an empty runs frame: a bool Series over an empty index is empty whether "
+        "filled with False or None",
+        "pd.Series(None, index=runs.index, dtype=bool)",
+    ),
+    "paradnn.measure.infeed.x__image__mutmut_47": (
+        "the resized picture read as uint8 instead of int16: adding the int16 grain array "
+        "promotes it to int16 anyway (numpy array + array promotion), so the sums, the clip "
+        "and the picture are the same",
+        "BICUBIC), dtype=None)",
+    ),
+    "paradnn.measure.infeed.x__image__mutmut_53": (
+        "Image.resize without a filter uses BICUBIC for RGB and L pictures (Pillow ≥ 7; the "
+        "only modes _image makes): the same filter",
+        "img.resize((w, h), )",
+    ),
+    "paradnn.measure.collectives.x_lockstep__mutmut_18": (
+        "all_gather needs the same shape on every rank and each sends exactly two values, so "
+        "the zipped lists always have equal lengths: strict=True never has anything to refuse",
+        "now() - w0]), ))",
+    ),
+    "paradnn.attempts.x_chosen_ids__mutmut_11": (
+        "both zipped sequences are columns of the same frame `out`, so they always have the "
+        "same length: strict has nothing to refuse",
+        'out["attempt_choice"], strict=None))',
+    ),
+    "paradnn.measure.infeed.xǁFeedǁqueued__mutmut_1": (
+        "only drain() reads the base class's queue, and only a host feed reaches it: one more "
+        "copy of the same host tensors before the drain's clock starts changes no figure "
+        "(the drain counts and times only its own batches)",
+        "    return 1",
+    ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "
         "which is Path('.').mkdir: a no-op",
@@ -356,9 +397,8 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
 # A mutant that only changes the letter case of SQL text (keywords, pragma names, table and
 # column names) is the same statement to SQLite. Recognised by rule, not by name: the one
 # changed line differs only in case, and every string literal that changed is SQL.
-_SQL_WORDS = re.compile(
-    r"\b(SELECT|INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|WHERE|AND|ORDER BY|FROM)\b", re.IGNORECASE
-)
+# Upper case only, as paradnn writes its SQL: a message with "and" or "from" in it is no SQL.
+_SQL_WORDS = re.compile(r"\b(SELECT|INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|WHERE|AND|ORDER BY|FROM)\b")
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 

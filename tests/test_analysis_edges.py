@@ -209,3 +209,196 @@ def test_a_heat_maps_unknown_fixed_hyperparameter_names_the_allowed_ones():
         A.heatmap(data, "fc", "batch", "nodes", fixed={"depth": 3})
     assert e.value.field == "fixed" and e.value.value == "depth"
     assert e.value.allowed == "one of layers, input, output"
+
+
+# --- a third sampled run (issue 30 item 5): what each survivor would have got wrong ------------
+
+
+def test_a_row_without_a_data_source_trained_on_device_data():
+    cfg = {"layers": 2, "nodes": 64, "batch": 8}
+    rows = [
+        synth.row("fc", cfg, 0.1, data_source="pipeline"),
+        synth.row("fc", {**cfg, "batch": 16}, 0.1, data_source=None),
+    ]
+    assert A.from_frames(rows).runs["data_source"].tolist() == ["pipeline", "device"]
+
+
+def test_the_sources_name_the_python_and_cuda_versions_each_database_ran(tmp_path):
+    from paradnn.records import RunRecord
+    from paradnn.store import open_store
+
+    db = tmp_path / "v.db"
+    with open_store(db) as store:
+        for i, (py, cu) in enumerate((("3.11.9", "12.4"), ("3.12.1", None))):
+            r = synth.row("fc", {"layers": 2, "nodes": 64, "batch": 8 * (i + 1)}, 0.1)
+            env = {"torch": r.pop("torch_version"), "hostname": r.pop("hostname"), "python": py}
+            store.insert(RunRecord.flat(**r, env=env | ({"cuda": cu} if cu else {})))
+    src = A.load([db]).sources[0]
+    assert src["python"] == ["3.11.9", "3.12.1"] and src["cuda"] == ["12.4"]
+    assert src["torch"] == ["2.13.0"] and src["runs"] == 2
+
+
+def test_a_heat_map_over_nodes_takes_its_second_axis_elsewhere():
+    assert _second_axis("fc", ["batch", "layers", "nodes"], "nodes") == "batch"
+    data = A.from_frames(
+        synth.rows("fc", {"layers": [2], "nodes": [64, 128], "batch": [8, 16]}, lambda c: 0.1)
+    )
+    hm = A.heatmap(data, "fc", x="nodes", metric="achieved_flops")
+    assert (hm.x, hm.y) == ("nodes", "batch")
+
+
+def test_an_infeed_map_needs_a_batch_axis():
+    from paradnn.analysis import infeed
+
+    runs = pd.DataFrame({"family": ["cnn"] * 2, "filters": [4, 8], "infeed_share": [0.1, 0.2]})
+    assert infeed.share_map(runs, "cnn") is None
+
+
+def test_mode_failures_are_a_table_of_exactly_the_failure_columns():
+    rows = [
+        synth.row("fc", {"layers": 2, "nodes": 64, "batch": 8}, 0.1, mode="eager"),
+        synth.row(
+            "fc", {"layers": 2, "nodes": 64, "batch": 8}, None, mode="compile", status="crashed",
+            error="recompiled while timed", run_key="k-compile",
+        ),
+    ]  # fmt: skip
+    bad = modes.failures(A.from_frames(rows))
+    assert list(bad.columns) == ["family", "config_key", "mode", "status", "error"]
+    assert bad["status"].tolist() == ["crashed"] and bad.index.tolist() == [0]
+
+
+def test_the_fusion_finding_states_its_interval():
+    space = {"layers": [2], "nodes": [64, 128], "input": [20], "output": [10], "batch": [8, 16]}
+    rows = []
+    for mode, speed, seed0 in (("eager", 1.0, 0), ("compile", 2.0, 50)):
+        for i, c in enumerate(synth.grid(space)):
+            r = synth.row("fc", c, 0.1 * speed, n_samples=20, spread=0.02, seed=seed0 + i)
+            r.update(run_key=f"{r['run_key']}-{mode}", mode=mode)
+            rows.append(r)
+    f = modes.fusion_finding(A.from_frames(rows))
+    assert f.verdict == findings.HOLDS
+    lo, hi = f.ci_low, f.ci_high
+    assert f"compile over eager: 2.00× [{lo:.2f}, {hi:.2f}] over 4 configs" in f.evidence
+
+
+def test_an_axis_with_a_zero_is_not_geometric():
+    from paradnn.analysis.regression import geometric
+
+    assert not geometric([0, 1, 8, 64])  # and no division by zero
+    assert geometric([1, 8]) and not geometric([1, 7.9]) and not geometric([])
+
+
+def test_model_points_carry_each_runs_parameter_count():
+    cfg = {"layers": 2, "nodes": 64, "batch": 8}
+    r = synth.row("fc", cfg, 0.1)
+    pts = A.model_points(A.from_frames([r]))
+    assert pts["params"].tolist() == [r["params"]] and r["params"] > 0
+
+
+def test_compare_errors_list_the_choices_and_say_what_a_family_needs():
+    data = _two_platforms(0.2, 0.3)
+    with pytest.raises(ConfigError) as e:
+        compare(data, "colour", "a", "b")
+    assert "one of platform, precision, mode, " in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        compare(data, "platform", "PlatA", "PlatB", family="cnn")
+    assert str(e.value).endswith("a family with runs in the database")
+
+
+def test_a_comparison_names_its_metric_and_slowdowns_their_threshold():
+    from paradnn.analysis.speedup import slower_than
+
+    c = compare(_two_platforms(0.3, 0.2), "platform", "PlatA", "PlatB", metric="achieved_flops")
+    assert c.metric == "achieved_flops"
+    slow = slower_than(c, 5)
+    assert len(slow) == 8 and slow["threshold"].tolist() == [0.95] * 8
+
+
+def test_table8_labels_generated_configs_by_their_hyperparameters():
+    from paradnn.analysis.summaries import table8
+
+    rows = [synth.row("fc", {"layers": 2, "nodes": 64, "batch": 8}, 0.1, platform=p)
+            for p in ("PlatA", "PlatB")]  # fmt: skip
+    t = table8(A.from_frames(rows))
+    model = t.index.get_level_values("model")[0]
+    assert model.startswith("fc ") and " nodes=64 " in model and "XX" not in model
+    assert "layers=2 " in model and model.count("=") == model.count(" ")
+
+
+def test_families_are_told_apart_as_generated_or_real():
+    from paradnn.analysis.summaries import family_kind
+
+    assert family_kind("fc") == "generated" and family_kind("resnet50") == "real"
+    assert family_kind("no-such-family") == "?"
+
+
+def test_the_batch_effect_skips_a_metric_stored_as_text():
+    from paradnn.analysis.summaries import batch_effect
+
+    # SQLite keeps whatever a REAL column is given: a value written as text is not a number
+    rows = [
+        synth.row("fc", {"layers": 2, "nodes": n, "batch": b}, 0.1 * b / 8)
+        for n in (64, 128) for b in (8, 16)
+    ]  # fmt: skip
+    rows[0]["achieved_flops"] = "fast"
+    t = batch_effect(A.from_frames(rows), "achieved_flops")
+    assert t["ratio"].tolist() == pytest.approx([1.0, 2.0])
+    assert t["median"].tolist() == pytest.approx([1e11, 2e11])  # the text one is left out
+
+
+def test_an_embedding_width_is_the_second_axis_of_a_family_of_ones_own():
+    # a plugin family (no paper values) with an embedding: embed, as for the paper's RNNs,
+    # before the first other hyperparameter
+    assert _second_axis("my-lm", ["hidden", "embed", "batch"], "batch") == "embed"
+    assert _second_axis("my-lm", ["hidden", "embed", "batch"], "embed") == "hidden"
+
+
+def test_the_default_metric_prefers_the_measured_ceiling_then_falls_back_to_examples():
+    from paradnn.analysis.frames import default_metric
+
+    full = pd.DataFrame({"utilization_measured": [0.4], "utilization_datasheet": [0.3],
+                         "achieved_flops": [1e9], "examples_per_s": [10.0]})  # fmt: skip
+    assert default_metric(full) == "utilization_measured"
+    assert default_metric(full.assign(utilization_measured=None)) == "utilization_datasheet"
+    bare = pd.DataFrame({"achieved_flops": [None], "examples_per_s": [10.0]})
+    assert default_metric(bare) == "examples_per_s"
+
+
+def test_a_heat_maps_values_are_numbers_with_nan_where_a_run_failed():
+    rows = synth.rows(
+        "fc", {"layers": [2], "nodes": [64, 128], "batch": [8, 16]},
+        lambda c: None if c["nodes"] == 128 and c["batch"] == 16 else 0.1,
+    )  # fmt: skip
+    hm = A.heatmap(A.from_frames(rows), "fc", x="batch", y="nodes", metric="achieved_flops")
+    assert (hm.values.dtypes == "float64").all()
+    assert math.isnan(hm.values.at[128, 16]) and hm.values.at[64, 8] == pytest.approx(1e11)
+
+
+def test_xla_flop_agreement_states_the_forward_backward_ratio():
+    rows = [
+        synth.row("fc", {"layers": 2, "nodes": n, "batch": 32}, 0.2, backend="jax",
+                  xla_flops_ratio=1.0, xla_detail={"grad_flops_ratio": g})
+        for n, g in ((64, 0.9), (128, 1.1), (256, 1.3))
+    ]  # fmt: skip
+    t = backends.flop_agreement(A.from_frames(rows)).set_index("family")
+    assert t.loc["fc", "median_grad_ratio"] == pytest.approx(1.1)
+    assert t.loc["all", "median_grad_ratio"] == pytest.approx(1.1)
+
+
+def test_the_batch_effect_of_runs_without_a_batch_size_is_empty():
+    r = synth.row("fc", {"layers": 2, "nodes": 64, "batch": 8}, 0.1)
+    r["config"] = {k: v for k, v in r["config"].items() if k != "batch"}  # a family without one
+    from paradnn.analysis.summaries import batch_effect
+
+    t = batch_effect(A.from_frames([r]), "achieved_flops")
+    assert t.empty and list(t.columns)[:4] == ["family", "platform", "precision", "batch"]
+
+
+def test_table8_lists_real_models_by_name():
+    from paradnn.analysis.summaries import table8
+
+    cfg = {"layers": 2, "nodes": 64, "batch": 8}
+    rows = [synth.row("fc", cfg, 0.1, platform=p) for p in ("PlatA", "PlatB")]
+    real = [dict(r, family="resnet50", run_key=r["run_key"] + "r") for r in rows]
+    t = table8(A.from_frames(rows + real))
+    assert t.index.get_level_values("model").unique().tolist() == ["resnet50"]

@@ -530,3 +530,21 @@ def test_a_space_parameter_range_has_no_median(monkeypatch):
         {"family": "x", "kind": "generated", "source": "paper space (analytic)", "configs": 6,
          "min": 11, "median": None, "max": 23}
     ]  # fmt: skip
+
+
+def test_op_classes_read_inplace_ops_as_their_base_op():
+    # 'aten::zero_' is the in-place zero: layout & copy like 'aten::zero', not 'other'
+    assert B.op_type("aten::zero_") == B.op_type("aten::zero") == "layout & copy"
+    assert B.op_type("aten::sum_") == "reduction"
+
+
+def test_one_byte_moved_is_still_classified():
+    # 1 byte and 100 FLOPs: intensity 100 FLOP/byte, above a ridge of 10
+    assert B.bound_class(100, 1, 10.0) == "compute"
+    assert B.bound_class(1, 1, 10.0) == "memory"
+    assert B.bound_class(100, 0, 10.0) == "unclassified"
+
+
+def test_shapes_are_written_as_compact_json():
+    assert B._shape_text([[2, 3], [3]]) == "[[2,3],[3]]"
+    assert B._shape_text("2x3") == "2x3" and B._shape_text(None) == ""

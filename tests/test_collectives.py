@@ -157,3 +157,63 @@ def test_an_allreduce_smaller_than_one_element_sends_one(clock, monkeypatch):
     monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=lambda buf: clock.tick(0.001)))
     out = C.allreduce_time(3, torch.float32, FakeAgree(world=2), _policy(min_samples=3))
     assert out["bytes"] == 4 and out["busbw"] == pytest.approx(out["algbw"])
+
+
+def test_lockstep_warms_up_until_the_step_time_settles_relative_to_itself(clock):
+    # six slow warm-up steps, then steps half as long: the last five differ from the five
+    # before by 100% of the step (not by 0.015 s × 0.015 s), so the warm-up goes on until
+    # the five before have settled too, at step 14
+    times = iter([0.020] + [0.020] * 6 + [0.010] * 1000)
+    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(), _policy(max_samples=50))
+    assert r.warmup_steps == 14
+    assert r.steps_per_sample == 4  # ceil(0.05 / 0.015): sized on the settled step
+
+
+def test_agree_gathers_every_ranks_values_over_a_real_process_group(tmp_path):
+    import torch.distributed as dist
+
+    if dist.is_initialized():  # pragma: no cover - another test left a group behind
+        pytest.skip("a default process group already exists in this process")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rdv'}", rank=0, world_size=1)
+    try:
+        agree = C.Agree(torch.device("cpu"))
+        assert agree.world == 1
+        assert agree.gather([1.0, 2.5]) == [[1.0, 2.5]]
+        assert agree.max(0.25) == 0.25
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_16_bit_allreduce_sends_its_own_dtype(clock, monkeypatch):
+    sent = []
+
+    def all_reduce(buf):
+        sent.append((buf.numel(), buf.dtype))
+        clock.tick(0.001)
+
+    monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=all_reduce))
+    out = C.allreduce_time(4000, torch.bfloat16, FakeAgree(world=2), _policy(min_samples=3))
+    assert set(sent) == {(2000, torch.bfloat16)} and out["bytes"] == 4000
+
+
+def test_a_warm_up_of_steps_too_short_to_time_ends_at_its_cap(clock):
+    # the clock does not move during the warm-up (steps below its resolution): no relative
+    # change to compute, so the warm-up runs to warmup_max_steps instead of dividing by zero
+    times = iter([0.010] + [0.0] * 12 + [0.010] * 1000)
+    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(),
+                   _policy(warmup_max_steps=12, min_block_s=1e-9, max_samples=20))  # fmt: skip
+    assert r.warmup_steps == 12 and r.steps_per_sample == 1 and r.summary.n >= 3
+
+
+def test_the_time_cap_is_min_samples_blocks_at_the_warm_up_pace(clock):
+    # warm-up at 20 ms a step (agreed 30 ms): blocks of k = ceil(0.05 / 0.03) = 2 steps and a
+    # cap of min_samples × k × 30 ms = 0.18 s; the timed steps then run at 10 ms (agreed 15),
+    # 30 ms of agreed time a block, so the cap is reached after 6 blocks, not after 3
+    import itertools
+
+    timed = itertools.cycle([0.009, 0.009, 0.011, 0.011])  # blocks alternate: no convergence
+    times = itertools.chain([0.020] * 11, timed)
+    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(),
+                   _policy(max_time_s=0.0, target_ci_rel=0.001, max_samples=50))  # fmt: skip
+    assert (r.warmup_steps, r.steps_per_sample) == (10, 2)
+    assert r.stop_reason == "max_time" and len(r.samples) == 6

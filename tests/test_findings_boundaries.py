@@ -11,6 +11,7 @@ decided by the 95% CI of a standardized weight: above zero, straddling zero, bel
 from __future__ import annotations
 
 import math
+import re
 import zlib
 
 import pandas as pd
@@ -147,6 +148,16 @@ def test_width_over_depth_holds_only_when_both_beat_layers():
     flat = {**FC3, "layers": [4], "nodes": [64, 128, 256], "batch": [8, 16, 32]}
     f = verdict(A.from_frames(synth.rows("fc", flat, lambda c: 0.1)), "fc-width-over-depth")
     assert f.verdict == F.NO_DATA and "layers" in f.evidence
+
+
+def test_width_over_depth_names_a_hyperparameter_it_could_not_fit():
+    # layers stored as text (a hand-edited database): no number to fit, and the finding says so
+    space = {**FC3, "layers": [2, 4], "nodes": [64, 128, 256, 512], "batch": [8, 16, 32, 64]}
+    rows = synth.rows("fc", space, lambda c: 0.1 + c["nodes"] / 1e4 + c["batch"] / 1e3)
+    for r in rows:
+        r["config"] = dict(r["config"], layers=str(r["config"]["layers"]))
+    f = verdict(A.from_frames(rows), "fc-width-over-depth")
+    assert f.verdict == F.NO_DATA and f.evidence == "layers: not fitted"
 
 
 def test_depth_unexploited_at_its_three_verdicts():
@@ -456,6 +467,9 @@ def test_fc_size_decides_platform_by_the_thirds_intervals():
     f = verdict(_fc_sizes([2.0] * 4 + [0.5] * 4), "fc-size-platform")
     assert "smallest third 2.00× [2.00, 2.00], largest third 0.50× [0.50, 0.50]" in f.evidence
     assert f.verdict == F.HOLDS, f.evidence
+    # what the findings table prints beside the verdict: the statistic and what it is set against
+    assert f.statistic == "geomean speedup of each third" and f.threshold == 1.0
+    assert f.interval_note == "smallest third 2 [2, 2], largest 0.5 [0.5, 0.5] vs 1"
     # Both thirds faster (2 and 1.5): the same platform wins everywhere.
     f = verdict(_fc_sizes([2.0] * 4 + [1.5] * 4), "fc-size-platform")
     assert f.verdict == F.FAILS and "largest third 1.50× [1.50, 1.50]" in f.evidence
@@ -483,6 +497,7 @@ def test_memory_bound_share_falls_back_to_the_datasheet_roof(monkeypatch):
     f = verdict(data, "memory-bound")  # 1 of 4 left of the datasheet ridge: 25%
     assert f.verdict == F.INCONCLUSIVE and f.evidence.startswith("1/4 runs below the ridge")
     assert "(datasheet ridge" in f.evidence
+    assert re.search(r"datasheet ridge [0-9][0-9.]* FLOP/B on SynthCPU fp32", f.evidence)
 
 
 def test_memory_bound_share_counts_the_runs_of_every_platform(monkeypatch):
@@ -509,3 +524,58 @@ def test_rnn_embed_platform_needs_more_than_one_embedding_size():
     f = verdict(A.from_frames(rows), "rnn-embed-platform")
     assert f.verdict == F.NO_DATA and f.evidence == "matched RNN configs at one embedding size"
     assert "Spearman correlation of the embedding size" in f.rule
+
+
+def test_fc_size_decides_platform_keeps_noisy_runs_when_asked_to():
+    # `evaluate(include_noisy=True)`: every run flagged noisy still counts, in the thirds too
+    rows = []
+    for i, r in enumerate([2.0] * 4 + [0.5] * 4):
+        cfg = _fc(8, 64 * (i + 1))
+        rows.append(synth.row("fc", cfg, 0.2, platform="A", quality="noisy"))
+        rows.append(synth.row("fc", cfg, 0.2 * r, platform="B", device="cuda", quality="noisy"))
+    data = A.from_frames(rows)
+    assert data.runs["noisy"].all()
+    f = {g.id: g for g in F.evaluate(data, include_noisy=True)}["fc-size-platform"]
+    assert f.verdict == F.HOLDS, f.evidence
+    assert "smallest third 2.00× [2.00, 2.00], largest third 0.50× [0.50, 0.50]" in f.evidence
+
+
+def test_the_geomean_decide_line_counts_configs_on_the_log_scale():
+    # 2× [0.9, 4.4] against 1: on the log scale the half-width is ln 2 − ln 0.9 = 0.798 and the
+    # distance ln 2 = 0.693, so 4 configs × (0.798 / 0.693)² = 5.3 → about 6 (a linear scale
+    # would say 4 × (1.1 / 1)² = 4.84 → 5)
+    got = F.geomean_more(4, 2.0, 0.9, 4.4, 1.0)
+    assert got.startswith("about 6 matched configs (now 4) if the spread stays as it is")
+    assert got.endswith("; longer runs (more timed steps) narrow each config's own interval")
+
+
+def test_the_median_decide_line_needs_six_ops_then_counts_them():
+    # six ops give the median an interval: from six on, the line counts how many more would do
+    assert F._median_more(5, 1.2, 1.1, 1.6, 1.0).startswith("at least 6 ops")
+    assert F._median_more(6, 1.2, 1.1, 1.6, 1.0) == (
+        "about 7 ops (now 6) if the spread stays as it is"
+    )
+    # 1.2 [1.1, 1.6] against 1: half-width 0.1 toward 1, distance 0.2: already enough → n + 1
+    eight = F._median_more(8, 1.2, 1.1, 1.6, 1.0)
+    assert eight == "about 9 ops (now 8) if the spread stays as it is"
+
+
+def test_a_never_testable_claim_says_why_whatever_the_data():
+    check = F._untestable("test-never", "a claim", "seed 000", "no such hardware here")
+    try:
+        assert check.finding_id == "test-never" and "test-never" in F.NEVER_TESTABLE
+        f = check(EMPTY)
+        assert (f.id, f.verdict) == ("test-never", F.UNTESTABLE)
+        assert f.evidence == "no such hardware here"
+        assert check(_fc_sizes([2.0] * 8)).verdict == F.UNTESTABLE
+    finally:
+        F.NEVER_TESTABLE.discard("test-never")
+
+
+def test_the_decide_line_measures_the_interval_on_the_side_of_the_threshold():
+    # 1.2 [0.9, 1.3] against 1: the side toward 1 is 0.3 wide at a distance of 0.2, so
+    # 4 × (0.3 / 0.2)² = 9 configs (the far side, 0.1, would wrongly say 5)
+    assert F.more_data(4, 1.2, 0.9, 1.3, 1.0, "configs").startswith("about 9 configs (now 4)")
+    # one config with an interval already says how many more
+    assert F.more_data(1, 2.0, 1.5, 2.5, 1.0, "configs").startswith("about 2 configs (now 1)")
+    assert F.more_data(0, 2.0, 1.5, 2.5, 1.0, "configs").startswith("an interval")

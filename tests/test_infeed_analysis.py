@@ -74,7 +74,7 @@ def test_observation_4_holds_on_a_real_model_past_34_percent_and_fails_below():
     assert f.verdict == FAILS and "1.20×" in f.evidence
     # no real model paired: every family decides, and says so
     f = I.infeed_finding(A.from_frames(cnn))
-    assert f.verdict == FAILS and "all families" in f.evidence
+    assert f.verdict == FAILS and "(all families (no real model ran both))" in f.evidence
 
 
 def test_each_loader_setting_is_its_own_pipeline_and_the_finding_takes_the_best_fed():
@@ -236,3 +236,12 @@ def test_observation_4_without_device_data_lists_every_note():
         "0 of 4 host runs are input-bound "
         "(the infeed drained alone is slower than the model alone on device data)"
     )
+
+
+def test_a_family_without_a_device_pair_has_a_numeric_null_gain():
+    # pipeline runs only: no gain to compute, so the gain columns are NaN (numbers), not None
+    st = I.study(A.from_frames(_fed("pipeline", 1.1, 0.1)), "pipeline")
+    m = st.real
+    assert m["paired"].tolist() == [0]
+    for col in ("gain_geomean", "gain_ci_low", "gain_ci_high"):
+        assert m[col].dtype.kind == "f" and m[col].isna().all(), col

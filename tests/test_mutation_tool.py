@@ -32,6 +32,12 @@ def _diff(old: str, new: str) -> str:
         ('d["KEY"] = "SELECT 1"', 'd["key"] = "SELECT 1"', False),
         # a case change in a string that is not SQL is a different program (a message, a key)
         ('say("first step")', 'say("FIRST STEP")', False),
+        # a message that happens to hold "and": not SQL (a mutant once passed for equivalent)
+        (
+            'return "CPU time unreadable: no /proc and no psutil"',
+            'return "cpu time unreadable: no /proc and no psutil"',
+            False,
+        ),
         # a change beyond case is never equivalent by this rule
         ('db.execute("SELECT a FROM runs")', 'db.execute("SELECT b FROM runs")', False),
         ('db.execute("SELECT a FROM runs")', 'db.execute("SELECT a FROM runs")', False),

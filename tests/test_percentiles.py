@@ -148,3 +148,14 @@ def test_figure7_falls_back_to_the_closest_layer_count_and_says_so(tmp_path):
     _throughput_maps(_fc_grid([8, 64, 128]), Writer(tmp_path), s)
     (cap,) = [f.caption for f in s.figures]
     assert "layers=64 as in seed 000 Fig. 7" in cap and "layers=64*" not in cap
+
+
+def test_the_all_row_has_no_largest_batch_percentile():
+    # families' batch sizes are not one axis: "all" has no largest batch, so no percentile there
+    table = pd.DataFrame(
+        {"family": ["fc"] * 3 + ["cnn"] * 2, "batch": [8, 64, 64, 4, 64],
+         "karp_flatt": [0.1, 0.2, 0.3, 0.05, 0.07]}
+    )  # fmt: skip
+    every = S.serial_percentiles(table).set_index("family").loc["all"]
+    assert pd.isna(every["largest_batch"]) and pd.isna(every["p90_at_largest_batch"])
+    assert pd.isna(every["runs_at_largest_batch"])

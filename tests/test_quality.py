@@ -251,3 +251,65 @@ def test_a_disturbed_run_is_stored_and_shown_as_noisy(tmp_path, capsys):
     assert "noisy" in out
     code, _, err = run_cli(capsys, "results", "--db", db, "--quality", "meh")
     assert code == 2 and "--quality = 'meh': must be one of good, noisy" in err
+
+
+# -- edges a sampled `make mutation` found untested (issue 30 item 5) -------------------------
+
+
+def test_a_quiet_run_whose_ci_met_its_target_gets_no_tip():
+    quiet = {"cpus": 2, "others_cpu_frac": 0.0, "target_ci_rel": 0.02}
+    assert quality.advice(_row(others_cpu_frac=0.0, load=quiet)) == []  # CI ±1% ≤ 2%
+    wide = _row(others_cpu_frac=0.0, load=quiet, step_time_ci_high_s=1.03)
+    assert quality.advice(wide) == ["a longer --max-time (more samples narrow the CI)"]
+
+
+def test_other_processes_must_hold_more_than_the_limit_to_be_the_cause():
+    at = {"cpus": 2, "others_cpu_frac": quality.OTHERS_CPU_LIMIT, "target_ci_rel": 0.02}
+    row = _row(others_cpu_frac=quality.OTHERS_CPU_LIMIT, threads=None, load=at)
+    assert quality.advice(row) == []
+    over = quality.OTHERS_CPU_LIMIT + 0.01
+    assert quality.advice({**row, "others_cpu_frac": over}) == [
+        "fewer threads, a quieter time (`paradnn run --wait-for-idle`), or pinning this run "
+        "and the other jobs to separate cores (taskset -c)"
+    ]
+
+
+def test_the_plus_minus_is_half_the_ci_relative_to_the_median():
+    assert quality.ci_half_rel(2.0, 1.9, 2.1) == pytest.approx(0.05)
+    assert quality.ci_half_rel(0.5, 0.4, 0.8) == pytest.approx(0.4)
+    assert quality.ci_half_rel(2.0, None, 2.1) is None and quality.ci_half_rel(0.0, 0, 1) is None
+
+
+def test_wait_for_quiet_counts_the_wait_from_its_own_start():
+    # a monotonic clock starts anywhere: the wait is the time since the first sample
+    samples = [_sample(1.8), _sample(1.0), _sample(0.0)]
+    clock = iter([1000.0, 1001.0, 1002.0, 1003.0])
+    heard = []
+    last, quiet = quality.wait_for_quiet(
+        lambda: samples.pop(0), 5.0, lambda s, w: heard.append(w), clock=lambda: next(clock)
+    )
+    assert quiet and heard == [1.0, 2.0] and last.others_cores == 0.0
+
+
+def test_load_probe_keeps_the_load_average_after_and_needs_both_cpu_readings():
+    probe = LoadProbe(
+        cpus=[0], cpu_times=_Fake([None, (1.0, 0.0)]), own_cpu=_Fake([1.0, 1.5]),
+        clock=_Fake([0.0, 1.0]), loadavg=_Fake([0.5, 1.25]),
+    )  # fmt: skip
+    probe.begin()
+    probe.end()
+    r = probe.result
+    assert r["loadavg_before"] == 0.5 and r["loadavg_after"] == 1.25
+    assert r["others_cpu_frac"] is None and "/proc/stat unreadable" in r["reason"]
+    late = LoadProbe(cpus=[0], cpu_times=_Fake([(1.0, 0.0), None]), own_cpu=_Fake([1.0, 1.5]),
+                     clock=_Fake([0.0, 1.0]), loadavg=lambda: None)  # fmt: skip
+    late.begin()
+    late.end()
+    assert late.result["others_cpu_frac"] is None and "unreadable" in late.result["reason"]
+
+
+def test_a_run_without_a_median_gets_the_more_samples_tip():
+    # no step time: the CI cannot be judged against its target, so more samples are advised
+    quiet = {"cpus": 2, "others_cpu_frac": 0.0, "target_ci_rel": 0.02}
+    row = _row(others_cpu_frac=0.0, load=quiet, step_time_s=None)
+    assert quality.advice(row) == ["a longer --max-time (more samples narrow the CI)"]

@@ -324,3 +324,47 @@ def test_a_collective_timeout_is_a_timeout_and_names_the_silent_rank(tmp_path):
     assert died["status"] == "crashed" and died["error"] == (
         "rank 1 died with signal SIGKILL (-9): RuntimeError: boom"
     )
+
+
+def test_a_slowdown_at_every_n_is_a_serial_fraction_of_one_not_more():
+    # two processes 2× slower, four 2.5× slower: nothing parallelizes, and a fraction is ≤ 1
+    fit = S.amdahl_fit([1, 2, 4], [1.0, 0.5, 0.4])
+    assert fit.serial_fraction == pytest.approx(1.0) and fit.ci_high <= 1.0
+
+
+def test_the_fit_per_config_maps_the_speedup_interval_at_one_n():
+    t = S.efficiency_table(frames.from_frames([_row(1, 0.010), _row(2, 0.0125)]))
+    fit = S.fits(t).iloc[0]
+    assert fit.method == "karp-flatt at one N, its speedup CI mapped" and pd.isna(fit.reason)
+    assert fit.ci_low < fit.serial_fraction < fit.ci_high
+    assert fit.serial_fraction == pytest.approx(0.25)
+    # an unnamed strategy or scaling (a null in the key) is a group of its own, still fitted
+    fit = S.fits(t.assign(scaling=None, strategy=None)).iloc[0]
+    assert fit.serial_fraction == pytest.approx(0.25) and pd.isna(fit.scaling)
+
+
+def test_observation3s_interval_is_the_documented_seeded_bootstrap():
+    # docs/scaling.md: a percentile bootstrap of the median e, 1,000 resamples from a fixed
+    # seed, so the same runs give the same interval (and verdict) on every report
+    import numpy as np
+
+    es = (0.22, 0.122, 0.145, 0.141, 0.262, 0.041, 0.127, 0.16)  # e of eight configs
+    batches = [8 * (i + 1) for i in range(len(es))]
+    rows = [_row(1, 0.010, batch=b) for b in batches]
+    rows += [_row(2, 0.010 * (1 + e), batch=b) for e, b in zip(es, batches, strict=True)]
+    data = frames.from_frames(rows)
+    e = S.efficiency_table(data)["karp_flatt"].to_numpy()
+    rng = np.random.default_rng(0)
+    boots = [np.median(rng.choice(e, len(e))) for _ in range(1000)]
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    r = S.observation3_result(data)
+    assert (r.ci_low, r.ci_high) == (pytest.approx(lo, abs=0), pytest.approx(hi, abs=0))
+    assert S.observation3_result(data) == r and r.n == 8
+    assert (r.ci_low, r.ci_high) == (pytest.approx(0.122), pytest.approx(0.194725))
+
+
+def test_runs_of_n_above_one_without_a_single_process_run_are_not_enough_data():
+    r = S.observation3_result(frames.from_frames([_row(2, 0.0125)]))
+    assert r.verdict == "not enough data" and "no N = 1 run" in r.evidence
+    t = S.efficiency_table(frames.from_frames([_row(1, 0.010), _row(2, 0.0125)]))
+    assert t.iloc[0]["threads"] == 1  # each rank's threads, as the table shows them

@@ -73,6 +73,10 @@ def test_every_fault_becomes_a_row_and_the_sweep_goes_on(store):
     # the run after a crash got a fresh worker; the healthy fc run was measured for real
     fc_ok = next(r for r in records if r.family == "fc" and r.status == "ok")
     assert fc_ok.step_time_s > 0 and fc_ok.worker_pid is not None
+    # a dead or killed worker's row names that worker: which process died is part of the fault
+    dead = [r for r in records if r.config.get("fault") in ("segfault", "hang", "sigkill")]
+    assert all(isinstance(r.worker_pid, int) and r.worker_pid > 0 for r in dead), dead
+    assert len({r.worker_pid for r in dead}) == 3  # each fault killed its own worker
     assert events[0].kind == "start" and events[-1].kind == "end"
     assert events[-1].counts["ok"] == 2
 
