@@ -159,12 +159,12 @@ def test_an_allreduce_smaller_than_one_element_sends_one(clock, monkeypatch):
     assert out["bytes"] == 4 and out["busbw"] == pytest.approx(out["algbw"])
 
 
-def test_lockstep_warms_up_until_the_step_time_settles_relative_to_itself(clock):
+def test_the_ranks_warm_up_goes_on_until_the_step_time_settles_relative_to_itself(clock):
     # six slow warm-up steps, then steps half as long: the last five differ from the five
     # before by 100% of the step (not by 0.015 s × 0.015 s), so the warm-up goes on until
     # the five before have settled too, at step 14
     times = iter([0.020] + [0.020] * 6 + [0.010] * 1000)
-    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(), _policy(max_samples=50))
+    r = lockstep(lambda: clock.tick(next(times)), FakeAgree(), _policy(max_samples=50))
     assert r.warmup_steps == 14
     assert r.steps_per_sample == 4  # ceil(0.05 / 0.015): sized on the settled step
 
@@ -200,7 +200,7 @@ def test_a_warm_up_of_steps_too_short_to_time_ends_at_its_cap(clock):
     # the clock does not move during the warm-up (steps below its resolution): no relative
     # change to compute, so the warm-up runs to warmup_max_steps instead of dividing by zero
     times = iter([0.010] + [0.0] * 12 + [0.010] * 1000)
-    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(),
+    r = lockstep(lambda: clock.tick(next(times)), FakeAgree(),
                    _policy(warmup_max_steps=12, min_block_s=1e-9, max_samples=20))  # fmt: skip
     assert r.warmup_steps == 12 and r.steps_per_sample == 1 and r.summary.n >= 3
 
@@ -213,7 +213,7 @@ def test_the_time_cap_is_min_samples_blocks_at_the_warm_up_pace(clock):
 
     timed = itertools.cycle([0.009, 0.009, 0.011, 0.011])  # blocks alternate: no convergence
     times = itertools.chain([0.020] * 11, timed)
-    r = C.lockstep(lambda: clock.tick(next(times)), FakeAgree(),
+    r = lockstep(lambda: clock.tick(next(times)), FakeAgree(),
                    _policy(max_time_s=0.0, target_ci_rel=0.001, max_samples=50))  # fmt: skip
     assert (r.warmup_steps, r.steps_per_sample) == (10, 2)
     assert r.stop_reason == "max_time" and len(r.samples) == 6

@@ -326,7 +326,8 @@ def test_device_data_gives_its_reason_for_every_loader_setting():
     feed.begin()
     feed.end()
     part = feed.part(lambda: None, lambda: None)
-    from paradnn.records import DEVICE_DATA, LOADER_SETTINGS
+    from paradnn.config import LOADER_SETTINGS
+    from paradnn.records import DEVICE_DATA
 
     assert all(part.nulls[k] == DEVICE_DATA for k in LOADER_SETTINGS)
     assert part.infeed["input_bound"] == "device data: nothing to wait for, by construction"
