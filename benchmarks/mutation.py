@@ -366,11 +366,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "only modes _image makes): the same filter",
         "img.resize((w, h), )",
     ),
-    "paradnn.measure.collectives.x_lockstep__mutmut_18": (
-        "all_gather needs the same shape on every rank and each sends exactly two values, so "
-        "the zipped lists always have equal lengths: strict=True never has anything to refuse",
-        "now() - w0]), ))",
-    ),
     "paradnn.attempts.x_chosen_ids__mutmut_11": (
         "both zipped sequences are columns of the same frame `out`, so they always have the "
         "same length: strict has nothing to refuse",
