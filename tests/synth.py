@@ -225,3 +225,28 @@ def pair_rows(
         dev = "cuda" if extra_on == fast else "cpu"
         out.append(row(fam, {**base, "batch": j + 1}, util, platform=extra_on, device=dev))
     return out
+
+
+def op_profile(run_id: int, scale: float = 1.0) -> list[dict]:
+    """A profile of one step: matmuls dominate, elementwise and a copy the rest."""
+    ops = [
+        ("aten::addmm", [[32, 100]], 6e-3, 2e7, 2e5),
+        ("aten::mm", [[100, 64]], 4e-3, 1e7, 1e5),
+        ("aten::add_", [[64]], 1e-3, 6e4, 3e5),
+        ("aten::t", [[64, 100]], 1e-4, 0, 0),
+    ]
+    return [
+        dict(
+            run_id=run_id,
+            op=op,
+            shapes=shapes,
+            dtype="float32",
+            calls=2,
+            device_time_s=t * scale,
+            flops=int(f),
+            bytes=int(b),
+            achieved_flops=f / (t * scale),
+            intensity=(f / b) if b else None,
+        )
+        for op, shapes, t, f, b in ops
+    ]

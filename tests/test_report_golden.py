@@ -82,21 +82,6 @@ def _scaling() -> list[dict]:
     return [{**r, **env, "run_key": f"scale-{i}"} for i, r in enumerate(rows)]
 
 
-def _profile(run_id: int, scale: float) -> list[dict]:
-    ops = [
-        ("aten::addmm", [[32, 100]], 6e-3, 2e7, 2e5),
-        ("aten::mm", [[100, 64]], 4e-3, 1e7, 1e5),
-        ("aten::add_", [[64]], 1e-3, 6e4, 3e5),
-        ("aten::t", [[64, 100]], 1e-4, 0, 0),
-    ]
-    return [
-        dict(run_id=run_id, op=op, shapes=shapes, dtype="float32", calls=2,
-             device_time_s=t * scale, flops=int(f), bytes=int(b),
-             achieved_flops=f / (t * scale), intensity=(f / b) if b else None)
-        for op, shapes, t, f, b in ops
-    ]  # fmt: skip
-
-
 def _store(tmp: Path) -> list[str]:
     """Two databases: platform A (every study, ceilings, ops, profiles, failures) and B (the
     same FC grid, faster at small widths, for the platform speedups)."""
@@ -131,7 +116,7 @@ def _store(tmp: Path) -> list[str]:
     )
     for db, scale in ((a, 1.0), (b, 0.5)):
         with open_store(db) as store:
-            store.insert_rows("op_profile", _profile(1, scale) + _profile(2, scale))
+            store.insert_rows("op_profile", synth.op_profile(1, scale) + synth.op_profile(2, scale))
     return [a, b]
 
 

@@ -88,31 +88,6 @@ def test_store_frame_and_csv_export_have_one_column_per_hyperparameter(tmp_path)
 # -- the report ---------------------------------------------------------------------------
 
 
-def _profile(run_id: int, scale: float) -> list[dict]:
-    """A profile of one step: matmuls dominate, elementwise and a copy the rest."""
-    ops = [
-        ("aten::addmm", [[32, 100]], 6e-3, 2e7, 2e5),
-        ("aten::mm", [[100, 64]], 4e-3, 1e7, 1e5),
-        ("aten::add_", [[64]], 1e-3, 6e4, 3e5),
-        ("aten::t", [[64, 100]], 1e-4, 0, 0),
-    ]
-    return [
-        dict(
-            run_id=run_id,
-            op=op,
-            shapes=shapes,
-            dtype="float32",
-            calls=2,
-            device_time_s=t * scale,
-            flops=int(f),
-            bytes=int(b),
-            achieved_flops=f / (t * scale),
-            intensity=(f / b) if b else None,
-        )
-        for op, shapes, t, f, b in ops
-    ]
-
-
 @pytest.fixture(scope="module")
 def two_platform_report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rep")
@@ -137,7 +112,7 @@ def two_platform_report(tmp_path_factory):
     ]
     for db, scale in ((a, 1.0), (b, 0.5)):
         with open_store(db) as store:
-            store.insert_rows("op_profile", _profile(1, scale) + _profile(2, scale))
+            store.insert_rows("op_profile", synth.op_profile(1, scale) + synth.op_profile(2, scale))
             if db == a:
                 store.insert_rows("ceilings", ceilings)
     return report.build([a, b], tmp / "out"), tmp / "out"
