@@ -60,65 +60,54 @@ class HostProfile:
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any], *, where: str = "host profile") -> HostProfile:
-        """Validate a stored or file profile: one clear ConfigError naming the field."""
+        """Validate a stored or file profile: one ConfigError naming the field."""
         if not isinstance(m, Mapping):
-            raise ConfigError(f"{where}: expected a table of fields, got {type(m).__name__}")
-        known = {f for f in cls.__dataclass_fields__}
-        extra = sorted(set(m) - known)
-        if extra:
-            raise ConfigError(
-                f"{where}: unknown field {extra[0]!r}; allowed: {', '.join(sorted(known))}"
-            )
+            raise ConfigError(where, type(m).__name__, "a table of the profile's fields")
+        known = set(cls.__dataclass_fields__)
+        for k in m:
+            if k not in known:
+                raise ConfigError(f"{where}: {k}", m[k], f"one of {', '.join(sorted(known))}")
 
-        def seconds(name: str, *, optional: bool = False) -> float | None:
-            if name not in m:
-                if optional:
-                    return None
-                raise ConfigError(f"{where}: {name} is missing (seconds, ≥ 0)")
-            v = m[name]
-            if v is None and optional:
-                return None
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                raise ConfigError(f"{where}: {name} = {v!r}; expected seconds, a finite number")
-            if v < 0:
-                raise ConfigError(f"{where}: {name} = {v!r}; expected seconds ≥ 0")
+        def seconds(name: str, v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (0 <= v < math.inf):
+                raise ConfigError(f"{where}: {name}", v, "seconds, a finite number ≥ 0")
             return float(v)
 
+        for name in ("forward_op_s", "autograd_node_s", "optimizer_step_s", "sync_s"):
+            if name not in m:
+                raise ConfigError(f"{where}: {name}", None, "seconds, a finite number ≥ 0")
         opt = m.get("optimizer_tensor_s")
         if not isinstance(opt, Mapping) or not opt:
             raise ConfigError(
-                f"{where}: optimizer_tensor_s = {opt!r}; expected a table of "
-                f"{', '.join(OPTIMIZER_IMPLS)} → seconds per parameter tensor"
+                f"{where}: optimizer_tensor_s",
+                opt,
+                f"a table of {', '.join(OPTIMIZER_IMPLS)} → seconds per parameter tensor",
             )
         per: dict[str, float] = {}
         for impl, v in opt.items():
             if impl not in OPTIMIZER_IMPLS:
                 raise ConfigError(
-                    f"{where}: optimizer_tensor_s.{impl}: unknown implementation; "
-                    f"allowed: {', '.join(OPTIMIZER_IMPLS)}"
+                    f"{where}: optimizer_tensor_s", impl, f"one of {', '.join(OPTIMIZER_IMPLS)}"
                 )
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (v >= 0):
-                raise ConfigError(
-                    f"{where}: optimizer_tensor_s.{impl} = {v!r}; expected seconds ≥ 0"
-                )
-            per[impl] = float(v)
-        source = str(m.get("source", "file"))
+            per[impl] = seconds(f"optimizer_tensor_s.{impl}", v)
+        source = m.get("source", "file")
         if source not in SOURCES:
-            raise ConfigError(f"{where}: source = {source!r}; allowed: {', '.join(SOURCES)}")
-        device_type = str(m.get("device_type", "cpu"))
+            raise ConfigError(f"{where}: source", source, f"one of {', '.join(SOURCES)}")
+        device_type = m.get("device_type", "cpu")
         if device_type not in ("cpu", "cuda"):
-            raise ConfigError(f"{where}: device_type = {device_type!r}; allowed: cpu, cuda")
+            raise ConfigError(f"{where}: device_type", device_type, "cpu or cuda")
+        launch = m.get("kernel_launch_s")
         return cls(
-            forward_op_s=seconds("forward_op_s"),  # type: ignore[arg-type]
-            autograd_node_s=seconds("autograd_node_s"),  # type: ignore[arg-type]
+            forward_op_s=seconds("forward_op_s", m["forward_op_s"]),
+            autograd_node_s=seconds("autograd_node_s", m["autograd_node_s"]),
             optimizer_tensor_s=MappingProxyType(per),
-            optimizer_step_s=seconds("optimizer_step_s"),  # type: ignore[arg-type]
-            sync_s=seconds("sync_s"),  # type: ignore[arg-type]
-            kernel_launch_s=seconds("kernel_launch_s", optional=True),
-            source=source,
-            host=m.get("host"),
-            device_type=device_type,
-            measured_at=m.get("measured_at"),
+            optimizer_step_s=seconds("optimizer_step_s", m["optimizer_step_s"]),
+            sync_s=seconds("sync_s", m["sync_s"]),
+            kernel_launch_s=None if launch is None else seconds("kernel_launch_s", launch),
+            source=str(source),
+            host=None if m.get("host") is None else str(m["host"]),
+            device_type=str(device_type),
+            measured_at=None if m.get("measured_at") is None else str(m["measured_at"]),
             detail=MappingProxyType(dict(m.get("detail") or {})),
         )
 
