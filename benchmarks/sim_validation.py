@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from paradnn import families
 from paradnn.sim import chip as sim_chip
 from paradnn.sim import model as sim_model
 from paradnn.sim import steptime
@@ -180,6 +181,19 @@ def roofline(case: Case) -> float:
     return float(p.predicted_step_s)
 
 
+SKIPPED: list[dict[str, Any]] = []  # rows the model refused, with its reason (run() reports them)
+
+
+def _try(fn: Callable[..., float], *args: Any) -> tuple[float | None, str | None]:
+    """(value, None), or (None, the error) when the model refuses a case: a row the model
+    cannot predict is reported with its reason, never counted as an error of 0 or dropped
+    silently."""
+    try:
+        return fn(*args), None
+    except Exception as e:  # any refusal of the model is reported per row
+        return None, f"{type(e).__name__}: {e}"
+
+
 def _t8_config(model: str, batch: int, chips: int) -> tuple[dict[str, Any], int]:
     """(per-chip config, samples per example), as the audit mapped Table 8."""
     if model == "transformer_base":
@@ -214,10 +228,19 @@ def table8_cases(name: str) -> list[Case]:
                 paper=float(r["samples_per_s"]),
             )
             # a step runs examples × chips × samples-per-example; the paper gives samples/s
-            p = steptime.predict_step(
-                c.family, cfg, chip, precision, chips=chips, topology=_topo(c)
-            )
-            per_step = p.examples_per_s * p.predicted_step_s * mult
+            try:
+                fam = families.get(c.family)
+                per_step = fam.examples_per_step(fam.config(dict(cfg))) * chips * mult
+            except Exception as e:  # reported, see SKIPPED
+                SKIPPED.append(
+                    {
+                        "dataset": name,
+                        "device": device,
+                        "model": c.family,
+                        "reason": f"{type(e).__name__}: {e}",
+                    }
+                )
+                continue
             out.append(replace(c, measured_s=per_step / c.paper))
     return out
 
@@ -404,13 +427,13 @@ def stats(apes: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def _ape(pred: float, meas: float) -> float:
-    return abs(pred - meas) / meas
+def _ape(pred: float | None, meas: float) -> float | None:
+    return None if pred is None else abs(pred - meas) / meas
 
 
-def _ape_thr(pred: float, meas: float) -> float:
+def _ape_thr(pred: float | None, meas: float) -> float | None:
     """The same error on throughput (1/step), as seed 002 reports and issue 35 quotes it."""
-    return abs(meas / pred - 1.0)
+    return None if pred is None else abs(meas / pred - 1.0)
 
 
 def evaluate_dataset(
@@ -426,6 +449,8 @@ def evaluate_dataset(
     splits = split(cases, seed, holdout)
     rows = []
     for c, s in zip(cases, splits, strict=True):
+        sheet, err = _try(predictor, c, None)
+        roof_s, roof_err = _try(roof, c) if roof else (None, None)
         rows.append(
             {
                 "device": c.device,
@@ -435,35 +460,46 @@ def evaluate_dataset(
                 "split": s,
                 "measured_s": c.measured_s,
                 "paper_samples_per_s": c.paper,
-                "datasheet_s": predictor(c, None),
+                "datasheet_s": sheet,
                 "fitted_s": None,
-                "roofline_s": roof(c) if roof else None,
+                "roofline_s": roof_s,
+                "refused": err or roof_err,
             }
         )
     fits: dict[str, Any] = {}
     devices = sorted({c.device for c in cases})
     for dev in devices:
         idx = [i for i, c in enumerate(cases) if c.device == dev]
-        train = [cases[i] for i in idx if splits[i] == "fit"]
+        train = [cases[i] for i in idx if splits[i] == "fit" and rows[i]["datasheet_s"]]
         base = steptime.params_of(cases[idx[0]].chip)
         if len(train) < MIN_FIT:
             fits[dev] = {"fitted": None, "reason": f"{len(train)} rows to fit, need {MIN_FIT}"}
             continue
-        p = fit_params(train, base, predictor)
+        try:
+            p = fit_params(train, base, predictor)
+        except Exception as e:  # a failed fit is reported, not a crash
+            fits[dev] = {"fitted": None, "reason": f"{type(e).__name__}: {e}"}
+            continue
         fits[dev] = {"fitted": _param_summary(p), "fit_rows": len(train)}
         for i in idx:
             if splits[i] == "holdout":
-                rows[i]["fitted_s"] = predictor(cases[i], p)
+                rows[i]["fitted_s"] = _try(predictor, cases[i], p)[0]
     cross = []
     for a, b in cross_pairs or []:
-        ca = [c for c in cases if c.device == a]
+        ok = [r["datasheet_s"] is not None for r in rows]
+        ca = [c for c, good in zip(cases, ok, strict=True) if c.device == a and good]
         cb = [c for c in cases if c.device == b]
         if len(ca) < MIN_FIT or not cb:
             continue
-        pa = fit_params(ca, steptime.params_of(ca[0].chip), predictor)
+        try:
+            pa = fit_params(ca, steptime.params_of(ca[0].chip), predictor)
+        except Exception:  # the pair is left out; its device's fit says why
+            continue
         pb = transplant(pa, steptime.params_of(cb[0].chip))
         for c in cb:
-            pred = predictor(c, pb)
+            pred = _try(predictor, c, pb)[0]
+            if pred is None:
+                continue
             cross.append(
                 {
                     "from": a,
@@ -477,10 +513,8 @@ def evaluate_dataset(
             )
     for r in rows:
         r["ape_datasheet"] = _ape(r["datasheet_s"], r["measured_s"])
-        r["ape_fitted"] = None if r["fitted_s"] is None else _ape(r["fitted_s"], r["measured_s"])
-        r["ape_roofline"] = (
-            None if r["roofline_s"] is None else _ape(r["roofline_s"], r["measured_s"])
-        )
+        r["ape_fitted"] = _ape(r["fitted_s"], r["measured_s"])
+        r["ape_roofline"] = _ape(r["roofline_s"], r["measured_s"])
     held = [r for r in rows if r["split"] == "holdout"]
     methods = {
         "datasheet": stats([r["ape_datasheet"] for r in rows]),
@@ -516,6 +550,7 @@ def evaluate_dataset(
         "by_device": by_device,
         "fits": fits,
         "cross_pairs": [list(p) for p in cross_pairs or []],
+        "refused": [r for r in rows if r["refused"]],
         "rows": rows,
         "cross_rows": cross,
     }
@@ -553,7 +588,10 @@ def transfer(cases: Sequence[Case], pairs: Sequence[tuple[str, str]]) -> dict[st
             cb = idx.get((b, fam, cfg))
             if d != a or cb is None:
                 continue
-            est = ca.measured_s * predict(cb) / predict(ca)
+            pa, pb = _try(predict, ca)[0], _try(predict, cb)[0]
+            if not pa or not pb:
+                continue
+            est = ca.measured_s * pb / pa
             step.append(_ape(est, cb.measured_s))
             thr.append(_ape_thr(est, cb.measured_s))
     return {"pairs": [list(p) for p in pairs], "throughput": stats(thr), "step": stats(step)}
@@ -645,6 +683,7 @@ def host_profile_note() -> str:
 
 
 def run(names: Sequence[str], *, extras: bool = True) -> dict[str, Any]:
+    SKIPPED.clear()
     datasets: dict[str, Any] = {}
     cache: dict[str, list[Case]] = {}
     for name in names:
@@ -685,6 +724,7 @@ def run(names: Sequence[str], *, extras: bool = True) -> dict[str, Any]:
             "FC results, not used) was found in the time given"
         ),
         "datasets": datasets,
+        "skipped": list(SKIPPED),
         "transfer": transfers,
         "seed000": {"multichip": multichip(), "small_fc_one_core": small_fc()} if extras else None,
     }
@@ -806,6 +846,14 @@ def markdown(res: Mapping[str, Any]) -> str:
             f"{_cell(m['fitted_holdout'])} | {_cell(m['cross_device'])} | "
             f"{_cell(m['roofline'])} |"
         )
+    refused = [(n, r) for n, d in ds.items() for r in d.get("refused", [])]
+    skipped = res.get("skipped") or []
+    if refused or skipped:
+        lines += [
+            "",
+            f"Rows the model refused (left out of every figure): {len(refused)} predicted, "
+            f"{len(skipped)} not mapped; their reasons are in the JSON.",
+        ]
     lines += [
         "",
         "## Targets (issue 35) and the distance to each",

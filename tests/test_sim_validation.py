@@ -100,6 +100,23 @@ def test_the_split_is_fixed_by_its_seed_and_holds_out_thirty_percent(sv):
     assert sv.split(cases, seed=36) != first
 
 
+def test_a_row_the_model_refuses_is_reported_and_counted_nowhere(sv):
+    truth = _truth()
+    cases = _measured(sv, _cases(sv), truth)
+    bad = cases[3].key
+
+    def picky(case, params=None):
+        if case.key == bad:
+            raise ValueError("no such layer")
+        return sv.predict(case, params)
+
+    res = sv.evaluate_dataset(cases, predictor=picky, roof=None)
+    assert [r["config"] for r in res["refused"]] == [res["rows"][3]["config"]]
+    assert "ValueError: no such layer" in res["refused"][0]["refused"]
+    assert res["methods"]["datasheet"]["n"] == 19
+    assert res["rows"][3]["ape_datasheet"] is None
+
+
 def test_stats_report_none_on_nothing(sv):
     assert sv.stats([]) == {"mdape": None, "p90": None, "mape": None, "n": 0}
     s = sv.stats([0.1, 0.2, 0.3, None])
