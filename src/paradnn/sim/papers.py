@@ -235,16 +235,20 @@ class Predictor:
     def over(
         self, family: str, where: Mapping[str, Any], fn: Callable[[dict[str, Any]], float]
     ) -> tuple[list[float], str]:
-        """``fn`` over the family's configs that match ``where``; invalid ones skipped."""
+        """``fn`` over the family's configs that match ``where`` (``key = value``, or
+        ``key_min = value`` for key ≥ value); configs the model refuses are skipped."""
         cfgs, what = self.configs(family)
-        cfgs = [c for c in cfgs if all(c.get(k) == v for k, v in where.items())]
+        cfgs = [c for c in cfgs if all(_holds(c, k, v) for k, v in where.items())]
         vals = []
         for c in cfgs:
             try:
                 vals.append(fn(c))
             except ConfigError:
                 continue
-        cond = " ".join(f"{k}={v}" for k, v in where.items())
+        cond = " ".join(
+            f"{k.removesuffix('_min')}≥{v}" if k.endswith("_min") else f"{k}={v}"
+            for k, v in where.items()
+        )
         return vals, f"{len(vals)} of {what}" + (f" with {cond}" if cond else "")
 
     def predict(self, claim: Claim) -> Estimate:
@@ -371,6 +375,13 @@ class Predictor:
             f"batch {c.get('batch', 8)}"
         )
         return scale * stat(vals), basis, []
+
+
+def _holds(config: Mapping[str, Any], key: str, value: Any) -> bool:
+    if key.endswith("_min"):
+        have = config.get(key.removesuffix("_min"))
+        return isinstance(have, int | float) and have >= value
+    return config.get(key) == value
 
 
 @functools.cache
