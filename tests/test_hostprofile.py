@@ -311,7 +311,7 @@ def test_simulate_step_uses_this_hosts_stored_profile_and_says_so(capsys, tmp_pa
     code, out, err = run_cli(capsys, *STEP, "--platform", "h100-sxm", "--db", str(db), "-f", "json")
     assert code == 0, err
     (r,) = json.loads(out)
-    assert r["host_profile"].startswith(f"host profile: measured from {db}, row 2")
+    assert r["host_profile"].startswith(f"host profile: measured, from {db} row 2")
     assert "launch and sync assumed (cuda defaults)" in r["host_profile"]  # measured on a CPU
     assert r["host_profile"] in err  # said on stderr too, beside the JSON
     code, out, err = run_cli(capsys, *STEP, "--platform", "h100-sxm", "--db", str(db),
@@ -324,7 +324,7 @@ def test_simulate_step_names_a_file_or_a_chip_files_host_table(capsys, tmp_path)
     f.write_text(_toml(GOOD))
     code, out, err = run_cli(capsys, *STEP, "--platform", "h100-sxm", "--host-profile", str(f))
     assert code == 0, err
-    assert f"host profile: file from file {f}" in out
+    assert f"host profile: read from --host-profile {f}" in out.replace("\n", "")
     from paradnn.platforms import specs
 
     chip = tmp_path / "mychip.toml"
@@ -336,7 +336,9 @@ def test_simulate_step_names_a_file_or_a_chip_files_host_table(capsys, tmp_path)
     )
     code, out, err = run_cli(capsys, *STEP, "--platform", str(chip))
     assert code == 0, err
-    assert f"host profile: file from file {chip}" in out.replace("\n", "")
+    assert f"host profile: read from the platform file {chip} [mychip.host]" in out.replace(
+        "\n", ""
+    )
 
 
 def test_a_bad_host_table_in_a_chip_file_is_one_line(capsys, tmp_path):

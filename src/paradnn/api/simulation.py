@@ -200,10 +200,10 @@ def host_profile_for(
         return p, hp.describe(p)
     if host_profile is not None:
         p = hp.for_device(hp.load_file(host_profile), device_type)
-        return p, hp.describe(p, f"file {host_profile}")
+        return p, hp.describe(p, f"--host-profile {host_profile}")
     if chip.host is not None:
         p = hp.for_device(chip.host, device_type)
-        return p, hp.describe(p, chip.origin)
+        return p, hp.describe(p, f"the platform {chip.origin} [{chip.platform.id}.host]")
     path = db if db is not None else (DEFAULT_DB if Path(DEFAULT_DB).is_file() else None)
     if path is not None:
         try:
@@ -220,7 +220,7 @@ def host_profile_for(
             p = hp.for_device(
                 hp.from_row(row, where=f"{path}: host_profile row {row.get('id')}"), device_type
             )
-            return p, hp.describe(p, f"{path}, row {row.get('id')}")
+            return p, hp.describe(p, f"{path} row {row.get('id')}")
         p = hp.default(device_type)
         others = sorted({str(r.get("hostname")) for r in found})
         why = f"other hosts' only ({', '.join(others)})" if others else "none"

@@ -321,6 +321,8 @@ def measure_profile(
         sync_s, launch_s = _cuda_costs(
             device, sizes["launch"], measure_fn, policy, say, detail, rounds
         )
+        if launch_s is None:
+            nulls["kernel_launch_s"] = "the GPU op's slope was not positive (too noisy)"
     else:
         detail["sync"] = "0 on a CPU: the host runs the kernels itself, nothing to wait for"
         nulls["kernel_launch_s"] = "a CPU launches no kernels (one timeline)"
@@ -428,7 +430,9 @@ def _cuda_costs(
         "cpu_op": _entry(cpu, cpts, "x.add_(1) on the CPU"),
     }
     launch = gpu.per_unit_s - cpu.per_unit_s
-    if launch <= 0:  # the dispatch hides the launch: the GPU op's whole cost is an upper bound
+    if (
+        launch <= 0 < gpu.per_unit_s
+    ):  # the dispatch hides the launch: the GPU op's whole cost is an upper bound
         detail["kernel_launch"]["note"] = "GPU op ≤ CPU op: the GPU op's per-call cost is used"
         launch = gpu.per_unit_s
     return sync.median_s, (launch if launch > 0 else None)

@@ -293,13 +293,13 @@ def describe(p: HostProfile, origin: str | None = None) -> str:
             f"host profile: the assumed defaults for {p.device_type} (docs/simulate.md; "
             "`paradnn calibrate --host-only` measures this host's)"
         )
-    bits = [p.host or "unknown host"]
+    bits = [p.host or "host not named"]
     if p.measured_at:
         bits.append(str(p.measured_at)[:10])
     if p.detail.get("quality") == "noisy":
         bits.append("noisy")
     where = f" from {origin}" if origin else ""
-    kind = "measured" if p.source == "measured" else "file"
+    kind = "measured," if p.source == "measured" else "read"
     line = f"host profile: {kind}{where} ({', '.join(bits)})"
     if p.detail.get("assumed"):
         line += f"; launch and sync assumed ({p.device_type} defaults)"
