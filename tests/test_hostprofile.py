@@ -386,3 +386,24 @@ def test_host_only_refuses_matmul_options(capsys, tmp_path):
         capsys, "calibrate", "--host-only", "-p", "fp32", "--db", str(tmp_path / "r.db")
     )
     assert code == 2 and "--host-only" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_cuda_costs_path_runs_with_a_fake_device(monkeypatch):
+    """The GPU path (sync, launch = GPU op − CPU op), exercised on a CPU: the "GPU" is the CPU
+    and synchronize a no-op, so both ladders are equal and the launch falls back to the GPU op's
+    own per-call cost, labelled."""
+    import torch
+
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda dev=None: synced.append(dev))
+    detail: dict = {}
+    args = ("cpu", (2, 4, 6), fake_measure, TINY_POLICY, print, detail)
+    sync_s, launch_s = mh._cuda_costs(*args, rounds=2)  # 2: the fake's first call imports
+    assert sync_s == pytest.approx(FIXED_S, rel=0.05) and synced  # no aten op: the fixed cost
+    k = detail["kernel_launch"]
+    assert [q["units"] for q in k["cuda_op"]["points"]] == [2.0, 4.0, 6.0]
+    gpu, cpu = k["cuda_op"]["per_unit_s"], k["cpu_op"]["per_unit_s"]
+    assert gpu == pytest.approx(cpu) and launch_s is not None and launch_s > 0
+    if gpu <= cpu:  # equal ladders: the GPU op's own per-call cost, labelled
+        assert launch_s == gpu and "GPU op ≤ CPU op" in k["note"]
+    assert detail["sync"]["median_s"] == sync_s
