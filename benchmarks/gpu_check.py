@@ -277,6 +277,7 @@ def command(step: str, ctx: Ctx) -> list[str]:
             "--budget",
             s["calibrate_budget"],
             "--force",
+            "--no-host",  # the ceilings only: the host profile would not fit the step's cap
         )
     if step == "ops":
         names = ("--name", "matmul-2048") if ctx.dry else ()

@@ -90,7 +90,9 @@ def _tiny_measurements(monkeypatch):
 def test_calibrate_then_ops_report_measured_utilization(capsys, tmp_path, monkeypatch):
     _tiny_measurements(monkeypatch)
     db = str(tmp_path / "r.db")
-    code, out, err = run_cli(capsys, "calibrate", "--device", "cpu", "-p", "fp32", "--db", db)
+    code, out, err = run_cli(
+        capsys, "calibrate", "--device", "cpu", "-p", "fp32", "--no-host", "--db", db
+    )
     assert code == 0, err
     assert "matmul" in out and "triad" in out
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "ceilings", "-f", "json")
@@ -113,7 +115,7 @@ def test_calibrate_then_ops_report_measured_utilization(capsys, tmp_path, monkey
 def test_calibrate_if_missing_measures_once_per_environment(capsys, tmp_path, monkeypatch):
     _tiny_measurements(monkeypatch)
     db = str(tmp_path / "r.db")
-    args = ("calibrate", "--device", "cpu", "-p", "fp32", "--db", db, "--if-missing")
+    args = ("calibrate", "--device", "cpu", "-p", "fp32", "--no-host", "--db", db, "--if-missing")
     code, out, err = run_cli(capsys, *args)
     assert code == 0 and "already in the database" not in out, err
     code, out, err = run_cli(capsys, *args)

@@ -203,5 +203,5 @@ def test_task_status_is_the_newest_row_of_each_task_key(store):
     ])  # fmt: skip
     assert store.task_status("ceilings") == {"a": "ok", "b": "ok"}
     assert store.task_status("ops") == {}
-    with pytest.raises(ValueError, match="ceilings or ops"):
+    with pytest.raises(ValueError, match="ceilings, ops or host_profile"):
         store.task_status("runs")

@@ -64,9 +64,11 @@ def test_side_table_json_columns_come_back_decoded(store):
 
 
 def test_insert_rows_refuses_other_tables_and_names_the_allowed_ones(store):
-    with pytest.raises(ValueError, match=r"table = 'runs': must be ceilings, ops or op_profile"):
+    with pytest.raises(
+        ValueError, match=r"table = 'runs': must be ceilings, ops, op_profile, host_profile"
+    ):
         store.insert_rows("runs", [{}])
-    with pytest.raises(ValueError, match=r"table = 'runs': must be ceilings or ops"):
+    with pytest.raises(ValueError, match=r"table = 'runs': must be ceilings, ops or host_profile"):
         store.task_status("runs")
     assert store.task_status("ops") == {}  # an allowed table with no rows
 

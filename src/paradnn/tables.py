@@ -497,7 +497,21 @@ def dry_run_table(
     return t
 
 
+def _us(v: Any) -> str:
+    """Seconds as microseconds, '—' for a figure not measured."""
+    return "—" if v is None else f"{v * 1e6:.3g}"
+
+
 def _side_cells(table: str, r: dict[str, Any]) -> list[str]:
+    if table == "host_profile":
+        return [
+            str(r.get("id") or ""),
+            str(r.get("host") or r.get("device_name") or ""),
+            str(r.get("device") or ""),
+            *(_us(r.get(k)) for k in HOST_FIGURES),
+            str(r.get("quality") or r.get("status") or ""),
+            str(r.get("measured_at") or "")[:19],
+        ]
     if table == "ceilings":
         unit = r.get("unit", "")
         return [
@@ -536,7 +550,32 @@ def _side_cells(table: str, r: dict[str, Any]) -> list[str]:
     ]
 
 
+HOST_FIGURES = (
+    "forward_op_s",
+    "autograd_node_s",
+    "optimizer_loop_s",
+    "optimizer_foreach_s",
+    "optimizer_fused_s",
+    "optimizer_step_s",
+    "sync_s",
+    "kernel_launch_s",
+)
 SIDE_COLUMNS = {
+    "host_profile": (
+        "id",
+        "host",
+        "device",
+        "µs/fwd op",
+        "µs/autograd node",
+        "µs/tensor loop",
+        "µs/tensor foreach",
+        "µs/tensor fused",
+        "µs/step()",
+        "µs/sync",
+        "µs/launch",
+        "quality",
+        "measured",
+    ),
     "ceilings": ("kind", "prec", "ceiling", "device", "measured"),
     "ops": (
         "op",
@@ -566,7 +605,7 @@ SIDE_COLUMNS = {
 
 
 def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
-    """Ceilings, op benchmarks or per-op profiles."""
+    """Ceilings, op benchmarks, per-op profiles or host profiles."""
     t = Table(title=title, header_style="bold")
     for col in SIDE_COLUMNS[table]:
         t.add_column(col, overflow="fold")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.analysis import compare, report
     from paradnn.api.catalog import family_info
-    from paradnn.api.ceilings import calibrate, ops
+    from paradnn.api.ceilings import calibrate, calibrate_host, ops
     from paradnn.api.devices import device_capacity, native_precisions
     from paradnn.api.doctor import doctor
     from paradnn.api.runs import (
@@ -46,6 +46,7 @@ _HOMES = {
     "report": "analysis",
     "family_info": "catalog",
     "calibrate": "ceilings",
+    "calibrate_host": "ceilings",
     "ops": "ceilings",
     "device_capacity": "devices",
     "native_precisions": "devices",
@@ -86,6 +87,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "bench",
     "calibrate",
+    "calibrate_host",
     "compare",
     "device_capacity",
     "doctor",

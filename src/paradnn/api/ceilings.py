@@ -59,6 +59,35 @@ def calibrate(
     return rows("ceilings", measured)
 
 
+def calibrate_host(
+    device: str = "auto",
+    *,
+    threads: int | None = None,
+    db: str = DEFAULT_DB,
+    if_missing: bool = False,
+    force: bool = False,
+    progress: Say | None = None,
+) -> Rows:
+    """Measure this host's dispatch costs (per forward op, autograd node, optimizer tensor,
+    step() call; on a GPU the launch and sync) and store them as a `host_profile` row: the
+    step-time model's host timeline uses the newest one of this host (docs/simulate.md, "The
+    host profile"). A profile already measured in this environment is kept (`force`: again);
+    with `if_missing` it comes back instead of a new one."""
+    from paradnn.runner import kernels
+
+    RunOptions(device=device, threads=threads)
+    with open_store(db) as store:
+        measured = kernels.host_profile(
+            store,
+            device,
+            threads=threads,
+            force=force,
+            if_missing=if_missing,
+            on_event=_reporter(progress),
+        )
+    return rows("host_profile", measured)
+
+
 def ops(
     device: str = "auto",
     precisions: Sequence[str] = ("fp32",),

@@ -480,6 +480,6 @@ def store_info(db: str = DEFAULT_DB) -> StoreInfo:
 
 
 def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> Rows:
-    """Rows of `ceilings`, `ops` or `op_profile`."""
+    """Rows of `ceilings`, `ops`, `op_profile` or `host_profile`."""
     with open_store(db, readonly=True) as store:
         return rows(table, store.rows(table, {k: v for k, v in where.items() if v is not None}))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from paradnn import families, presets
 from paradnn.api.returns import Rows, SimFit, Validation, rows
 from paradnn.api.runs import _mapping, plan
-from paradnn.errors import ABSENT, ConfigError
+from paradnn.errors import ABSENT, ConfigError, StoreError
 from paradnn.presets import RunSpec
 from paradnn.store import DEFAULT_DB
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from paradnn.sim.chip import Chip
+    from paradnn.sim.hostprofile import HostProfile
     from paradnn.sim.interconnect import Topology
 
 MAX_LOADER_RATE = 1e12  # `--loader-rate`: examples/s per chip, far past any input pipeline
@@ -45,13 +46,18 @@ def simulate(
     loader_rate: float | None = None,
     loader_overlapped: bool = True,
     model: str = "roofline",
+    host_profile: str | None = None,
+    db: str | None = None,
 ) -> Rows:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
     predictions (``kind = "prediction"``); a preset run at a precision the chip has no peak for
     gets a row with null predictions and the reason. ``loader_rate`` (examples/s a host loader
     delivers per chip, e.g. a run's measured ``loader_examples_per_s``) adds the host/input
-    term (docs/infeed.md). Bad input raises before any work."""
+    term (docs/infeed.md). ``host_profile`` (a TOML/JSON file, or "defaults") and ``db`` (where
+    `paradnn calibrate` stored this host's profile) choose the host profile of the step-time
+    model (`host_profile_for`); each row names it in ``host_profile``. Bad input raises before
+    any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
@@ -79,6 +85,9 @@ def simulate(
     chip = sim_chip.load(platform)
     if chips > 1:
         chip.require_link()
+    host, host_words = (None, None)
+    if model == "step":
+        host, host_words = host_profile_for(chip, host_profile, db)
     if preset is not None:
         specs = list(
             plan(preset, precisions=[precision] if precision else None, optimizer=optimizer).specs
@@ -120,7 +129,11 @@ def simulate(
             loader_overlapped=loader_overlapped,
         )
         loader = (loader_rate, loader_overlapped)
-        row = p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo, loader)
+        if model == "roofline":
+            row = p.row()
+        else:
+            row = _with_steptime(p.row(), spec, chip, topo, loader, host)
+            row["host_profile"] = host_words
         found.append(row)
     keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
     return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
@@ -132,12 +145,20 @@ def _with_steptime(
     chip: Chip,
     topo: Topology | None,
     loader: tuple[float | None, bool] = (None, True),
+    host: HostProfile | None = None,
 ) -> dict[str, Any]:
     """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
     utilization, bottleneck and examples/s become the step-time model's; the roofline's own
     step time stays as ``roofline_step_s`` (its bounds as step_lower_s / step_upper_s)."""
+    import inspect
+
     from paradnn.sim.steptime import predict_step
 
+    extra: dict[str, Any] = {}
+    # HOST PROFILE CALL SITE (issue 35): the step model's host timeline takes the profile as
+    # `host=`; until sim/steptime.predict_step has that parameter the profile is only named.
+    if host is not None and "host" in inspect.signature(predict_step).parameters:
+        extra["host"] = host
     s = predict_step(
         spec.family,
         spec.config,
@@ -148,6 +169,7 @@ def _with_steptime(
         topology=topo,
         loader_examples_per_s=loader[0],  # the host/input term (docs/infeed.md)
         loader_overlapped=loader[1],
+        **extra,
     ).row()
     out = dict(roof)
     out["roofline_step_s"] = out.pop("predicted_step_s")
@@ -155,6 +177,55 @@ def _with_steptime(
         out.pop(k, None)
     out.update(s)
     return out
+
+
+def host_profile_for(
+    chip: Chip, host_profile: str | None = None, db: str | None = None
+) -> tuple[HostProfile, str]:
+    """The host profile a step-time prediction on `chip` uses, and one line saying which:
+    ``host_profile`` ("defaults", or a TOML/JSON file) first; else the chip file's [ID.host]
+    table; else the newest profile `paradnn calibrate` stored in ``db`` for this host (by
+    hostname; ``db`` None: the default database when it exists); else the assumed defaults
+    for the chip's kind. A profile measured on a CPU-only host lends a GPU target its
+    dispatch costs, with the launch and sync assumed (`sim.hostprofile.for_device`)."""
+    import platform as _platform
+    from pathlib import Path
+
+    from paradnn.sim import hostprofile as hp
+    from paradnn.store import open_store
+
+    device_type = "cpu" if chip.platform.kind == "cpu" else "cuda"
+    if host_profile == "defaults":
+        p = hp.default(device_type)
+        return p, hp.describe(p)
+    if host_profile is not None:
+        p = hp.for_device(hp.load_file(host_profile), device_type)
+        return p, hp.describe(p, f"--host-profile {host_profile}")
+    if chip.host is not None:
+        p = hp.for_device(chip.host, device_type)
+        return p, hp.describe(p, f"the platform {chip.origin} [{chip.platform.id}.host]")
+    path = db if db is not None else (DEFAULT_DB if Path(DEFAULT_DB).is_file() else None)
+    if path is not None:
+        try:
+            with open_store(path, readonly=True) as store:
+                found = store.rows("host_profile")
+        except StoreError as e:
+            if db is not None:  # asked for: its problem is the answer
+                raise
+            p = hp.default(device_type)  # the default database, not asked for: set aside
+            return p, hp.describe(p) + f"; {path} not read ({e})"
+        me = _platform.node()
+        row = hp.newest_for(found, me)
+        if row is not None:
+            p = hp.for_device(
+                hp.from_row(row, where=f"{path}: host_profile row {row.get('id')}"), device_type
+            )
+            return p, hp.describe(p, f"{path} row {row.get('id')}")
+        p = hp.default(device_type)
+        others = sorted({str(r.get("hostname")) for r in found})
+        why = f"other hosts' only ({', '.join(others)})" if others else "none"
+        return p, hp.describe(p) + f"; {path} holds no profile of {me}: {why}"
+    return hp.default(device_type), hp.describe(hp.default(device_type))
 
 
 def simulate_scaling(

@@ -21,6 +21,7 @@ from paradnn.cli.common import (
 )
 from paradnn.cli.progress import say
 from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S
+from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB
 
 ForceOpt = Annotated[
@@ -65,9 +66,60 @@ def calibrate(
     ] = None,
     allow_emulated: EmulatedOpt = False,
     force: ForceOpt = False,
+    host_only: Annotated[
+        bool,
+        typer.Option(
+            "--host-only",
+            help="Measure only the host profile (about a minute): what the host spends per "
+            "forward op, autograd node, optimizer tensor and, on a GPU, kernel launch.",
+        ),
+    ] = False,
+    no_host: Annotated[
+        bool,
+        typer.Option("--no-host", help="Measure only the ceilings, not the host profile."),
+    ] = False,
 ) -> None:
-    """Measure this device's ceilings: large-matmul FLOP/s per precision and memory bandwidth
-    (copy, triad). Later runs report utilization against them."""
+    """Measure this device's ceilings (large-matmul FLOP/s per precision, memory bandwidth:
+    copy, triad) and this host's dispatch costs (the host profile `simulate step` uses).
+    Later runs report utilization against the ceilings."""
+    if host_only and no_host:
+        raise ConfigError("--host-only", True, "cannot be given with --no-host: give one of them")
+    if host_only and (precision or budget is not None or allow_emulated):
+        raise ConfigError(
+            "--host-only",
+            True,
+            "measures no matmuls: leave out --precision, --budget and --allow-emulated",
+        )
+    if not host_only:
+        _ceilings(db, device, precision, threads, if_missing, budget, allow_emulated, force)
+    if no_host:
+        return
+    host = api.calibrate_host(
+        device, threads=threads, db=db, if_missing=if_missing, force=force, progress=say
+    )
+    if not host:
+        out.print("Host profile: already in the database for this environment (--force: again).")
+        return
+    kept = if_missing and host[0].get("id") is not None
+    title = "host profile" + (" (already in the database)" if kept else "")
+    out.print(tables.side_table("host_profile", host, title=title))
+    for r in host:
+        if r.get("quality") == "noisy":
+            reasons = "; ".join(r.get("quality_reasons") or [])
+            out.print(f"[yellow]noisy host profile[/]: {escape(reasons)}")
+    out.print(f"Stored in [bold]{escape(db)}[/].")
+
+
+def _ceilings(
+    db: str,
+    device: str,
+    precision: list[str] | None,
+    threads: int | None,
+    if_missing: bool,
+    budget: float | None,
+    allow_emulated: bool,
+    force: bool,
+) -> None:
     rows = api.calibrate(
         device,
         precision,

@@ -36,6 +36,7 @@ class Table_(StrEnum):
     ceilings = "ceilings"
     ops = "ops"
     op_profile = "op_profile"
+    host_profile = "host_profile"
 
 
 def results(
@@ -76,7 +77,7 @@ def results(
         typer.Option(
             "--table",
             parser=enum_choice("--table", Table_),
-            help="runs, ceilings (calibrate), ops, op_profile.",
+            help="runs, ceilings (calibrate), ops, op_profile, host_profile (calibrate).",
         ),
     ] = "runs",
     run_id: Annotated[
@@ -88,7 +89,8 @@ def results(
         ),
     ] = None,
 ) -> None:
-    """Show stored results: training runs (default), ceilings, op benchmarks or op profiles."""
+    """Show stored results: training runs (default), ceilings, op benchmarks, op profiles or
+    host profiles."""
     if table != "runs":
         rows = api.side_table(table, db, run_id=run_id)
         rows = rows[:limit] if limit else rows

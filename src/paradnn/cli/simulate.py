@@ -14,7 +14,17 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from paradnn import api, tables
-from paradnn.cli.common import PRECISION, DbOpt, Format, FormatOpt, choice, number, option, out
+from paradnn.cli.common import (
+    PRECISION,
+    DbOpt,
+    Format,
+    FormatOpt,
+    choice,
+    number,
+    option,
+    out,
+    path,
+)
 from paradnn.config import OPTIMIZERS
 from paradnn.errors import ABSENT, ConfigError, ParadnnError
 from paradnn.store import DEFAULT_DB
@@ -211,12 +221,31 @@ def step(
             "optimizer, master weights, host, all-reduce); roofline: the bare roofline per op.",
         ),
     ] = "step",
+    host_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--host-profile",
+            parser=path("--host-profile"),
+            help="The host's dispatch costs for the step model: a TOML/JSON file of a host "
+            "profile, or `defaults` (default: the platform file's [ID.host], else this host's "
+            "profile stored by `paradnn calibrate` in --db, else the documented defaults).",
+        ),
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            parser=path("--db"),
+            help="Database whose host profile of this host the step model uses (default: "
+            "paradnn.db when it exists).",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
     """One config (FAMILY key=value …) or every run of a preset on a platform: predicted step
     time with its breakdown, utilization, bottleneck, memory fit, and the all-reduce of
-    --chips N."""
+    --chips N. The step model says which host profile it used."""
     from paradnn.validate import parse_assignments
 
     _csv(csv_path)
@@ -235,19 +264,27 @@ def step(
         loader_rate=loader_rate,
         loader_overlapped=not loader_serial,
         model=model,
+        host_profile=host_profile,
+        db=db,
     )
     title = f"predicted on {platform} ({model} model): {len(rows)} configs"
+    used = next((r["host_profile"] for r in rows if r.get("host_profile")), None)
     if model == "step" and fmt is Format.table:
         from paradnn.sim.render import STEP_DETAIL, breakdown_table
 
-        narrow = [{k: v for k, v in r.items() if k not in STEP_DETAIL} for r in rows]
+        hidden = (*STEP_DETAIL, "host_profile")
+        narrow = [{k: v for k, v in r.items() if k not in hidden} for r in rows]
         emit(narrow, title, fmt, None)
         if len(rows) == 1 and rows[0].get("predicted_step_s") is not None:
             out.print(breakdown_table(rows[0]))
+        if used:
+            out.print(escape(used))
         if csv_path:
             emit(rows, title, Format.csv, csv_path)
         return
     emit(rows, title, fmt, csv_path)
+    if used and fmt is not Format.table:  # the rows carry it; a person reading stderr too
+        print(used, file=sys.stderr)
 
 
 @app.command()

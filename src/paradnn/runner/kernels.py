@@ -73,6 +73,34 @@ def calibrate(
     return rows
 
 
+def host_profile(
+    store: Store,
+    device: str = "auto",
+    *,
+    threads: int | None = None,
+    force: bool = False,
+    if_missing: bool = False,
+    timeout_s: float = 900.0,
+    on_event: Callable[[Event], None] | None = None,
+    **settings: Any,
+) -> list[dict[str, Any]]:
+    """Measure this host's dispatch costs (measure/hostprofile.py) in one worker; the row of
+    this call (stored). A host profile already measured `ok` in this environment is skipped
+    unless `force`; with `if_missing`, an `ok` one of this environment comes back instead."""
+    known: list[dict[str, Any]] = []
+
+    def plan(env: dict[str, Any]) -> list[T.KernelUnit]:
+        if if_missing:
+            mine = store.rows("host_profile", {"fingerprint": env["fingerprint"]})
+            known.extend(r for r in mine[-1:] if r.get("status") == Status.OK)
+            if known:
+                return []
+        return [T.host_unit(env, **settings)]
+
+    rows = _run(store, device, threads, plan, force, timeout_s, on_event)
+    return known or rows
+
+
 def ops(
     store: Store,
     device: str = "auto",

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.store import Store
 
 CEILING_KINDS = ("matmul", "copy", "triad")
-TABLES = {"ceiling": "ceilings", "op": "ops"}
+TABLES = {"ceiling": "ceilings", "op": "ops", "host": "host_profile"}
 FAULT_ENV = "PARADNN_FAULT_TASK"  # tests: "<label substring>=<signal name>" kills that task
 
 
@@ -41,7 +41,7 @@ class KernelUnit(Unit):
     """One unit of `calibrate` or `ops`, as the supervisor plans, sends and stores it: one
     precision's matmul ceiling, one bandwidth kernel, one op × precision × pass × threads."""
 
-    kind: str  # "ceiling" | "op"
+    kind: str  # "ceiling" | "op" | "host" (the host profile, measure/hostprofile.py)
     key: str
     params: dict[str, Any]
     label: str
@@ -49,7 +49,7 @@ class KernelUnit(Unit):
 
     @property
     def family(self) -> str:
-        return "calibrate" if self.kind == "ceiling" else "ops"
+        return "ops" if self.kind == "op" else "calibrate"
 
     @property
     def precision(self) -> str:
@@ -160,6 +160,27 @@ def _ceiling(env: dict[str, Any], params: dict[str, Any], label: str) -> KernelU
         "task_key": key,
     }
     return KernelUnit("ceiling", key, params, label, failure)
+
+
+def host_unit(env: dict[str, Any], **settings: Any) -> KernelUnit:
+    """The unit of one host profile (`calibrate`; docs/simulate.md "The host profile").
+    `settings` (sizes, policy as a dict, rounds: `measure.hostprofile.measure_profile`'s) travel
+    to the worker in the unit's params; none by default."""
+    params = {"kind": "host_profile", **{k: v for k, v in settings.items() if v is not None}}
+    key = task_key("host", params, env["fingerprint"])
+    failure = {
+        **_common(env),
+        "device_type": env.get("device_type") or str(env["device"]).split(":")[0],
+        "host": env.get("cpu_model"),
+        "hostname": env.get("hostname"),
+        "detail": {"params": params},
+        "nulls": {"forward_op_s": "the host profile did not finish"},
+        "measured_at": None,
+        "status": Status.CRASHED,
+        "error": None,
+        "task_key": key,
+    }
+    return KernelUnit("host", key, params, "host profile", failure)
 
 
 def op_units(
@@ -275,7 +296,15 @@ def run_kernel(
             progress=progress,
         )
         return row
-    raise ValueError(f"task kind = {kind!r}: must be ceiling or op")
+    if kind == "host":
+        from paradnn.config import TimingPolicy
+        from paradnn.measure.hostprofile import host_row
+
+        extra = {k: params[k] for k in ("sizes", "rounds") if k in params}
+        if "policy" in params:
+            extra["policy"] = TimingPolicy(**params["policy"])
+        return host_row(device, threads, progress=progress, **extra)
+    raise ValueError(f"task kind = {kind!r}: must be ceiling, op or host")
 
 
 def failure_row(task: KernelUnit, status: str, error: str) -> dict[str, Any]:

@@ -12,6 +12,13 @@ A user file uses the platform database's keys (docs/platforms.md) plus these, al
     [ID.step]                    # step-time parameters (sim.stepparams; `simulate fit` writes it)
     kernel_overhead_s = 5e-6
     efficiency = { fp32 = 0.85 }
+    [ID.host]                    # the host's dispatch costs (sim.hostprofile; docs/simulate.md)
+    forward_op_s = 8e-6
+    autograd_node_s = 10e-6
+    optimizer_tensor_s = { loop = 25e-6, foreach = 3e-6, fused = 2e-6 }
+    optimizer_step_s = 20e-6
+    sync_s = 15e-6
+    kernel_launch_s = 5e-6
 
 Any other key is rejected with one line naming it.
 """
@@ -27,12 +34,13 @@ from typing import Any
 from paradnn.errors import ConfigError
 from paradnn.platforms import specs
 from paradnn.platforms.specs import Platform
+from paradnn.sim.hostprofile import HostProfile, check_bounds
 from paradnn.sim.interconnect import KINDS as TOPOLOGY_KINDS
 from paradnn.sim.interconnect import Link
 from paradnn.sim.stepparams import StepParams, defaults, parse_params
 from paradnn.sim.systolic import DATAFLOWS, Arrays
 
-SIM_KEYS = ("dataflow", "link_bw", "links", "link_latency_s", "topology", "step")
+SIM_KEYS = ("dataflow", "link_bw", "links", "link_latency_s", "topology", "step", "host")
 MAX_LINKS = 1024  # links per chip: today's chips have 4 to 18 (docs/limits.md)
 MAX_LATENCY_S = 1.0  # per hop; a microsecond is typical
 DEFAULT_LATENCY_S = 1e-6  # scaling-book: T_min ≈ 1 µs per ICI hop (modelling.md §2.6)
@@ -67,6 +75,9 @@ class Chip:
     # Step-time parameters (`sim.steptime`): from the file's [ID.step] table or a fit; None:
     # the defaults for the device's kind.
     step: StepParams | None = None
+    # The host's dispatch costs from the file's [ID.host] table; None: the caller's (the
+    # local measured profile or the defaults, `api.simulation.host_profile`).
+    host: HostProfile | None = None
 
     def gemm_rate(self, precision: str, m: int, n: int, k: int) -> float:
         """FLOP/s of one (m, n, k) GEMM: the measured rate at the square size of equal volume
@@ -203,6 +214,13 @@ def load_file(path: str | Path) -> Chip:
         step = parse_params(pid, extra["step"], defaults(plat))
         if "source" not in extra["step"]:
             step = replace(step, source=f"file {path}")
+    host = None
+    if "host" in extra:
+        where = f"{path}: {pid}.host"
+        host = HostProfile.from_mapping(
+            {"source": "file", **_table(extra["host"], where)}, where=where
+        )
+        check_bounds(host, where)
     return replace(
         chip,
         dataflow=dataflow,
@@ -211,7 +229,14 @@ def load_file(path: str | Path) -> Chip:
         links=links,
         link_source=source,
         step=step,
+        host=host,
     )
+
+
+def _table(v: Any, where: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ConfigError(where, v, "a table of the host profile's fields")
+    return v
 
 
 def _check_clock(plat: Platform) -> None:

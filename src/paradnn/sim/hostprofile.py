@@ -11,9 +11,12 @@ report, shared/reference/host-model.md). Measure your host's with `paradnn calib
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -133,3 +136,171 @@ DEFAULTS: Mapping[str, HostProfile] = MappingProxyType(
 def default(device_type: str) -> HostProfile:
     """The assumed profile for a device kind (cpu, or anything with launches: cuda)."""
     return DEFAULTS["cpu" if device_type == "cpu" else "cuda"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a profile comes from: a stored row (`paradnn calibrate`), a file, or the defaults.
+
+ROW_OPTIMIZER = {"loop": "optimizer_loop_s", "foreach": "optimizer_foreach_s"}
+ROW_OPTIMIZER["fused"] = "optimizer_fused_s"
+MAX_HOST_S = 1.0  # seconds per op, node, tensor or launch: a figure past it is a unit mistake
+
+
+def from_row(row: Mapping[str, Any], *, where: str = "host_profile row") -> HostProfile:
+    """A stored `host_profile` row (the store's columns, `paradnn results --table host_profile
+    --format json`) as a measured HostProfile; an implementation measured as NULL is left out
+    of ``optimizer_tensor_s`` (its reason stays in ``detail['nulls']``)."""
+    if not isinstance(row, Mapping):
+        raise ConfigError(where, type(row).__name__, "a row of the host_profile table")
+    per = {impl: row[col] for impl, col in ROW_OPTIMIZER.items() if row.get(col) is not None}
+    detail = dict(row.get("detail") or {}) if isinstance(row.get("detail"), Mapping) else {}
+    detail.update(
+        {
+            k: row[k]
+            for k in ("id", "hostname", "quality", "quality_reasons", "nulls", "threads")
+            if row.get(k) is not None
+        }
+    )
+    return HostProfile.from_mapping(
+        {
+            "forward_op_s": row.get("forward_op_s"),
+            "autograd_node_s": row.get("autograd_node_s"),
+            "optimizer_tensor_s": per,
+            "optimizer_step_s": row.get("optimizer_step_s"),
+            "sync_s": row.get("sync_s"),
+            "kernel_launch_s": row.get("kernel_launch_s"),
+            "source": "measured",
+            "host": row.get("host"),
+            "device_type": row.get("device_type") or "cpu",
+            "measured_at": row.get("measured_at"),
+            "detail": detail,
+        },
+        where=where,
+    )
+
+
+def newest_for(rows: Sequence[Mapping[str, Any]], hostname: str) -> Mapping[str, Any] | None:
+    """The newest usable (status ok) stored profile of `hostname`, or None."""
+    mine = [r for r in rows if r.get("hostname") == hostname and r.get("status", "ok") == "ok"]
+    return max(
+        mine, key=lambda r: (str(r.get("measured_at") or ""), r.get("id") or 0), default=None
+    )
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text("utf-8")
+    except OSError as e:
+        raise ConfigError("--host-profile", str(path), f"cannot be read: {e.strerror}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise ConfigError("--host-profile", str(path), "cannot be read: must be UTF-8") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise ConfigError("--host-profile", str(path), f"is not valid JSON ({e})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError("--host-profile", str(path), f"is not valid TOML ({e})") from None
+
+
+def parse(data: Any, where: str) -> HostProfile:
+    """A profile from what a file holds: the HostProfile fields at the top (TOML or JSON); a
+    `[host]` table; a chip/host file's one `[ID]` table with its `[ID.host]`; or a stored row
+    or a list of them (`paradnn results --table host_profile -f json`: its newest ok row)."""
+    if isinstance(data, Mapping) and isinstance(data.get("rows"), list):
+        data = data["rows"]  # the results export's envelope
+    if isinstance(data, list):
+        ok = [r for r in data if isinstance(r, Mapping) and r.get("status", "ok") == "ok"]
+        if not ok:
+            raise ConfigError(where, f"{len(data)} rows", "a list with an ok host_profile row")
+        return _file_source(from_row(ok[-1], where=where))
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, type(data).__name__, "a table of the host profile's fields")
+    if "forward_op_s" in data and "optimizer_loop_s" in data:  # one stored row
+        return _file_source(from_row(data, where=where))
+    if "host" in data and isinstance(data["host"], Mapping):
+        return HostProfile.from_mapping(data["host"], where=f"{where}: host")
+    tables = [(k, v) for k, v in data.items() if isinstance(v, Mapping)]
+    if (
+        "forward_op_s" not in data
+        and len(tables) == 1
+        and isinstance(tables[0][1].get("host"), Mapping)
+    ):
+        pid, table = tables[0]
+        return HostProfile.from_mapping(table["host"], where=f"{where}: {pid}.host")
+    return HostProfile.from_mapping(data, where=where)
+
+
+def _file_source(p: HostProfile) -> HostProfile:
+    """A profile measured elsewhere, read from a file: its figures stay, its origin is kept."""
+    return replace(p, source="file", detail=MappingProxyType({**p.detail, "measured": True}))
+
+
+def load_file(path: str | Path) -> HostProfile:
+    """The host profile in a file (`--host-profile FILE`): TOML or JSON (see `parse`). Bad
+    input is one ConfigError naming the file and the field."""
+    p = Path(path)
+    if not str(path) or not p.is_file():
+        raise ConfigError("--host-profile", str(path), "a TOML or JSON file of a host profile")
+    profile = parse(_read(p), f"--host-profile {path}")
+    check_bounds(profile, f"--host-profile {path}")
+    return profile
+
+
+def check_bounds(p: HostProfile, where: str) -> None:
+    """Each figure below `MAX_HOST_S` (a microsecond figure written as seconds is caught)."""
+    figures = {
+        "forward_op_s": p.forward_op_s,
+        "autograd_node_s": p.autograd_node_s,
+        "optimizer_step_s": p.optimizer_step_s,
+        "sync_s": p.sync_s,
+        "kernel_launch_s": p.kernel_launch_s or 0.0,
+        **{f"optimizer_tensor_s.{k}": v for k, v in p.optimizer_tensor_s.items()},
+    }
+    for name, v in figures.items():
+        if v > MAX_HOST_S:
+            raise ConfigError(f"{where}: {name}", v, f"seconds ≤ {MAX_HOST_S:g} (1e-5 is 10 µs)")
+
+
+def for_device(p: HostProfile, device_type: str) -> HostProfile:
+    """`p` for a target of `device_type`: a profile measured on a CPU-only host lends its Python,
+    dispatcher, autograd and optimizer costs to a GPU target, whose launch and sync it could not
+    measure: those come from the defaults, named in ``detail['assumed']``. A CPU target has no
+    launches (None) and no device to wait for (0)."""
+    if device_type == "cpu":
+        if p.kernel_launch_s is None and p.sync_s == 0:
+            return p
+        return replace(p, kernel_launch_s=None, sync_s=0.0, device_type="cpu")
+    if p.kernel_launch_s is not None:
+        return p
+    d = default(device_type)
+    assumed = {"kernel_launch_s": d.kernel_launch_s, "sync_s": d.sync_s}
+    return replace(
+        p,
+        kernel_launch_s=d.kernel_launch_s,
+        sync_s=d.sync_s,
+        device_type="cuda",
+        detail=MappingProxyType({**p.detail, "assumed": assumed}),
+    )
+
+
+def describe(p: HostProfile, origin: str | None = None) -> str:
+    """One line: which profile a prediction used, and where it came from."""
+    if p.source == "defaults":
+        return (
+            f"host profile: the assumed defaults for {p.device_type} (docs/simulate.md; "
+            "`paradnn calibrate --host-only` measures this host's)"
+        )
+    bits = [p.host or "host not named"]
+    if p.measured_at:
+        bits.append(str(p.measured_at)[:10])
+    if p.detail.get("quality") == "noisy":
+        bits.append("noisy")
+    where = f" from {origin}" if origin else ""
+    kind = "measured," if p.source == "measured" else "read"
+    line = f"host profile: {kind}{where} ({', '.join(bits)})"
+    if p.detail.get("assumed"):
+        line += f"; launch and sync assumed ({p.device_type} defaults)"
+    return line

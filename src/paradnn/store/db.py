@@ -58,7 +58,8 @@ _JSON_SHAPES = {
     **dict.fromkeys(("config", "env", "flags", "nulls", "energy", "load"), dict),
     **dict.fromkeys(("parallel", "compile_detail", "infeed", "xla_detail"), dict),
 }
-SIDE_JSON_COLUMNS = ("detail", "env", "shape", "samples", "nulls", "shapes")
+SIDE_JSON_COLUMNS = ("detail", "env", "shape", "samples", "nulls", "shapes", "quality_reasons")
+SIDE_TABLES = ("ceilings", "ops", "op_profile", "host_profile")
 
 
 class Undecodable(str):
@@ -164,9 +165,10 @@ class Store:
         return rid, int(attempt)
 
     def task_status(self, table: str) -> dict[str, str]:
-        """The newest status of every task key in `ceilings` or `ops` (what a re-run skips)."""
-        if table not in ("ceilings", "ops"):
-            raise ValueError(f"table = {table!r}: must be ceilings or ops")
+        """The newest status of every task key in `ceilings`, `ops` or `host_profile` (what a
+        re-run skips)."""
+        if table not in ("ceilings", "ops", "host_profile"):
+            raise ValueError(f"table = {table!r}: must be ceilings, ops or host_profile")
         sql = (
             f"SELECT task_key, status FROM {table} AS t WHERE task_key IS NOT NULL AND id = "
             f"(SELECT MAX(id) FROM {table} WHERE task_key = t.task_key)"
@@ -229,10 +231,10 @@ class Store:
         return None
 
     def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> list[int]:
-        """Insert rows into `ceilings`, `ops` or `op_profile` in one transaction; dict and list
-        values are stored as JSON. Returns the new ids."""
-        if table not in ("ceilings", "ops", "op_profile"):
-            raise ValueError(f"table = {table!r}: must be ceilings, ops or op_profile")
+        """Insert rows into `ceilings`, `ops`, `op_profile` or `host_profile` in one transaction;
+        dict and list values are stored as JSON. Returns the new ids."""
+        if table not in SIDE_TABLES:
+            raise ValueError(f"table = {table!r}: must be {', '.join(SIDE_TABLES)}")
         ids = []
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -250,9 +252,10 @@ class Store:
         return ids
 
     def rows(self, table: str, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows of `ceilings`, `ops` or `op_profile`, JSON columns decoded, oldest first."""
-        if table not in ("ceilings", "ops", "op_profile"):
-            raise ValueError(f"table = {table!r}: must be ceilings, ops or op_profile")
+        """Rows of `ceilings`, `ops`, `op_profile` or `host_profile`, JSON columns decoded,
+        oldest first."""
+        if table not in SIDE_TABLES:
+            raise ValueError(f"table = {table!r}: must be {', '.join(SIDE_TABLES)}")
         where = where or {}
         sql = f"SELECT * FROM {table}"
         if where:
@@ -343,7 +346,7 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
 
 
 # The tables each schema version has (a database missing one was damaged by hand).
-_TABLES = {1: ("runs",), 3: ("ceilings", "ops", "op_profile")}
+_TABLES = {1: ("runs",), 3: ("ceilings", "ops", "op_profile"), 11: ("host_profile",)}
 
 
 def check_owned(conn: sqlite3.Connection, path: str) -> int:

@@ -259,6 +259,40 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN xla_detail TEXT;            -- JSON: versions, platform, memory
     CREATE INDEX runs_backend ON runs(backend);
     """,
+    # host profile (issue 35, docs/simulate.md "The host profile"): this host's dispatch costs
+    # as `paradnn calibrate` measures them, for the step-time model's host timeline. One row a
+    # measurement; a figure that could not be measured is NULL with its reason in `nulls`.
+    """
+    CREATE TABLE host_profile (
+        id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+        device              TEXT NOT NULL,          -- cpu, cuda:0 (whose launches were timed)
+        device_type         TEXT NOT NULL,          -- cpu, cuda
+        device_name         TEXT NOT NULL,          -- CPU model or GPU name
+        host                TEXT,                   -- the CPU model
+        hostname            TEXT,
+        fingerprint         TEXT NOT NULL,
+        forward_op_s        REAL,                   -- s per eager forward torch call
+        autograd_node_s     REAL,                   -- s per autograd node, backward
+        optimizer_loop_s    REAL,                   -- s per parameter tensor, Adam loop
+        optimizer_foreach_s REAL,                   -- s per parameter tensor, Adam foreach
+        optimizer_fused_s   REAL,                   -- s per parameter tensor, Adam fused
+        optimizer_step_s    REAL,                   -- s, the fixed cost of one step() call
+        sync_s              REAL,                   -- s, one device synchronisation (CPU: 0)
+        kernel_launch_s     REAL,                   -- s per kernel launch (CPU: NULL)
+        quality             TEXT CHECK (quality IN ('good', 'noisy')),
+        quality_reasons     TEXT,                   -- JSON list
+        threads             INTEGER,
+        detail              TEXT,                   -- JSON: ladders, intervals, counts, load
+        nulls               TEXT,                   -- JSON: field -> reason it is NULL
+        env                 TEXT,                   -- JSON
+        measured_at         TEXT,
+        status              TEXT NOT NULL DEFAULT 'ok',
+        error               TEXT,
+        task_key            TEXT
+    );
+    CREATE INDEX host_profile_host ON host_profile(hostname, device_type);
+    CREATE INDEX host_profile_task ON host_profile(task_key);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
