@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from paradnn.sim.chip import Chip
+    from paradnn.sim.hostprofile import HostProfile
     from paradnn.sim.interconnect import Topology
 
 MAX_LOADER_RATE = 1e12  # `--loader-rate`: examples/s per chip, far past any input pipeline
@@ -45,17 +46,22 @@ def simulate(
     loader_rate: float | None = None,
     loader_overlapped: bool = True,
     model: str = "roofline",
+    host: HostProfile | None = None,
+    policy: str = "mixed",
 ) -> Rows:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
     predictions (``kind = "prediction"``); a preset run at a precision the chip has no peak for
     gets a row with null predictions and the reason. ``loader_rate`` (examples/s a host loader
     delivers per chip, e.g. a run's measured ``loader_examples_per_s``) adds the host/input
-    term (docs/infeed.md). Bad input raises before any work."""
+    term (docs/infeed.md). ``host`` (a `sim.hostprofile.HostProfile`; None: the defaults for the
+    chip's kind) and ``policy`` (mixed or pure 16-bit) go to the step-time model. Bad input
+    raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
     from paradnn.sim.model import KIND, predict
+    from paradnn.sim.steptime import POLICIES
     from paradnn.validate import int_at_least, number_in, one_of
 
     if (family is None) == (preset is None):
@@ -66,6 +72,7 @@ def simulate(
         )
     if precision is not None:
         one_of("--precision", precision, PRECISIONS)
+    one_of("--policy", policy, POLICIES)
     if optimizer is not None:
         one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--chips", chips, 1, MAX_CHIPS)
@@ -120,7 +127,11 @@ def simulate(
             loader_overlapped=loader_overlapped,
         )
         loader = (loader_rate, loader_overlapped)
-        row = p.row() if model == "roofline" else _with_steptime(p.row(), spec, chip, topo, loader)
+        row = (
+            p.row()
+            if model == "roofline"
+            else _with_steptime(p.row(), spec, chip, topo, loader, host=host, policy=policy)
+        )
         found.append(row)
     keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
     return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
@@ -132,6 +143,9 @@ def _with_steptime(
     chip: Chip,
     topo: Topology | None,
     loader: tuple[float | None, bool] = (None, True),
+    *,
+    host: HostProfile | None = None,
+    policy: str = "mixed",
 ) -> dict[str, Any]:
     """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
     utilization, bottleneck and examples/s become the step-time model's; the roofline's own
@@ -148,6 +162,8 @@ def _with_steptime(
         topology=topo,
         loader_examples_per_s=loader[0],  # the host/input term (docs/infeed.md)
         loader_overlapped=loader[1],
+        host=host,
+        policy=policy,
     ).row()
     out = dict(roof)
     out["roofline_step_s"] = out.pop("predicted_step_s")
@@ -235,12 +251,15 @@ def simulate_fit(
     statistic: str = "median",
     source: str = "runs",
     holdout_ops: str | None = None,
+    host: HostProfile | None = None,
 ) -> SimFit:
     """Fit a device's step-time parameters on the runs of ``db`` outside the held-out part
     (config hash), write them as a chip file to ``out``, and report the error on both parts.
     ``source="ops"``: fit the GEMM parameters from the op micro-benchmarks (`paradnn ops`)
     instead, holding out the ops named in ``holdout_ops`` (comma-separated; default
-    `sim.opfit.HOLDOUT_OPS`; "" holds none out).
+    `sim.opfit.HOLDOUT_OPS`; "" holds none out). ``host``: the host profile of the machine the
+    runs were measured on (None: the defaults for the device's kind; on a GPU its scale is
+    fitted as ``host_scale``).
     """
     from pathlib import Path
 
@@ -264,7 +283,7 @@ def simulate_fit(
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
     chip, name, mine = sim_fit.device_chip(frame, ceilings, device, platform)
-    data = sim_fit.samples(mine, chip, holdout=holdout, statistic=statistic)
+    data = sim_fit.samples(mine, chip, holdout=holdout, statistic=statistic, host=host)
     result = sim_fit.fit(
         chip,
         data,

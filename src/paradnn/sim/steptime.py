@@ -341,14 +341,12 @@ class Terms:
 
 
 def _cached(nbytes: np.ndarray, working_set: np.ndarray, sp: StepParams) -> np.ndarray:
-    """Bytes as DRAM-equivalent bytes: the part of a kernel's working set that fits in the cache
-    moves at ``cache_gain`` × the bandwidth. Unchanged without a cache term or for working sets
-    far beyond the cache (a large GEMM)."""
+    """Bytes as DRAM-equivalent bytes: a kernel whose working set fits in the cache moves it at
+    ``cache_gain`` × the bandwidth. A working set beyond the cache streams from DRAM (a cyclic
+    pass larger than an LRU cache hits nothing): a large GEMM is unchanged."""
     if not sp.cache_bytes or sp.cache_gain <= 1.0:
         return nbytes
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fits = np.minimum(1.0, sp.cache_bytes / np.maximum(working_set, 1.0))
-    return nbytes * (fits / sp.cache_gain + (1.0 - fits))
+    return np.where(working_set <= sp.cache_bytes, nbytes / sp.cache_gain, nbytes)
 
 
 def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
@@ -656,6 +654,9 @@ def predict_step(
     }
     if starved:
         parts["input"] = float("inf")
+    bottleneck = max(parts, key=lambda k: parts[k])
+    if terms.bound == "host" and not starved and terms.exposed_host_s >= comm:
+        bottleneck = "host"  # the device waits for the host: its own terms do not set the step
     return StepTime(
         kind=KIND,
         family=family,
@@ -677,7 +678,7 @@ def predict_step(
         flops_per_chip=flops,
         utilization=util,
         examples_per_s=fam.examples_per_step(cfg) * chips / step,
-        bottleneck=max(parts, key=lambda k: parts[k]),
+        bottleneck=bottleneck,
         plan=plan,
         input_s=input_s,
         host_profile=prof.source,
