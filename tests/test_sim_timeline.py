@@ -254,3 +254,39 @@ def test_fit_recovers_the_host_scale_of_a_gpu():
     )
     with pytest.raises(ConfigError, match="free"):
         sim_fit.fit(c, data, free=("kernel_overhead_s", "warp_speed"))
+
+
+H100_DB = "benchmarks/results/gpu/nvidia-h100-80gb-hbm3/work/runs.sqlite"
+
+
+def _h100_runs():
+    import json
+    import sqlite3
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / H100_DB
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.row_factory = sqlite3.Row
+    ceilings = [dict(r) for r in con.execute("select * from ceilings")]
+    runs = [dict(r) for r in con.execute("select * from runs where status = 'ok'")]
+    con.close()
+    chip = chips.from_ceilings(ceilings, "NVIDIA H100 80GB HBM3")
+    assert chip is not None
+    return chip, [(r["family"], json.loads(r["config"]), r["precision"], r) for r in runs]
+
+
+def test_the_first_h100_runs_host_bound_where_measured_host_bound():
+    """The committed H100 sweep (docs/gpu.md "First GPU run"): FC 2 × 1024 at batch 1024 took
+    longer in bf16 (1.44 ms) than in fp32 (0.94 ms), and 2 × 4096 in bf16 as long as 2 × 1024:
+    the host's step. The model calls those small bf16 steps host-bound and the large ones
+    device-bound, and predicts every run within a factor of 3 with default parameters."""
+    chip, runs = _h100_runs()
+    got = {}
+    for fam, cfg, prec, r in runs:
+        p = st.predict_step(fam, cfg, chip, prec, optimizer=r["optimizer"])
+        got[(fam, prec, cfg.get("layers"), cfg.get("nodes"), cfg["batch"])] = p
+        assert 1 / 3 < p.predicted_step_s / r["step_time_s"] < 3
+    assert got[("fc", "bf16", 2, 1024, 1024)].terms.bound == "host"
+    assert got[("fc", "bf16", 4, 1024, 1024)].terms.bound == "host"
+    assert got[("fc", "fp32", 8, 8192, 8192)].terms.bound == "device"
+    assert got[("fc", "bf16", 8, 8192, 8192)].terms.bound == "device"
