@@ -31,7 +31,7 @@ def test_the_files_tests_read_by_path_are_in_this_copy():
         "src/paradnn/platforms/specs.toml",
         "examples/chips",
         "docs/sweeps.md",
-        "benchmarks/sim_validation.py",  # test_sim_fit runs the validation script
+        "benchmarks/sim_validation.py",  # test_sim_validation runs the validation script
         "benchmarks/data/sim_validation_cpu_runs.csv",
     ]
     missing = [p for p in needed if not (ROOT / p).exists()]

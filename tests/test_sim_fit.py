@@ -136,21 +136,6 @@ def test_heldout_data_for_the_report():
     assert empty.empty
 
 
-def test_validation_benchmark_runs_on_the_committed_sweep(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_validation.py"
-    spec = importlib.util.spec_from_file_location("sim_validation", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    assert mod.main(["--out-dir", str(tmp_path)]) == 0
-    res = json.loads((tmp_path / "sim_validation.json").read_text())
-    assert res["table8"]["nvidia_fp32_n"] == 44 and res["transfer"]["nvidia_fp32"]["n"] == 86
-    assert set(res["cpu"]["holdout_mdape"]) == {"fc", "cnn", "rnn"}
-    assert "| check | n |" in (tmp_path / "sim_validation.md").read_text()
-
-
 def test_a_fitted_chip_file_keeps_the_unit_count_and_loads_back(tmp_path):
     chip = sim_chip.from_ceilings(CEILINGS, CPU)
     res = sim_fit.fit(chip, sim_fit.samples(_frame(chip, _truth(chip)), chip))

@@ -34,6 +34,7 @@ from paradnn.report.sections import (
     infeed,
     modes,
     ops,
+    papers,
     params,
     prediction,
     provenance,
@@ -63,6 +64,7 @@ SECTIONS: list[Section] = [
     ops.SECTION,
     table8.SECTION,
     prediction.SECTION,
+    papers.SECTION,
     failures.SECTION,
     provenance.SECTION,
 ]
