@@ -290,3 +290,20 @@ def test_the_first_h100_runs_host_bound_where_measured_host_bound():
     assert got[("fc", "bf16", 4, 1024, 1024)].terms.bound == "host"
     assert got[("fc", "fp32", 8, 8192, 8192)].terms.bound == "device"
     assert got[("fc", "bf16", 8, 8192, 8192)].terms.bound == "device"
+
+
+def test_a_small_sweep_frees_no_extra_parameter():
+    from paradnn import families
+
+    c = chips.load("h100-sxm")
+    sp = st.params_of(c)
+    data = []
+    for n in (1, 2, 3, 4, 5, 6, 7):
+        full = families.get("fc").config({"layers": n, "nodes": 64, "batch": 32})
+        plan = st.build_plan("fc", full, c, "bf16", "rmsprop", sp)
+        data.append(sim_fit.Sample("fc", {}, "bf16", "rmsprop", "H100", 1e-3, "fit", plan))
+    base = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency")
+    # 3 scalars + E(bf16) = 4 free; host_scale needs 4 + 1 + SPARE_ROWS rows
+    assert sim_fit.default_free(c, sp, data[:6]) == base
+    assert sim_fit.default_free(c, sp, data) == (*base, "host_scale")
+    assert "conv_efficiency" not in sim_fit.default_free(c, sp, data * 3)  # no convolutions

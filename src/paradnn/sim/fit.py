@@ -147,19 +147,34 @@ _X_NAMES = (
 )
 
 
+SPARE_ROWS = 2  # an extra parameter is freed only while fitted rows exceed free ones by this
+
+
 def default_free(chip: Chip, base: StepParams, data: list[Sample]) -> tuple[str, ...]:
-    """What a sweep can pin down: the four GEMM/overhead parameters and the convolutions'
-    efficiency everywhere; the host profile's scale where host and device are two timelines (a
-    GPU: on a CPU the host's per-op cost and the per-kernel overhead are one serial cost, and
-    the profile is taken as measured); the cache gain where the chip has a cache term and the
-    sweep has working sets on both sides of the cache (else gain and bandwidth are one number)."""
-    free = ["kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "conv_efficiency"]
+    """What a sweep can pin down: the four GEMM/overhead parameters (and E per precision)
+    always; then, while the fitted rows outnumber the free parameters by `SPARE_ROWS` (a fit
+    keeps residual freedom; a small sweep is not fitted exactly): the host profile's scale where
+    host and device are two timelines (a GPU: on a CPU the host's per-op cost and the
+    per-kernel overhead are one serial cost, and the profile is taken as measured), the
+    convolutions' efficiency where the sweep has convolutions, and the cache gain where the
+    chip has a cache term and the sweep has working sets on both sides of the cache (else gain
+    and bandwidth are one number)."""
+    free = ["kernel_overhead_s", "efficiency", "k_half", "bw_efficiency"]
+    count = 3 + len({s.precision for s in data})
+    extra = []
     if chip.platform.kind == "gpu":
-        free.append("host_scale")
+        extra.append("host_scale")
+    if any(s.plan.conv is not None and s.plan.conv.any() for s in data):
+        extra.append("conv_efficiency")
     if base.cache_bytes:
         sets = [float(np.max(s.plan.bytes / np.maximum(s.plan.kernels, 1.0))) for s in data]
         if sets and min(sets) < base.cache_bytes < max(sets):
-            free.append("cache_gain")
+            extra.append("cache_gain")
+    for name in extra:
+        if len(data) < count + 1 + SPARE_ROWS:
+            break
+        free.append(name)
+        count += 1
     return tuple(free)
 
 
