@@ -20,7 +20,12 @@ def test_terms_add_up_and_are_labelled():
     r = st.predict_step("fc", {"layers": 2, "nodes": 256, "batch": 64}, c, "fp32")
     t = r.terms
     parts = t.gemm_s + t.overhead_s + t.elementwise_s + t.optimizer_s + t.master_weights_s
-    assert math.isclose(r.predicted_step_s, parts + t.host_s + r.comm_s)
+    assert math.isclose(t.device_s, parts)  # the device timeline is the device terms' sum
+    # two timelines: the step is when both have finished, at least the longer of the two and
+    # at most their sum
+    assert max(t.device_s, t.host_dispatch_s) <= t.timeline_s + 1e-15
+    assert t.timeline_s <= t.device_s + t.host_dispatch_s + 1e-15
+    assert math.isclose(r.predicted_step_s, t.timeline_s + t.host_s + r.comm_s)
     assert t.overhead_s == pytest.approx(t.kernels * defaults(c.platform).kernel_overhead_s)
     row = r.row()
     assert row["kind"] == "prediction" and "defaults" in row["params_source"]
@@ -217,13 +222,18 @@ def test_step_table_source_is_at_most_2000_characters():
 
 def test_gpu_optimizer_launches_its_kernels_per_parameter_tensor():
     c = chips.load("v100-sxm2")
-    r = st.predict_step(
-        "fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "fp32", optimizer="rmsprop"
-    )
-    # 4 tensors (fc1 and head: weight + bias) × 4 rmsprop kernels = 16
+    cfg = {"layers": 1, "nodes": 16, "batch": 6}
+    r = st.predict_step("fc", cfg, c, "fp32", optimizer="rmsprop", optimizer_impl="loop")
+    # the per-parameter loop: 4 tensors (fc1 and head: weight + bias) × 4 rmsprop kernels = 16
     assert r.plan.optimizer_kernels == 16.0
     # 5 GEMMs (fc1 fwd, wgrad; head fwd, dgrad, wgrad) + 2 outputs × 4 elementwise + 16
     assert r.row()["kernels"] == 29.0
+    # torch's default on CUDA, foreach: one multi-tensor launch per op for all 4 tensors
+    d = st.predict_step("fc", cfg, c, "fp32", optimizer="rmsprop")
+    assert d.optimizer_impl == "foreach" and d.plan.optimizer_kernels == 4.0
+    f = st.predict_step("fc", cfg, c, "fp32", optimizer="rmsprop", optimizer_impl="fused")
+    assert f.plan.optimizer_kernels == 1.0
+    assert f.terms.host_dispatch_s < d.terms.host_dispatch_s < r.terms.host_dispatch_s
 
 
 def test_plan_names_each_gemms_layer_and_phase():

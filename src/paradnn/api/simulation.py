@@ -48,6 +48,8 @@ def simulate(
     model: str = "roofline",
     host_profile: str | None = None,
     db: str | None = None,
+    host: HostProfile | None = None,
+    policy: str = "mixed",
 ) -> Rows:
     """Predicted step time, utilization and bottleneck of one config (``family`` + ``config``)
     or of every run of a preset, on ``platform`` (a database id or a TOML file). Rows are
@@ -56,12 +58,14 @@ def simulate(
     delivers per chip, e.g. a run's measured ``loader_examples_per_s``) adds the host/input
     term (docs/infeed.md). ``host_profile`` (a TOML/JSON file, or "defaults") and ``db`` (where
     `paradnn calibrate` stored this host's profile) choose the host profile of the step-time
-    model (`host_profile_for`); each row names it in ``host_profile``. Bad input raises before
-    any work."""
+    model (`host_profile_for`), unless ``host`` (a `sim.hostprofile.HostProfile`) is given;
+    each row names it in ``host_profile``. ``policy`` (mixed or pure 16-bit) goes to the
+    step-time model. Bad input raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
     from paradnn.sim.model import KIND, predict
+    from paradnn.sim.steptime import POLICIES
     from paradnn.validate import int_at_least, number_in, one_of
 
     if (family is None) == (preset is None):
@@ -72,6 +76,7 @@ def simulate(
         )
     if precision is not None:
         one_of("--precision", precision, PRECISIONS)
+    one_of("--policy", policy, POLICIES)
     if optimizer is not None:
         one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--chips", chips, 1, MAX_CHIPS)
@@ -85,9 +90,11 @@ def simulate(
     chip = sim_chip.load(platform)
     if chips > 1:
         chip.require_link()
-    host, host_words = (None, None)
-    if model == "step":
+    host_words = None
+    if model == "step" and host is None:
         host, host_words = host_profile_for(chip, host_profile, db)
+    elif host is not None:
+        host_words = f"given ({host.source})"
     if preset is not None:
         specs = list(
             plan(preset, precisions=[precision] if precision else None, optimizer=optimizer).specs
@@ -132,7 +139,7 @@ def simulate(
         if model == "roofline":
             row = p.row()
         else:
-            row = _with_steptime(p.row(), spec, chip, topo, loader, host)
+            row = _with_steptime(p.row(), spec, chip, topo, loader, host=host, policy=policy)
             row["host_profile"] = host_words
         found.append(row)
     keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
@@ -145,20 +152,15 @@ def _with_steptime(
     chip: Chip,
     topo: Topology | None,
     loader: tuple[float | None, bool] = (None, True),
+    *,
     host: HostProfile | None = None,
+    policy: str = "mixed",
 ) -> dict[str, Any]:
     """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
     utilization, bottleneck and examples/s become the step-time model's; the roofline's own
     step time stays as ``roofline_step_s`` (its bounds as step_lower_s / step_upper_s)."""
-    import inspect
-
     from paradnn.sim.steptime import predict_step
 
-    extra: dict[str, Any] = {}
-    # HOST PROFILE CALL SITE (issue 35): the step model's host timeline takes the profile as
-    # `host=`; until sim/steptime.predict_step has that parameter the profile is only named.
-    if host is not None and "host" in inspect.signature(predict_step).parameters:
-        extra["host"] = host
     s = predict_step(
         spec.family,
         spec.config,
@@ -169,7 +171,8 @@ def _with_steptime(
         topology=topo,
         loader_examples_per_s=loader[0],  # the host/input term (docs/infeed.md)
         loader_overlapped=loader[1],
-        **extra,
+        host=host,
+        policy=policy,
     ).row()
     out = dict(roof)
     out["roofline_step_s"] = out.pop("predicted_step_s")
@@ -306,12 +309,15 @@ def simulate_fit(
     statistic: str = "median",
     source: str = "runs",
     holdout_ops: str | None = None,
+    host: HostProfile | None = None,
 ) -> SimFit:
     """Fit a device's step-time parameters on the runs of ``db`` outside the held-out part
     (config hash), write them as a chip file to ``out``, and report the error on both parts.
     ``source="ops"``: fit the GEMM parameters from the op micro-benchmarks (`paradnn ops`)
     instead, holding out the ops named in ``holdout_ops`` (comma-separated; default
-    `sim.opfit.HOLDOUT_OPS`; "" holds none out).
+    `sim.opfit.HOLDOUT_OPS`; "" holds none out). ``host``: the host profile of the machine the
+    runs were measured on (None: the defaults for the device's kind; on a GPU its scale is
+    fitted as ``host_scale``).
     """
     from pathlib import Path
 
@@ -335,7 +341,7 @@ def simulate_fit(
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
     chip, name, mine = sim_fit.device_chip(frame, ceilings, device, platform)
-    data = sim_fit.samples(mine, chip, holdout=holdout, statistic=statistic)
+    data = sim_fit.samples(mine, chip, holdout=holdout, statistic=statistic, host=host)
     result = sim_fit.fit(
         chip,
         data,

@@ -471,7 +471,16 @@ def fit(
         out.print(f"Wrote [bold]{shown}[/]: use it as `--platform {shown}`.")
 
 
-FIT_SHOWN = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency", "source")
+FIT_SHOWN = (
+    "kernel_overhead_s",
+    "efficiency",
+    "k_half",
+    "bw_efficiency",
+    "host_scale",
+    "cache_gain",
+    "conv_efficiency",
+    "source",
+)
 
 
 def _ops_param_rows(res: SimFit) -> list[dict[str, Any]]:

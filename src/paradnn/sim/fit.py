@@ -1,5 +1,6 @@
 """Fit a device's step-time parameters (`stepparams.FITTED`: per-kernel overhead, the
-efficiency-curve constants E_prec and k_half, the achieved share of the memory bandwidth) from a
+efficiency-curve constants E_prec and k_half, the achieved share of the memory bandwidth, the
+host profile's scale and, where the chip has a cache term, the cache's bandwidth gain) from a
 measured sweep, and check them on configs they were not fitted on.
 
 The split is by config: a run's config hash (sha256 of family, precision and the sorted config)
@@ -8,7 +9,9 @@ So the split is the same on every machine and in every re-run, and a config neve
 sides. The fit is `scipy.optimize.least_squares` on ``log(predicted) − log(measured)`` (a
 relative error, so a 10 ms and a 10 s run weigh the same) over the fitted part only, with a
 soft-L1 loss so that a few noisy runs (a shared machine) do not pull the parameters. Tile, units,
-fast convolution and the host term are not fitted: they stay as the base parameters say.
+fast convolution, the cache size and the host/input term are not fitted: they stay as the base
+parameters say. The host profile (`hostprofile.HostProfile`: the one the caller passes, else the
+defaults for the device's kind) is fitted through one factor, ``host_scale``.
 
 Torch-free and store-free: the caller passes the runs frame and the ceilings rows.
 """
@@ -29,10 +32,12 @@ from paradnn.attempts import choose
 from paradnn.errors import ABSENT, ConfigError
 from paradnn.records import Status
 from paradnn.sim.chip import Chip
-from paradnn.sim.stepparams import StepParams
+from paradnn.sim.hostprofile import HostProfile
+from paradnn.sim.stepparams import FITTED, StepParams
 from paradnn.sim.steptime import Plan, build_plan, evaluate, params_of
 
 HOLDOUT_PERCENT = 30
+CACHE_GAIN_MAX = 16.0  # cache ÷ DRAM bandwidth: L2/L3 reach a few times DRAM, not more
 KIND = "prediction"
 
 
@@ -77,10 +82,12 @@ def samples(
     holdout: int = HOLDOUT_PERCENT,
     base: StepParams | None = None,
     statistic: str = "median",
+    host: HostProfile | None = None,
 ) -> list[Sample]:
     """One sample per ok run of ``frame`` the chip has a peak for (single-process runs only).
     ``statistic``: the measured step time to fit, the median sample (the stored step time) or
-    the fastest sample (closer to an unloaded machine's step when the machine is shared)."""
+    the fastest sample (closer to an unloaded machine's step when the machine is shared).
+    ``host``: the host profile the runs' host had (None: the defaults for the chip's kind)."""
     if statistic not in STATISTICS:
         raise ConfigError("--statistic", statistic, "must be one of " + ", ".join(STATISTICS))
     column = STATISTICS[statistic]
@@ -93,7 +100,17 @@ def samples(
             continue
         cfg = json.loads(r["config"]) if isinstance(r["config"], str) else dict(r["config"])
         opt = r.get("optimizer") or "rmsprop"
-        plan = build_plan(r["family"], _cfg(r["family"], cfg), chip, r["precision"], opt, sp)
+        policy = r.get("policy") if isinstance(r.get("policy"), str) else "mixed"
+        plan = build_plan(
+            r["family"],
+            _cfg(r["family"], cfg),
+            chip,
+            r["precision"],
+            opt,
+            sp,
+            host=host,
+            policy=policy,
+        )
         out.append(
             Sample(
                 family=r["family"],
@@ -115,19 +132,63 @@ def _cfg(family: str, cfg: Mapping[str, Any]) -> Any:
     return families.get(family).config(dict(cfg))
 
 
-# x = log of: kernel_overhead_s, k_half + 1, bw_efficiency, then E per precision.
-_LO = [math.log(1e-8), 0.0, math.log(1e-3)]
-_HI = [math.log(1e-1), math.log(1e5), 0.0]
+# x = log of: kernel_overhead_s, k_half + 1, bw_efficiency, host_scale, cache_gain,
+# conv_efficiency, then E per precision.
+_LO = [math.log(1e-8), 0.0, math.log(1e-3), math.log(1e-2), 0.0, math.log(1e-2)]
+_HI = [math.log(1e-1), math.log(1e5), 0.0, math.log(1e2), math.log(CACHE_GAIN_MAX), 0.0]
+_N = len(_LO)
+_X_NAMES = (
+    "kernel_overhead_s",
+    "k_half",
+    "bw_efficiency",
+    "host_scale",
+    "cache_gain",
+    "conv_efficiency",
+)
+
+
+SPARE_ROWS = 2  # an extra parameter is freed only while fitted rows exceed free ones by this
+
+
+def default_free(chip: Chip, base: StepParams, data: list[Sample]) -> tuple[str, ...]:
+    """What a sweep can pin down: the four GEMM/overhead parameters (and E per precision)
+    always; then, while the fitted rows outnumber the free parameters by `SPARE_ROWS` (a fit
+    keeps residual freedom; a small sweep is not fitted exactly): the host profile's scale where
+    host and device are two timelines (a GPU: on a CPU the host's per-op cost and the
+    per-kernel overhead are one serial cost, and the profile is taken as measured), the
+    convolutions' efficiency where the sweep has convolutions, and the cache gain where the
+    chip has a cache term and the sweep has working sets on both sides of the cache (else gain
+    and bandwidth are one number)."""
+    free = ["kernel_overhead_s", "efficiency", "k_half", "bw_efficiency"]
+    count = 3 + len({s.precision for s in data})
+    extra = []
+    if chip.platform.kind == "gpu":
+        extra.append("host_scale")
+    if any(s.plan.conv is not None and s.plan.conv.any() for s in data):
+        extra.append("conv_efficiency")
+    if base.cache_bytes:
+        sets = [float(np.max(s.plan.bytes / np.maximum(s.plan.kernels, 1.0))) for s in data]
+        if sets and min(sets) < base.cache_bytes < max(sets):
+            extra.append("cache_gain")
+    for name in extra:
+        if len(data) < count + 1 + SPARE_ROWS:
+            break
+        free.append(name)
+        count += 1
+    return tuple(free)
 
 
 def _params(x: np.ndarray, precisions: list[str], base: StepParams) -> StepParams:
     eff = dict(base.efficiency)
-    eff.update({p: float(math.exp(v)) for p, v in zip(precisions, x[3:], strict=True)})
+    eff.update({p: float(math.exp(v)) for p, v in zip(precisions, x[_N:], strict=True)})
     return replace(
         base,
         kernel_overhead_s=float(math.exp(x[0])),
         k_half=float(math.exp(x[1]) - 1.0),
         bw_efficiency=float(math.exp(x[2])),
+        host_scale=float(math.exp(x[3])),
+        cache_gain=float(math.exp(x[4])) if base.cache_bytes else base.cache_gain,
+        conv_efficiency=float(math.exp(x[5])),
         efficiency=eff,
     )
 
@@ -151,9 +212,11 @@ def fit(
     base: StepParams | None = None,
     source: str = "fitted",
     holdout: int = HOLDOUT_PERCENT,
+    free: tuple[str, ...] | None = None,
 ) -> FitResult:
     """Least squares on the log step time of the ``fit`` samples; every sample predicted with
-    the result (the held-out ones were not seen)."""
+    the result (the held-out ones were not seen). ``free``: the parameters fitted (names of
+    `stepparams.FITTED`; None: `default_free` for the chip); the others stay at ``base``."""
     from scipy.optimize import least_squares
 
     sp = base or params_of(chip)
@@ -171,11 +234,24 @@ def fit(
         math.log(max(sp.kernel_overhead_s, 1e-8)),
         math.log(sp.k_half + 1.0),
         math.log(sp.bw_efficiency),
+        math.log(sp.host_scale) if sp.host_scale > 0 else 0.0,
+        math.log(max(sp.cache_gain, 1.0)),
+        math.log(sp.conv_efficiency),
     ]
     x0 += [math.log(sp.eff(p)) for p in precisions]
     lo = _LO + [math.log(1e-3)] * len(precisions)
     hi = _HI + [0.0] * len(precisions)
     x0 = [min(max(v, a + 1e-9), b - 1e-9) for v, a, b in zip(x0, lo, hi, strict=True)]
+    free = default_free(chip, sp, train) if free is None else free
+    for name in free:
+        if name not in FITTED:
+            raise ConfigError("free", name, "must be one of " + ", ".join(FITTED))
+    for i, name in enumerate(_X_NAMES):  # a fixed parameter: its bounds pinned around x0
+        if name not in free:
+            lo[i], hi[i] = x0[i] - 1e-12, x0[i] + 1e-12
+    if "efficiency" not in free:
+        for i in range(_N, len(x0)):
+            lo[i], hi[i] = x0[i] - 1e-12, x0[i] + 1e-12
     bw = chip.mem_bandwidth
     meas = np.log([s.measured_s for s in train])
 
@@ -313,6 +389,10 @@ def chip_toml(chip: Chip, result: Any, device: str, header: list[str] | None = N
         f"sync_latency_s = {p.sync_latency_s:.6g}",
         f"tc_align = {p.tc_align}",
         f"tc_fallback = {p.tc_fallback:.6g}",
+        f"host_scale = {p.host_scale:.6g}",
+        f"conv_efficiency = {p.conv_efficiency:.6g}",
+        *([f"cache_bytes = {p.cache_bytes:.6g}"] if p.cache_bytes else []),
+        f"cache_gain = {p.cache_gain:.6g}",
         f"source = {json.dumps(p.source)}",
         "",
     ]

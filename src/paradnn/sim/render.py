@@ -73,17 +73,28 @@ STEP_DETAIL = (
     "optimizer_s",
     "master_weights_s",
     "host_s",
+    "host_dispatch_s",
+    "device_s",
+    "exposed_host_s",
+    "timeline_bound",
+    "host_waits",
+    "host_profile",
+    "policy",
+    "optimizer_impl",
 )
 # (term, what it is) in the order a step spends them.
 TERMS = (
     ("gemm_s", "GEMMs: Σ max(compute at shape/precision efficiency, memory at achieved BW)"),
     ("gemm_compute_s", "  of which compute (Σ over GEMMs)"),
     ("gemm_memory_s", "  of which memory traffic (Σ over GEMMs)"),
-    ("overhead_s", "kernel launch/dispatch: kernels × per-kernel overhead"),
+    ("overhead_s", "per-kernel device cost: kernels × kernel_overhead_s"),
     ("elementwise_s", "elementwise traffic (bias, activation, normalisation)"),
     ("optimizer_s", "optimizer traffic (weights, gradients, state)"),
     ("master_weights_s", "fp32 master weights under a low precision (casts)"),
     ("host_s", "host / input pipeline (parameters)"),
+    ("device_s", "device timeline: Σ of the device terms above, kernel by kernel"),
+    ("host_dispatch_s", "host timeline: ops, autograd nodes, optimizer, launches (host profile)"),
+    ("exposed_host_s", "  of which the device waits for the host (all of it on a CPU)"),
     ("input_s", "measured infeed per step (step = max(step, infeed) when prefetched)"),
     ("comm_s", "all-reduce: max(links, HBM) + latency per tensor"),
     ("allreduce_link_s", "  links (α–β bandwidth term)"),
@@ -241,5 +252,12 @@ def breakdown_table(row: dict[str, Any]) -> Table:
         f"{row.get('cores_per_chip')} core(s) per chip, batch per core {row.get('batch_per_core')}",
         f"parameters: {row.get('params_source')}",
     ]
+    if row.get("timeline_bound") is not None:
+        extra.insert(
+            0,
+            f"timelines: {row.get('timeline_bound')}-bound, {row.get('host_waits', 0)} host "
+            f"wait(s), host profile {row.get('host_profile')}, optimizer "
+            f"{row.get('optimizer_impl')}, precision policy {row.get('policy')}",
+        )
     t.caption = "prediction; " + "; ".join(extra)
     return t

@@ -39,9 +39,26 @@ PARAM_KEYS = (
     "sync_latency_s",
     "tc_align",
     "tc_fallback",
+    "host_scale",
+    "conv_efficiency",
+    "cache_bytes",
+    "cache_gain",
     "source",
 )
-FITTED = ("kernel_overhead_s", "efficiency", "k_half", "bw_efficiency")
+FITTED = (
+    "kernel_overhead_s",
+    "efficiency",
+    "k_half",
+    "bw_efficiency",
+    "host_scale",
+    "cache_gain",
+    "conv_efficiency",
+)
+# A CPU's cache, when nothing better is known (an assumption: the last-level cache a server core
+# sees, e.g. one 32 MiB L3 of an AMD EPYC CCD or a Xeon's share): a chip file's
+# ``[id.step] cache_bytes`` replaces it.
+CPU_CACHE_BYTES = 32 * 2**20
+CPU_CACHE_GAIN = 3.0  # cache ÷ DRAM bandwidth a core sees (an assumption; `sim.fit` fits it)
 
 
 @dataclass(frozen=True)
@@ -64,6 +81,17 @@ class StepParams:
     # fp32 peak (2 on Pascal P100/Volta: paired fp16). 0 or 1: no such rule.
     tc_align: int = 0
     tc_fallback: float = 2.0
+    # The host's dispatch costs (`hostprofile.HostProfile`) × this: 1 takes the profile as it is;
+    # `sim.fit` fits it where a sweep says the profile's host is faster or slower.
+    host_scale: float = 1.0
+    # A convolution's GEMM reaches this × E_prec: direct and implicit-GEMM convolution kernels
+    # (oneDNN's on few channels, cuDNN's) run below the large-matmul rate `calibrate` measures.
+    conv_efficiency: float = 1.0
+    # A kernel whose working set fits in ``cache_bytes`` moves it at ``cache_gain`` × the memory
+    # bandwidth (partly, in proportion, when it fits partly): small convolutions and recurrent
+    # cells on a CPU are not charged DRAM bandwidth. None: no cache term (GPUs, TPUs).
+    cache_bytes: float | None = None
+    cache_gain: float = 1.0
     source: str = "defaults"
 
     def eff(self, precision: str) -> float:
@@ -89,7 +117,9 @@ def defaults(plat: Platform) -> StepParams:
     kind = plat.kind
     if kind == "gpu":
         return StepParams(
-            kernel_overhead_s=5e-6,  # launch + framework dispatch per kernel (eager)
+            # the device's own cost per kernel (start-up, tail, the gap between two kernels); the
+            # host's launch and dispatch run on the host timeline (`hostprofile`)
+            kernel_overhead_s=5e-6,
             efficiency={"fp32": 0.85, "tf32": 0.7, "default": 0.7},  # SGEMM / tensor-core GEMM
             k_half=32.0,
             bw_efficiency=0.8,  # STREAM-like copy ÷ datasheet bandwidth
@@ -110,13 +140,17 @@ def defaults(plat: Platform) -> StepParams:
             source=f"defaults for a {kind} (assumptions, not fitted)",
         )
     return StepParams(
-        kernel_overhead_s=10e-6,  # eager op dispatch on a CPU
+        # per kernel inside the compute library (thread-pool fork/join, primitive set-up); the
+        # eager op's Python and dispatcher work is on the host timeline (`hostprofile`)
+        kernel_overhead_s=3e-6,
         efficiency={"default": 0.8},
         k_half=16.0,
         bw_efficiency=0.7,
         tile={"default": (6, 16)},  # an AVX2 SGEMM micro-kernel's register tile
         units=None,
         sync_latency_s=10e-6,
+        cache_bytes=CPU_CACHE_BYTES,
+        cache_gain=CPU_CACHE_GAIN,
         source=f"defaults for a {kind} (assumptions, not fitted)",
     )
 
@@ -152,6 +186,14 @@ def parse_params(pid: str, data: Mapping[str, Any], base: StepParams) -> StepPar
             out[key] = v
         elif key == "tc_fallback":
             out[key] = _number(where, v, 0.0, 64.0)
+        elif key == "conv_efficiency":
+            out[key] = _number(where, v, 0.0, 1.0)
+        elif key == "host_scale":
+            out[key] = _number(where, v, 0.0, 1000.0)
+        elif key == "cache_bytes":
+            out[key] = _number(where, v, 0.0, 1e15)
+        elif key == "cache_gain":
+            out[key] = _number(where, v, 1.0, 1000.0, low_ok=True)
         elif key == "source":
             if not isinstance(v, str) or len(v) > 2000:
                 raise ConfigError(where, v, "must be a string of at most 2000 characters")

@@ -45,14 +45,18 @@ from paradnn import families
 from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
+from paradnn.optimizers import SPECS
 from paradnn.precisions import itemsize
+from paradnn.sim import hostprofile
 from paradnn.sim import rounding as prec
+from paradnn.sim import timeline as tl
 from paradnn.sim import traffic as mem
 from paradnn.sim.chip import Chip
+from paradnn.sim.hostprofile import OPTIMIZER_IMPLS, HostProfile
 from paradnn.sim.interconnect import MAX_CHIPS, Topology, allreduce, default_topology
 from paradnn.sim.stepparams import StepParams, defaults
 from paradnn.sim.systolic import Arrays, array_cycles
-from paradnn.validate import int_at_least
+from paradnn.validate import int_at_least, one_of
 
 KIND = "prediction"
 MASTER_BYTES_PER_PARAM = 12  # fp32 → low cast of the weight (4 + 2), low → fp32 gradient (2 + 4)
@@ -64,6 +68,25 @@ WINOGRAD_TILE_EXPANSION = 4  # F(2×2,3×3): a 4×4 transformed tile per 2×2 ou
 # RNN gate nonlinearities per step are inside the cell's fused call).
 ELEMENTWISE_KERNELS = {"gemm": 4, "conv2d": 6, "recurrent": 4, "attention": 4}
 OPTIMIZER_KERNELS = {"sgd": 1, "momentum": 2, "rmsprop": 4}  # per parameter tensor, unfused
+POLICIES = ("mixed", "pure")  # 16-bit: fp32 master weights (autocast), or all 16-bit (.half())
+
+
+def optimizer_kernels(optimizer: str) -> int:
+    """Kernels per parameter tensor of the unfused update; an optimizer this table does not know
+    yet (`paradnn.optimizers.SPECS` grows): one, plus a read-modify-write per state copy."""
+    got = OPTIMIZER_KERNELS.get(optimizer)
+    return got if got is not None else 1 + 2 * SPECS[optimizer].state_copies
+
+
+def device_type(chip: Chip) -> str:
+    """The host profile's device kind for a chip: cpu, or cuda for anything eager launches to."""
+    return "cpu" if chip.platform.kind == "cpu" else "cuda"
+
+
+def default_impl(chip: Chip) -> str:
+    """torch.optim's default: foreach on CUDA tensors, the per-parameter loop on a CPU (XLA
+    fuses the update on a TPU)."""
+    return {"cpu": "loop", "tpu": "fused"}.get(chip.platform.kind, "foreach")
 
 
 def params_of(chip: Chip) -> StepParams:
@@ -101,6 +124,17 @@ class Plan:
     flops: int
     precision: str
     tensors: int  # parameter tensors (weights and biases), one all-reduce each
+    # Per GEMM its layer's index, and per layer its elementwise bytes and kernels and the
+    # working set of its output (the cache term); the host's side of the step (`timeline`).
+    # None (op micro-benchmarks, `opfit`): the GEMMs alone, no host timeline.
+    group: np.ndarray | None = None
+    layer_ew_bytes: np.ndarray | None = None
+    layer_ew_kernels: np.ndarray | None = None
+    layer_out_bytes: np.ndarray | None = None
+    host: tl.HostPlan | None = None
+    conv: np.ndarray | None = None  # bool per GEMM: a convolution's (``conv_efficiency``)
+    params: int = 0
+    policy: str = "mixed"
 
 
 def _quantization(m: int, n: int, k: int, tile: tuple[int, int], units: int | None) -> float:
@@ -144,22 +178,41 @@ def _fast_eligible(s: Any) -> bool:
 
 
 def build_plan(
-    family: str, cfg: Any, chip: Chip, precision: str, optimizer: str, sp: StepParams
+    family: str,
+    cfg: Any,
+    chip: Chip,
+    precision: str,
+    optimizer: str,
+    sp: StepParams,
+    *,
+    host: HostProfile | None = None,
+    policy: str = "mixed",
+    optimizer_impl: str | None = None,
 ) -> Plan:
+    """The step's GEMMs, its non-GEMM traffic and kernels, and its host side. ``policy``: under
+    a 16-bit precision, ``mixed`` keeps fp32 master weights and optimizer state (autocast), and
+    ``pure`` keeps weights, gradients and optimizer state in the 16-bit type (``model.half()``):
+    no master copy, the optimizer's words at the 16-bit itemsize."""
+    one_of("policy", policy, POLICIES)
+    impl = optimizer_impl or default_impl(chip)
+    one_of("optimizer implementation", impl, OPTIMIZER_IMPLS)
     fam = families.get(family)
     size = itemsize(precision)
     shapes = fam.shapes(cfg)
     layer, phase, shp = [], [], []
     peak_s, quant, ks, nbytes, kern, fpeak, fbytes = [], [], [], [], [], [], []
-    fallback = []
-    ew_bytes = ew_kernels = 0.0
+    fallback, group, conv = [], [], []
+    l_ew_bytes, l_ew_kernels, l_out, fwd_ops, bwd_nodes = [], [], [], [], []
     tensors = 0
     flops = 0
-    for s in shapes:
+    cpu = chip.platform.kind == "cpu"
+    for i, s in enumerate(shapes):
         fast = _fast_eligible(s) and sp.fast_conv > 1.0
         for op in lower(s):
             t, q, off = _op_peak(op, chip, precision, sp)
             fallback.append(off)
+            group.append(i)
+            conv.append(isinstance(s, Conv2d))
             layer.append(op.layer)
             phase.append(op.phase)
             shp.append((op.m, op.n, op.k))
@@ -185,15 +238,46 @@ def build_plan(
             out = s.seq * s.batch * s.gates * s.hidden
         else:  # pragma: no cover - the Shape union is closed
             continue
-        ew_bytes += mem.elementwise_bytes(out, s.kind, size)
-        ew_kernels += ELEMENTWISE_KERNELS.get(s.kind, 4)
+        l_ew_bytes.append(float(mem.elementwise_bytes(out, s.kind, size)))
+        l_ew_kernels.append(float(ELEMENTWISE_KERNELS.get(s.kind, 4)))
+        l_out.append(float(out * size))
+        ops = tl.FORWARD_OPS.get(s.kind, 2.0)
+        nodes = tl.AUTOGRAD_NODES.get(s.kind, 2.0)
+        if cpu and isinstance(s, Recurrent):  # ATen's decomposed cell, op by op per time step
+            cell = tl.CELL_OPS_CPU.get(s.cell, 0.0) * s.seq * tl.CPP_OP_SHARE
+            ops, nodes = ops + cell, nodes + cell
+        fwd_ops.append(ops)
+        bwd_nodes.append(nodes)
         if s.weights:
             tensors += 2 if s.kind != "attention" else 0
     params = fam.params(cfg)
-    low = precision != "fp32" and precision != "tf32"
+    low = precision not in ("fp32", "tf32")
+    pure = low and policy == "pure"
     fused = chip.platform.kind == "tpu"  # XLA fuses the optimizer and the casts
-    opt_bytes = float(mem.optimizer_bytes(params, optimizer))  # refuses an unknown optimizer
-    opt_kernels = 0.0 if fused else float(tensors * OPTIMIZER_KERNELS[optimizer])
+    # the optimizer's words at fp32 (mixed: fp32 master weights and state) or at the 16-bit
+    # itemsize (pure); `traffic` refuses an unknown optimizer
+    opt_bytes = float(mem.optimizer_bytes(params, optimizer))
+    if pure:
+        opt_bytes *= size / 4
+    per_tensor = optimizer_kernels(optimizer)
+    launches = tl.optimizer_launches(impl, per_tensor, tensors, params)
+    opt_kernels = 0.0 if fused else float(launches)
+    casts = low and not pure and not fused  # autocast: the weights cast down every step
+    scaler = casts and precision == "fp16" and not cpu  # GradScaler reads its inf check
+    mode = "compiled" if fused else ("serial" if cpu else "async")
+    prof = host or hostprofile.default(device_type(chip))
+    hp = tl.HostPlan(
+        profile=prof,
+        mode=mode,
+        fwd_ops=np.array(fwd_ops, dtype=float) * (0.0 if fused else 1.0),
+        bwd_nodes=np.array(bwd_nodes, dtype=float) * (0.0 if fused else 1.0),
+        step_ops=0.0 if fused else tl.STEP_OPS + (tl.SCALER_OPS if scaler else 0.0),
+        step_nodes=0.0 if fused else tl.STEP_NODES,
+        cast_ops=float(tensors) if casts else 0.0,
+        optimizer_impl=impl,
+        optimizer_tensors=0 if fused else tensors,
+        waits=1 if scaler else 0,
+    )
     return Plan(
         layer=tuple(layer),
         phase=tuple(phase),
@@ -206,22 +290,33 @@ def build_plan(
         kernels=np.array(kern, dtype=float),
         fast_peak_s=np.array(fpeak, dtype=float),
         fast_bytes=np.array(fbytes, dtype=float),
-        elementwise_bytes=float(ew_bytes),
-        elementwise_kernels=0.0 if fused else ew_kernels,
+        elementwise_bytes=float(sum(l_ew_bytes)),
+        elementwise_kernels=0.0 if fused else float(sum(l_ew_kernels)),
         optimizer_bytes=opt_bytes,
         optimizer_kernels=opt_kernels,
-        master_bytes=float(MASTER_BYTES_PER_PARAM * params) if low else 0.0,
-        master_kernels=0.0 if (fused or not low) else float(2 * tensors),
+        master_bytes=float(MASTER_BYTES_PER_PARAM * params) if low and not pure else 0.0,
+        master_kernels=float(2 * tensors) if casts else 0.0,
         examples=fam.examples_per_step(cfg),
         flops=flops,
         precision=precision,
         tensors=max(1, tensors),
+        group=np.array(group, dtype=int),
+        layer_ew_bytes=np.array(l_ew_bytes, dtype=float),
+        layer_ew_kernels=np.array(l_ew_kernels, dtype=float) * (0.0 if fused else 1.0),
+        layer_out_bytes=np.array(l_out, dtype=float),
+        host=hp,
+        conv=np.array(conv, dtype=bool),
+        params=params,
+        policy=policy,
     )
 
 
 @dataclass(frozen=True)
 class Terms:
-    """The step's terms in seconds (one core or chip); `gemm_s` includes nothing but GEMMs."""
+    """The step's terms in seconds (one core or chip); `gemm_s` includes nothing but GEMMs. The
+    device terms add up to ``device_s``; ``host_dispatch_s`` is the host's own work;
+    ``timeline_s`` is when both have finished (`timeline.simulate`): about the larger of the two
+    on a GPU, their sum on a CPU."""
 
     gemm_compute_s: float
     gemm_memory_s: float
@@ -231,31 +326,43 @@ class Terms:
     elementwise_s: float
     optimizer_s: float
     master_weights_s: float
-    host_s: float
+    host_s: float  # host/input parameters (host_s_per_step + per example): serial
     fast_conv_ops: int
+    host_dispatch_s: float = 0.0
+    device_s: float = 0.0
+    timeline_s: float = 0.0
+    exposed_host_s: float = 0.0
+    waits: int = 0
+    bound: str = "device"
 
     @property
     def total_s(self) -> float:
-        return (
-            self.gemm_s
-            + self.overhead_s
-            + self.elementwise_s
-            + self.optimizer_s
-            + self.master_weights_s
-            + self.host_s
-        )
+        return self.timeline_s + self.host_s
+
+
+def _cached(nbytes: np.ndarray, working_set: np.ndarray, sp: StepParams) -> np.ndarray:
+    """Bytes as DRAM-equivalent bytes: a kernel whose working set fits in the cache moves it at
+    ``cache_gain`` × the bandwidth. A working set beyond the cache streams from DRAM (a cyclic
+    pass larger than an LRU cache hits nothing): a large GEMM is unchanged."""
+    if not sp.cache_bytes or sp.cache_gain <= 1.0:
+        return nbytes
+    return np.where(working_set <= sp.cache_bytes, nbytes / sp.cache_gain, nbytes)
 
 
 def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
-    """The plan's terms with parameters ``sp`` on a memory of ``bandwidth`` bytes/s."""
+    """The plan's terms with parameters ``sp`` on a memory of ``bandwidth`` bytes/s, and the
+    host and device timelines they make."""
     best = np.where(plan.fallback, sp.eff("fp32"), sp.eff(plan.precision))
+    if plan.conv is not None and sp.conv_efficiency != 1.0:
+        best = best * np.where(plan.conv, sp.conv_efficiency, 1.0)
     eff = best * plan.k / (plan.k + sp.k_half)
     bw = bandwidth * sp.bw_efficiency
+    reps = np.maximum(plan.kernels, 1.0)
     compute = plan.peak_s / eff
-    memory = plan.bytes / bw
+    memory = _cached(plan.bytes, plan.bytes / reps, sp) / bw
     direct = np.maximum(compute, memory)
     fast_c = plan.fast_peak_s / eff
-    fast_m = plan.fast_bytes / bw
+    fast_m = _cached(plan.fast_bytes, plan.fast_bytes / reps, sp) / bw
     fast = np.maximum(fast_c, fast_m)
     use_fast = np.isfinite(fast) & (fast < direct)
     t = np.where(use_fast, fast, direct)
@@ -265,18 +372,90 @@ def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
         + plan.optimizer_kernels
         + plan.master_kernels
     )
+    ko = sp.kernel_overhead_s
+    opt_s = (
+        float(_cached(np.array([plan.optimizer_bytes]), np.array([plan.optimizer_bytes]), sp)[0])
+        / bw
+    )
+    master_s = (
+        float(_cached(np.array([plan.master_bytes]), np.array([plan.master_bytes]), sp)[0]) / bw
+    )
+    if plan.layer_ew_bytes is not None and plan.layer_out_bytes is not None:
+        layer_ew = _cached(plan.layer_ew_bytes, plan.layer_out_bytes, sp) / bw
+    else:
+        layer_ew = np.array([plan.elementwise_bytes / bw])
+    ew_s = float(layer_ew.sum())
+    device = float(t.sum()) + kernels * ko + ew_s + opt_s + master_s
+    host_params = sp.host_s_per_step + sp.host_s_per_example * plan.examples
+    if plan.host is None or plan.group is None or plan.layer_ew_kernels is None:
+        lines = tl.Timelines(0.0, device, device, 0, "async")
+    else:
+        lines = tl.simulate(*_items(plan, sp, t, layer_ew, opt_s, master_s))
     return Terms(
         gemm_compute_s=float(np.where(use_fast, fast_c, compute).sum()),
         gemm_memory_s=float(np.where(use_fast, fast_m, memory).sum()),
         gemm_s=float(t.sum()),
         kernels=kernels,
-        overhead_s=kernels * sp.kernel_overhead_s,
-        elementwise_s=plan.elementwise_bytes / bw,
-        optimizer_s=plan.optimizer_bytes / bw,
-        master_weights_s=plan.master_bytes / bw,
-        host_s=sp.host_s_per_step + sp.host_s_per_example * plan.examples,
+        overhead_s=kernels * ko,
+        elementwise_s=ew_s,
+        optimizer_s=opt_s,
+        master_weights_s=master_s,
+        host_s=host_params,
         fast_conv_ops=int(use_fast.sum()),
+        host_dispatch_s=lines.host_s,
+        device_s=lines.device_s,
+        timeline_s=lines.step_s,
+        exposed_host_s=lines.exposed_host_s,
+        waits=lines.waits,
+        bound=lines.bound,
     )
+
+
+def _items(
+    plan: Plan,
+    sp: StepParams,
+    t: np.ndarray,
+    layer_ew: np.ndarray,
+    opt_s: float,
+    master_s: float,
+) -> tuple[tl.Items, str, float]:
+    """The step as timeline items in issue order: the once-a-step ops, the casts, each layer's
+    forward, each layer's backward in reverse, the optimizer (after the wait, if any)."""
+    hp = plan.host
+    assert hp is not None and plan.group is not None and plan.layer_ew_kernels is not None
+    prof, scale, launch = hp.profile, sp.host_scale, hp.launch_s()
+    ko = sp.kernel_overhead_s
+    layers = len(layer_ew)
+    fwd = np.array([p == "fwd" for p in plan.phase], dtype=bool)
+    g = plan.group
+
+    def per_layer(mask: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return np.bincount(g[mask], weights=w[mask], minlength=layers).astype(float)
+
+    ew_k = plan.layer_ew_kernels / 2
+    kf = per_layer(fwd, plan.kernels) + ew_k
+    kb = per_layer(~fwd, plan.kernels) + ew_k
+    df = per_layer(fwd, t) + kf * ko + layer_ew / 2
+    db = per_layer(~fwd, t) + kb * ko + layer_ew / 2
+    hf = scale * (hp.fwd_ops * prof.forward_op_s + kf * launch)
+    hb = scale * (hp.bwd_nodes * prof.autograd_node_s + kb * launch)
+    step_h = scale * (hp.step_ops * prof.forward_op_s + hp.step_nodes * prof.autograd_node_s)
+    cast_h = scale * (
+        hp.cast_ops * (prof.forward_op_s + prof.autograd_node_s) + plan.master_kernels * launch
+    )
+    cast_d = master_s + plan.master_kernels * ko
+    opt_h = 0.0
+    if hp.optimizer_tensors:
+        opt_h = scale * (
+            prof.optimizer_s(hp.optimizer_impl, hp.optimizer_tensors)
+            + plan.optimizer_kernels * launch
+        )
+    opt_d = opt_s + plan.optimizer_kernels * ko
+    host = np.concatenate([[step_h, cast_h], hf, hb[::-1], [opt_h]])
+    dev = np.concatenate([[0.0, cast_d], df, db[::-1], [opt_d]])
+    kern = np.concatenate([[0.0, plan.master_kernels], kf, kb[::-1], [plan.optimizer_kernels]])
+    wait = len(host) - 1 if hp.waits else None
+    return tl.Items(host, dev, kern, wait), hp.mode, scale * prof.sync_s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,6 +504,9 @@ class StepTime:
     bottleneck: str
     plan: Plan = field(repr=False)
     input_s: float | None = None  # the measured infeed's seconds per step (None: not given)
+    host_profile: str = "defaults"  # where the host's dispatch costs came from
+    policy: str = "mixed"
+    optimizer_impl: str | None = None
 
     def row(self) -> dict[str, Any]:
         t = self.terms
@@ -346,6 +528,11 @@ class StepTime:
             "optimizer_s": t.optimizer_s,
             "master_weights_s": t.master_weights_s,
             "host_s": t.host_s,
+            "host_dispatch_s": t.host_dispatch_s,
+            "device_s": t.device_s,
+            "exposed_host_s": t.exposed_host_s,
+            "timeline_bound": t.bound,
+            "host_waits": t.waits,
             "input_s": self.input_s,
             "comm_s": self.comm_s,
             "allreduce_link_s": self.allreduce_link_s,
@@ -360,6 +547,9 @@ class StepTime:
             "flops_per_chip": self.flops_per_chip,
             "origin": self.origin,
             "params_source": self.params_source,
+            "host_profile": self.host_profile,
+            "policy": self.policy,
+            "optimizer_impl": self.optimizer_impl,
         }
 
 
@@ -385,12 +575,18 @@ def predict_step(
     params: StepParams | None = None,
     loader_examples_per_s: float | None = None,
     loader_overlapped: bool = True,
+    host: HostProfile | None = None,
+    policy: str = "mixed",
+    optimizer_impl: str | None = None,
 ) -> StepTime:
     """The predicted training step, term by term. ``config`` is the per-chip config (weak
     scaling, as `model.predict`); a multi-core chip splits its batch across its cores. With
     ``loader_examples_per_s`` (a host loader's measured rate per chip, docs/infeed.md) the
     infeed is fed in as `model.input_step` does: the slower of step and infeed when the loader
-    prefetches (``loader_overlapped``), else their sum; ``input_s`` says how long it needs."""
+    prefetches (``loader_overlapped``), else their sum; ``input_s`` says how long it needs.
+    ``host``: the host's dispatch costs (None: `hostprofile.default` for the chip's kind);
+    ``policy``: mixed or pure 16-bit (`build_plan`); ``optimizer_impl``: loop, foreach or fused
+    (None: torch's default for the device)."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
     int_at_least("--chips", chips, 1, MAX_CHIPS)
@@ -404,7 +600,18 @@ def predict_step(
     core_cfg, per_core = _split_batch(fam, cfg, cores)
     if core_cfg is cfg and cores > 1:  # batch not divisible: the chip as one, folds split
         core, cores = chip, 1
-    plan = build_plan(family, core_cfg, core, precision, optimizer, sp)
+    prof = host or hostprofile.default(device_type(chip))
+    plan = build_plan(
+        family,
+        core_cfg,
+        core,
+        precision,
+        optimizer,
+        sp,
+        host=prof,
+        policy=policy,
+        optimizer_impl=optimizer_impl,
+    )
     terms = evaluate(plan, sp, core.mem_bandwidth)
     link_s = hbm_s = lat_s = 0.0
     topo_label = None
@@ -442,11 +649,14 @@ def predict_step(
         "compute": terms.gemm_compute_s,
         "memory": terms.gemm_memory_s + terms.elementwise_s + terms.optimizer_s,
         "overhead": terms.overhead_s,
-        "host": terms.host_s,
+        "host": terms.host_s + terms.exposed_host_s,
         "interconnect": comm,
     }
     if starved:
         parts["input"] = float("inf")
+    bottleneck = max(parts, key=lambda k: parts[k])
+    if terms.bound == "host" and not starved and terms.exposed_host_s >= comm:
+        bottleneck = "host"  # the device waits for the host: its own terms do not set the step
     return StepTime(
         kind=KIND,
         family=family,
@@ -468,9 +678,12 @@ def predict_step(
         flops_per_chip=flops,
         utilization=util,
         examples_per_s=fam.examples_per_step(cfg) * chips / step,
-        bottleneck=max(parts, key=lambda k: parts[k]),
+        bottleneck=bottleneck,
         plan=plan,
         input_s=input_s,
+        host_profile=prof.source,
+        policy=policy,
+        optimizer_impl=plan.host.optimizer_impl if plan.host else None,
     )
 
 
