@@ -259,6 +259,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN xla_detail TEXT;            -- JSON: versions, platform, memory
     CREATE INDEX runs_backend ON runs(backend);
     """,
+    # precision policy (issue 35, docs/optimizers.md): every earlier row kept fp32 master
+    # weights and ran its 16-bit precisions under autocast.
+    """
+    ALTER TABLE runs ADD COLUMN precision_policy TEXT NOT NULL DEFAULT 'mixed';
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
