@@ -231,8 +231,8 @@ def test_a_family_without_a_model_falls_back_to_its_shapes():
 def test_predict_rejects_unknown_names():
     cfg = families.get("fc").default_config()
     with pytest.raises(ConfigError) as e:
-        memory.predict("fc", cfg, "fp32", "adam")
-    assert e.value.field == "optimizer" and e.value.value == "adam"
+        memory.predict("fc", cfg, "fp32", "lamb")
+    assert e.value.field == "optimizer" and e.value.value == "lamb"
     with pytest.raises(ConfigError) as e:
         memory.predict("fc", cfg, "fp32", "sgd", device_type="tpu")
     assert e.value.field == "device_type" and e.value.value == "tpu"
