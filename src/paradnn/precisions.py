@@ -43,7 +43,7 @@ LOW_PRECISIONS = ("bf16", "fp16")
 NATIVE = "native"
 EMULATABLE = {"cpu": ("bf16", "fp16")}  # what autocast can still run, converting to fp32
 
-# Precision policies (docs/precision.md#policies): `mixed` (the default) keeps fp32 weights,
+# Precision policies (docs/optimizers.md): `mixed` (the default) keeps fp32 weights,
 # gradients and optimizer state and runs the step under autocast; `pure` is `model.half()` /
 # `.bfloat16()`: weights, gradients and optimizer state in the 16-bit type, no autocast and no
 # fp32 master copy, and no loss scaling (GradScaler refuses 16-bit gradients; what published
