@@ -173,3 +173,16 @@ def test_jax_backend_refuses_what_it_cannot_run():
     assert "precision_policy = pure" in unsupported_reason(opts)
     opts = RunOptions(backend="jax", optimizer_impl="fused")
     assert "optimizer_impl = fused" in unsupported_reason(opts)
+
+
+def test_compare_pairs_a_pure_run_only_with_pure_runs():
+    import pandas as pd
+
+    from paradnn.analysis import speedup
+    from paradnn.analysis.frames import from_frames
+
+    ga = pd.DataFrame({"precision_policy": ["mixed"], "status": ["ok"]})
+    assert "precision_policy" in speedup._key("precision", ga, ga)
+    assert "precision_policy" not in speedup._key("precision_policy", ga, ga)
+    old = from_frames([{"family": "fc", "config": {}, "status": "ok", "precision": "bf16"}])
+    assert list(old.runs["precision_policy"]) == ["mixed"]  # rows stored before the policy
