@@ -75,7 +75,7 @@ def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
         (["--timeout", "0"], "timeout = 0.0: must be a number in (0, 604800]"),
         (["--recycle-every", "0"], "--recycle-every = 0: must be an integer in [1, 1000000]"),
         (["--preset", "nope.toml"], "nope.toml: cannot read"),
-        (["--optimizer", "adam"], "optimizer"),
+        (["--optimizer", "lamb"], "optimizer"),
         (["--device", "gpu"], "device = 'gpu': must be auto, cpu, cuda or cuda:N"),
     ],
 )

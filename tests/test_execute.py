@@ -100,5 +100,5 @@ def test_bad_options_fail_at_construction():
         RunOptions(precision="fp8")
     with pytest.raises(ConfigError, match="threads = 0"):
         RunOptions(threads=0)
-    with pytest.raises(ConfigError, match="optimizer = 'adam'"):
-        RunOptions(optimizer="adam")
+    with pytest.raises(ConfigError, match="optimizer = 'lamb'"):
+        RunOptions(optimizer="lamb")

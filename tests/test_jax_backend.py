@@ -81,7 +81,7 @@ def test_the_run_key_and_analytic_counts_of_both_backends():
         RunOptions(backend="tensorflow")
 
 
-@pytest.mark.parametrize("name", ["rmsprop", "sgd", "momentum"])
+@pytest.mark.parametrize("name", ["rmsprop", "sgd", "momentum", "adam", "adamw"])
 def test_optax_does_the_torch_optimizers_arithmetic(name):
     from paradnn.measure.step import make_optimizer
 

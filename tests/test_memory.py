@@ -231,8 +231,8 @@ def test_a_family_without_a_model_falls_back_to_its_shapes():
 def test_predict_rejects_unknown_names():
     cfg = families.get("fc").default_config()
     with pytest.raises(ConfigError) as e:
-        memory.predict("fc", cfg, "fp32", "adam")
-    assert e.value.field == "optimizer" and e.value.value == "adam"
+        memory.predict("fc", cfg, "fp32", "lamb")
+    assert e.value.field == "optimizer" and e.value.value == "lamb"
     with pytest.raises(ConfigError) as e:
         memory.predict("fc", cfg, "fp32", "sgd", device_type="tpu")
     assert e.value.field == "device_type" and e.value.value == "tpu"
@@ -286,11 +286,13 @@ def test_gradient_buffers_hold_the_output_and_input_gradients():
 
 def test_rmsprop_allocates_a_square_root_for_all_or_the_largest_parameter():
     shapes = [GA, GB]
-    assert memory._optimizer_temporaries(shapes, 32, "rmsprop", "cuda") == 4 * 32  # foreach
-    assert memory._optimizer_temporaries(shapes, 32, "rmsprop", "cpu") == 4 * 20  # one at a time
-    assert memory._optimizer_temporaries(shapes, 32, "momentum", "cuda") == 0
-    assert memory._optimizer_temporaries(shapes, 32, "sgd", "cpu") == 0
-    assert memory._optimizer_temporaries([], 0, "rmsprop", "cpu") == 0
+    assert memory._optimizer_temporaries(shapes, 32, "rmsprop", "foreach") == 32  # CUDA's
+    assert memory._optimizer_temporaries(shapes, 32, "rmsprop", "loop") == 20  # CPU's: one by one
+    assert memory._optimizer_temporaries(shapes, 32, "adam", "foreach") == 32
+    assert memory._optimizer_temporaries(shapes, 32, "adamw", "fused") == 0
+    assert memory._optimizer_temporaries(shapes, 32, "momentum", "foreach") == 0
+    assert memory._optimizer_temporaries(shapes, 32, "sgd", "loop") == 0
+    assert memory._optimizer_temporaries([], 0, "rmsprop", "loop") == 0
 
 
 def test_conv_scratch_is_two_unfolded_inputs_of_the_largest_spatial_conv():
@@ -339,10 +341,11 @@ def test_predict_takes_the_largest_phase_and_adds_its_parts(device_type, optimiz
     est = memory.predict("cnn", cfg, "fp32", optimizer, device_type=device_type)
     p, shapes = fam.params(cfg), fam.shapes(cfg)
     act = fam.activation_memory(cfg, "fp32", device_type=device_type)
+    impl = "foreach" if device_type == "cuda" else "loop"  # torch's own choice
     phases = {
         "forward": (act.saved, act.casts),
         "backward": memory._backward(shapes, act.saved, 4 * p, "fp32", device_type),
-        "optimizer": (4 * p, memory._optimizer_temporaries(shapes, p, optimizer, device_type)),
+        "optimizer": (4 * p, 4 * memory._optimizer_temporaries(shapes, p, optimizer, impl)),
     }
     peak = max(phases, key=lambda k: sum(phases[k]))
     library = memory.CUDA_LIBRARY_BYTES if device_type == "cuda" else 0

@@ -342,7 +342,7 @@ FAMILY_NAMES = ", ".join(families.names())
          "precisions[1] = 'fp64': must be one of fp32, tf32, bf16, fp16"),
         ('precisions = "fp8"\n[families.fc]', "precisions = 'fp8': must be one of fp32"),
         ("optimizers = []\n[families.fc]", "optimizers = []: must be a non-empty list of: rmsprop"),
-        ('optimizers = ["adam"]\n[families.fc]', "optimizers[0] = 'adam': must be one of rmsprop"),
+        ('optimizers = ["lamb"]\n[families.fc]', "optimizers[0] = 'lamb': must be one of rmsprop"),
         ('name = ""\n[families.fc]', "name = '': must be non-empty printable ASCII"),
         ("description = 3\n[families.fc]", "description = 3: must be a printable one-line string"),
         ("[[runs]]\nfamily = 'cnn'\nconfig = { batch = 1, image = 32 }",

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 
 from paradnn.errors import ConfigError
-from paradnn.optimizers import OPTIMIZERS
-from paradnn.precisions import PRECISIONS, precision_flags
+from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS
+from paradnn.precisions import POLICIES, PRECISIONS, effective_policy, precision_flags
 from paradnn.validate import (
     SEED_MAX,
     int_at_least,
@@ -23,10 +23,12 @@ __all__ = [
     "BACKENDS",
     "DATA_SOURCES",
     "EXECUTORS",
+    "IMPLEMENTATIONS",
     "KEYED_WHEN_SET",
     "LOADER_SETTINGS",
     "MODES",
     "OPTIMIZERS",
+    "POLICIES",
     "PRECISIONS",
     "QUICK_POLICY",
     "SCALINGS",
@@ -36,6 +38,7 @@ __all__ = [
     "SweepSettings",
     "TimingPolicy",
     "check_device",
+    "for_precision",
     "precision_flags",
     "relevant_axes",
 ]
@@ -60,6 +63,10 @@ AXES: dict[str, str] = {
     "prefetch_factors": "prefetch_factor",
     "persistent_workers": "persistent_workers",
     "backends": "backend",  # docs/jax.md: backends = ["torch", "jax"]
+    # issue 35 (docs/optimizers.md): torch.optim's implementation, and the precision policy
+    # (pure: 16-bit weights and optimizer state; for fp32 and tf32 the same run as mixed)
+    "optimizer_impls": "optimizer_impl",
+    "precision_policies": "precision_policy",
 }
 # Fields that enter the run key only when they differ from their default, so the keys of runs
 # that do not use a study never change (`mode` predates this and is always in the key).
@@ -104,6 +111,15 @@ def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
     if combo.get("data_source", "device") == "pipeline":
         return dict(combo)
     return {k: v for k, v in combo.items() if k not in LOADER_SETTINGS}
+
+
+def for_precision(combo: dict[str, object], precision: str) -> dict[str, object]:
+    """A combination of study-axis values as a run of `precision` has them: fp32 and tf32
+    have one precision policy (mixed), so a sweep runs their pure twin once."""
+    if "precision_policy" not in combo:
+        return combo
+    policy = effective_policy(precision, str(combo["precision_policy"]))
+    return {**combo, "precision_policy": policy}
 
 
 def _finite(value: object) -> bool:
@@ -183,6 +199,11 @@ def check_device(spec: str) -> None:
 class RunOptions:
     precision: str = "fp32"
     optimizer: str = "rmsprop"
+    # torch.optim's implementation (paradnn.optimizers.IMPLEMENTATIONS; auto: torch's choice) and
+    # the precision policy (mixed: fp32 master weights under autocast; pure: 16-bit weights and
+    # optimizer state). Each enters the run key only when not its default (issue 35).
+    optimizer_impl: str = "auto"
+    precision_policy: str = "mixed"
     device: str = "auto"
     threads: int | None = None  # None: the free cores (host.choose_threads)
     mode: str = "eager"
@@ -206,6 +227,8 @@ class RunOptions:
     def __post_init__(self) -> None:
         one_of("precision", self.precision, PRECISIONS)
         one_of("optimizer", self.optimizer, OPTIMIZERS)
+        one_of("optimizer_impl", self.optimizer_impl, IMPLEMENTATIONS)
+        one_of("precision_policy", self.precision_policy, POLICIES)
         one_of("mode", self.mode, MODES)
         int_at_least("procs", self.procs, 1, MAX_PROCS)
         one_of("strategy", self.strategy, STRATEGIES)
@@ -260,6 +283,10 @@ class RunOptions:
         }
         if self.energy:
             key["energy"] = True
+        if self.optimizer_impl != "auto":
+            key["optimizer_impl"] = self.optimizer_impl
+        if effective_policy(self.precision, self.precision_policy) != "mixed":
+            key["precision_policy"] = self.precision_policy
         defaults = RunOptions.__dataclass_fields__
         for name in KEYED_WHEN_SET:
             value = getattr(self, name)

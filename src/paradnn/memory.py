@@ -8,7 +8,9 @@ error can be studied. docs/memory.md describes the model and its measured error.
 What is alive when, in the step of measure/step.py (zero_grad(set_to_none) → forward → backward →
 optimizer step): fp32 weights and the optimizer state stay resident; forward accumulates the
 tensors autograd saves; backward frees them while it allocates the fp32 gradients; the optimizer
-step runs with weights, gradients and state alive.
+step runs with weights, gradients and state alive. Under the pure precision policy
+(docs/optimizers.md) weights, gradients and state are 16-bit, nothing is cast, and the saved
+tensors are the fp32 step's in the 16-bit type.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Any
 
 from paradnn import families
 from paradnn.families.shapes import Conv2d, Gemm, Shape
-from paradnn.optimizers import OPTIMIZERS, SPECS
-from paradnn.precisions import PRECISIONS
+from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS, SPECS, resolve_implementation
+from paradnn.precisions import POLICIES, PRECISIONS, effective_policy, state_itemsize
 from paradnn.precisions import itemsize as activation_itemsize
 from paradnn.validate import one_of
 
@@ -33,7 +35,8 @@ DEFAULT_HEADROOM = 0.1
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Bytes of one training step by kind. Weights (with buffers), gradients and optimizer state
-    are fp32 in every precision, as mixed precision keeps fp32 master weights."""
+    are fp32 in every precision under the mixed policy (fp32 master weights), 16-bit under the
+    pure one (no master copy)."""
 
     weights: int
     grads: int
@@ -75,9 +78,17 @@ class MemoryEstimate:
 
 
 def predict(
-    family_name: str, cfg: Any, precision: str, optimizer: str, *, device_type: str = "cuda"
+    family_name: str,
+    cfg: Any,
+    precision: str,
+    optimizer: str,
+    *,
+    device_type: str = "cuda",
+    policy: str = "mixed",
+    implementation: str = "auto",
 ) -> MemoryEstimate:
-    """Estimate one training step of `cfg` (a config of `family_name`) on a `device_type` device.
+    """Estimate one training step of `cfg` (a config of `family_name`) on a `device_type` device,
+    under the precision `policy`, with the optimizer's `implementation` (auto: torch's choice).
 
     The device type matters only where kernel libraries differ: recurrent layers run one cuDNN
     call on CUDA but oneDNN (LSTM) or ATen's per-step loop (RNN, GRU) on CPU, and only CUDA has
@@ -86,25 +97,35 @@ def predict(
     one_of("precision", precision, PRECISIONS)
     one_of("optimizer", optimizer, OPTIMIZERS)
     one_of("device_type", device_type, DEVICE_TYPES)
+    one_of("precision_policy", policy, POLICIES)
+    one_of("optimizer_impl", implementation, IMPLEMENTATIONS)
     family = families.get(family_name)
     params = family.params(cfg)
-    grads = 4 * params
-    act = family.activation_memory(cfg, precision, device_type=device_type)
-    activations = act.saved
+    size = state_itemsize(precision, policy)  # 4: fp32 master weights; 2: pure 16-bit
+    grads = size * params
+    if effective_policy(precision, policy) == "pure":
+        # model.half(): the fp32 step's saved tensors in the 16-bit type (integer targets
+        # and indices halve too, so the floor stays a floor), no autocast copies
+        f32 = family.activation_memory(cfg, "fp32", device_type=device_type)
+        activations, floor, casts, buffers = f32.saved // 2, f32.floor // 2, 0, f32.buffers // 2
+    else:
+        act = family.activation_memory(cfg, precision, device_type=device_type)
+        activations, floor, casts, buffers = act.saved, act.floor, act.casts, act.buffers
     shapes = family.shapes(cfg)
+    impl = resolve_implementation(implementation, device_type)
     phases = {  # phase: (gradients + activations alive, transients alongside)
-        "forward": (activations, act.casts),
+        "forward": (activations, casts),
         "backward": _backward(shapes, activations, grads, precision, device_type),
-        "optimizer": (grads, _optimizer_temporaries(shapes, params, optimizer, device_type)),
+        "optimizer": (grads, size * _optimizer_temporaries(shapes, params, optimizer, impl)),
     }
     phase = max(phases, key=lambda k: sum(phases[k]))
     live, transient = phases[phase]
     return MemoryEstimate(
-        weights=4 * params + act.buffers,
+        weights=size * params + buffers,
         grads=grads,
-        optimizer_state=4 * params * SPECS[optimizer].state_copies,
+        optimizer_state=size * params * SPECS[optimizer].state_copies,
         activations=activations,
-        activations_floor=act.floor,
+        activations_floor=floor,
         peak_phase=phase,
         live_at_peak=live,
         workspace=transient + (CUDA_LIBRARY_BYTES if device_type == "cuda" else 0),
@@ -171,15 +192,17 @@ def _backward(
 
 
 def _optimizer_temporaries(
-    shapes: list[Shape], params: int, optimizer: str, device_type: str
+    shapes: list[Shape], params: int, optimizer: str, implementation: str
 ) -> int:
-    """RMSProp's step allocates sqrt(square_avg): for all parameters at once with the foreach
-    implementation CUDA defaults to, one parameter at a time on CPU. SGD and momentum update in
-    place (momentum's first step clones the gradient into what becomes its state)."""
-    if optimizer != "rmsprop":
+    """Elements the optimizer step allocates besides its state. RMSProp's step allocates
+    sqrt(square_avg), Adam's and AdamW's sqrt(exp_avg_sq) (the denominator): for all parameters
+    at once with foreach (CUDA's default), one parameter at a time with the loop (the CPU's);
+    fused kernels allocate none. SGD and momentum update in place (momentum's first step clones
+    the gradient into what becomes its state)."""
+    if optimizer not in ("rmsprop", "adam", "adamw") or implementation == "fused":
         return 0
     largest = max((s.weights for s in shapes), default=0)
-    return 4 * (params if device_type == "cuda" else largest)
+    return params if implementation == "foreach" else largest
 
 
 def _reads(s: Shape) -> int:

@@ -2,10 +2,12 @@
 
 ParaDnn's constants (reference/suites.md a.2): lr 0.1; RMSProp with decay 0.9, momentum 0.9 and
 epsilon 1.0. (TensorFlow adds ε inside the square root, PyTorch outside; the arithmetic cost per
-parameter is the same, which is what a throughput benchmark measures.) The run options validate
-against this table, the memory model and the simulator read its state and traffic, and the
-timed step (`paradnn.measure.step`) builds the torch optimizer from it, and the JAX backend's
-step (`paradnn.measure.xla`, docs/jax.md) the optax transformation of the same arithmetic.
+parameter is the same, which is what a throughput benchmark measures.) Adam and AdamW (issue
+35: the optimizers people train with) keep PyTorch's defaults: lr 1e-3, betas (0.9, 0.999), eps
+1e-8, AdamW's weight decay 0.01. The run options validate against this table, the memory model
+and the simulator read its state and traffic, and the timed step (`paradnn.measure.step`) builds
+the torch optimizer from it, and the JAX backend's step (`paradnn.measure.xla`, docs/jax.md) the
+optax transformation of the same arithmetic.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ class OptimizerSpec:
     # as torch; SGD's momentum as optax's trace (t = g + μ·t, w -= lr·t), as torch.
     optax_function: str = "sgd"
     optax_hyperparameters: Mapping[str, Any] = field(default_factory=dict)
+    # The torch.optim implementations of this class (IMPLEMENTATIONS): every one has the
+    # per-parameter loop and foreach; torch 2.x has fused kernels for Adam, AdamW and SGD (CPU
+    # and CUDA), none for RMSprop.
+    implementations: tuple[str, ...] = ("loop", "foreach", "fused")
 
 
 SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
@@ -54,6 +60,7 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
                     "initial_scale": 0.0,
                 }
             ),
+            implementations=("loop", "foreach"),
         ),
         "sgd": OptimizerSpec(
             "sgd",
@@ -69,12 +76,84 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
             words_per_param=5,
             optax_hyperparameters=MappingProxyType({"learning_rate": 0.1, "momentum": 0.9}),
         ),
+        # Adam keeps exp_avg and exp_avg_sq; a step reads w, g, both and writes w and both (7
+        # words). The loop and foreach implementations also allocate temporaries (foreach:
+        # sqrt(exp_avg_sq) for every parameter at once) and AdamW's decay is a separate pass
+        # over w there (2 more words); fused does it all in one kernel per chunk: 7 is the floor.
+        "adam": OptimizerSpec(
+            "adam",
+            "Adam",
+            MappingProxyType({"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8}),
+            state_copies=2,
+            words_per_param=7,
+            optax_function="adam",
+            optax_hyperparameters=MappingProxyType(
+                {"learning_rate": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0}
+            ),
+        ),
+        # AdamW: torch decays w by lr·wd before the Adam update; optax adds wd·w (the old w) to
+        # the update before scaling by -lr: the same arithmetic.
+        "adamw": OptimizerSpec(
+            "adamw",
+            "AdamW",
+            MappingProxyType(
+                {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
+            ),
+            state_copies=2,
+            words_per_param=7,
+            optax_function="adamw",
+            optax_hyperparameters=MappingProxyType(
+                {
+                    "learning_rate": 1e-3,
+                    "b1": 0.9,
+                    "b2": 0.999,
+                    "eps": 1e-8,
+                    "eps_root": 0.0,
+                    "weight_decay": 0.01,
+                }
+            ),
+        ),
     }
 )
-OPTIMIZERS = tuple(SPECS)  # ("rmsprop", "sgd", "momentum"): the default first
+OPTIMIZERS = tuple(SPECS)  # ("rmsprop", "sgd", "momentum", "adam", "adamw"): the default first
+
+# How torch.optim runs the update (docs/optimizers.md): `auto` is torch's own choice, what every
+# run measured before the option existed: foreach on CUDA, the per-parameter loop on a CPU
+# (torch 2.13 lists no CPU foreach kernels); `loop` one parameter at a time (foreach=False);
+# `foreach` multi-tensor ops over the whole list (foreach=True); `fused` one kernel per chunk
+# of tensors (fused=True). The record's flags say which one ran.
+IMPLEMENTATIONS = ("auto", "loop", "foreach", "fused")
+FOREACH_DEVICES = ("cuda",)  # where torch's `auto` picks foreach (else the loop)
 
 
 def spec(name: str) -> OptimizerSpec:
     if name not in SPECS:
         raise ValueError(f"optimizer = {name!r}: must be one of {', '.join(OPTIMIZERS)}")
     return SPECS[name]
+
+
+def resolve_implementation(implementation: str, device_type: str) -> str:
+    """The implementation a run uses: `auto` becomes torch's own choice on the device."""
+    if implementation != "auto":
+        return implementation
+    return "foreach" if device_type in FOREACH_DEVICES else "loop"
+
+
+def implementation_reason(name: str, implementation: str) -> str | None:
+    """Why torch.optim has no such implementation of this optimizer (None: it has)."""
+    s = spec(name)
+    if implementation == "auto" or implementation in s.implementations:
+        return None
+    return (
+        f"torch.optim.{s.torch_class} has no {implementation} implementation "
+        f"(it has {', '.join(s.implementations)})"
+    )
+
+
+def torch_flags(implementation: str) -> dict[str, bool]:
+    """The constructor arguments that make torch.optim run a resolved implementation."""
+    return {
+        "loop": {"foreach": False},
+        "foreach": {"foreach": True},
+        "fused": {"fused": True},
+    }[implementation]

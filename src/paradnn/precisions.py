@@ -43,6 +43,25 @@ LOW_PRECISIONS = ("bf16", "fp16")
 NATIVE = "native"
 EMULATABLE = {"cpu": ("bf16", "fp16")}  # what autocast can still run, converting to fp32
 
+# Precision policies (docs/optimizers.md): `mixed` (the default) keeps fp32 weights,
+# gradients and optimizer state and runs the step under autocast; `pure` is `model.half()` /
+# `.bfloat16()`: weights, gradients and optimizer state in the 16-bit type, no autocast and no
+# fp32 master copy, and no loss scaling (GradScaler refuses 16-bit gradients; what published
+# pure-fp16 measurements ran). fp32 and tf32 have one policy, stored as mixed.
+POLICIES = ("mixed", "pure")
+
+
+def effective_policy(precision: str, policy: str) -> str:
+    """The policy a run of `precision` actually has: `pure` only for the 16-bit precisions."""
+    return policy if precision in AUTOCAST else "mixed"
+
+
+def state_itemsize(precision: str, policy: str) -> int:
+    """Bytes per weight, gradient and optimizer-state element: 4 (fp32 master weights) under
+    mixed precision, the 16-bit type's 2 under pure."""
+    return 2 if effective_policy(precision, policy) == "pure" else 4
+
+
 # x86 and Arm flags that mean native arithmetic in the precision.
 CPU_NATIVE_FLAGS = {
     "bf16": ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16"),
@@ -62,16 +81,21 @@ def itemsize(precision: str) -> int:
     return get(precision).itemsize
 
 
-def precision_flags(precision: str) -> dict[str, object]:
-    """The framework flags a run of this precision sets (stored with every record)."""
+def precision_flags(precision: str, policy: str = "mixed") -> dict[str, object]:
+    """The framework flags a run of this precision sets (stored with every record); a pure
+    run has no autocast and no loss scaling, its weights are in `weight_dtype`."""
     p = TABLE.get(precision, TABLE["fp32"])
-    return {
+    pure = precision in TABLE and effective_policy(precision, policy) == "pure"
+    flags: dict[str, object] = {
         "matmul_allow_tf32": p.tf32,
         "cudnn_allow_tf32": p.tf32,
         "float32_matmul_precision": "high" if p.tf32 else "highest",
-        "autocast_dtype": p.autocast_dtype,
-        "loss_scaling": p.loss_scaling,
+        "autocast_dtype": None if pure else p.autocast_dtype,
+        "loss_scaling": False if pure else p.loss_scaling,
     }
+    if pure:  # only then: the flags of mixed runs are what they were before policies
+        flags["weight_dtype"] = p.autocast_dtype
+    return flags
 
 
 def cpu_reason(

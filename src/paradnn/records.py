@@ -76,6 +76,9 @@ class Identity:
     device: str
     mode: str = "eager"
     backend: str = "torch"  # torch or jax (docs/jax.md)
+    # mixed (fp32 master weights under autocast) or pure (16-bit weights and optimizer state);
+    # the optimizer implementation that ran is in `flags` (docs/optimizers.md)
+    precision_policy: str = "mixed"
     sweep: str | None = None
     device_name: str | None = None
     threads: int | None = None

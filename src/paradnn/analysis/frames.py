@@ -131,6 +131,10 @@ def _runs_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
     # every row before the infeed study trained on device data (docs/infeed.md)
     df["data_source"] = df["data_source"].fillna("device") if "data_source" in df else "device"
     df["backend"] = df["backend"].fillna("torch")
+    # every row before the precision policy kept fp32 master weights (docs/optimizers.md)
+    df["precision_policy"] = (
+        df["precision_policy"].fillna("mixed") if "precision_policy" in df else "mixed"
+    )
     df["engine"] = engine(df)
     if "id" not in df:
         df["id"] = range(1, len(df) + 1)

@@ -51,6 +51,7 @@ BY = (
     "data_source",  # host data infeed (docs/infeed.md): analysis/infeed.py has the study
     "backend",  # torch or jax (docs/jax.md): pairs match on mode, so torch eager against jax
     "engine",  # torch-eager, torch-compile, …, jax: any torch mode against jax
+    "precision_policy",  # mixed or pure 16-bit weights (docs/optimizers.md)
 )
 IDENTITY = ("family", "config_key", "platform", "precision", "mode", "optimizer")
 HIGHER_IS_BETTER = {
@@ -278,6 +279,8 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
             continue
         if col == "procs" or (ga[col].notna().any() and gb[col].notna().any()):
             key.append(col)
+    if by != "precision_policy" and "precision_policy" in ga and "precision_policy" in gb:
+        key.append("precision_policy")  # a pure run pairs with pure runs (docs/optimizers.md)
     if by != "data_source" and "data_source" in ga and "data_source" in gb:
         key.append("data_source")  # a host-fed run pairs with its own kind (docs/infeed.md)
         for col in ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers"):

@@ -262,8 +262,17 @@ def dry_run(
     for spec in specs:
         fam = families.get(spec.family)
         cfg = fam.config(dict(spec.config))
+        spec_options = dataclasses.replace(
+            options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
+        )
         est = memory.predict(
-            spec.family, cfg, spec.precision, spec.optimizer, device_type=device_type
+            spec.family,
+            cfg,
+            spec.precision,
+            spec.optimizer,
+            device_type=device_type,
+            policy=spec_options.precision_policy,
+            implementation=spec_options.optimizer_impl,
         )
         flops = fam.train_flops(cfg)
         rate = history.rates.get((spec.family, spec.precision))
@@ -271,9 +280,6 @@ def dry_run(
         step = flops / rate if rate else (flops / peak if peak else 0.0)
         warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
         timed = max(policy.min_time_s, policy.min_samples * max(step, policy.min_block_s))
-        spec_options = dataclasses.replace(
-            options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
-        )
         stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec_options)
         found.append(
             DryRunRow(

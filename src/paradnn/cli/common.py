@@ -18,6 +18,7 @@ from paradnn import families
 from paradnn.config import (
     BACKENDS,
     DATA_SOURCES,
+    IMPLEMENTATIONS,
     MAX_ENERGY_IDLE_S,
     MAX_LOADER_WORKERS,
     MAX_PREFETCH,
@@ -26,6 +27,7 @@ from paradnn.config import (
     MAX_TIMING_S,
     MODES,
     OPTIMIZERS,
+    POLICIES,
     PRECISIONS,
     check_device,
 )
@@ -299,6 +301,45 @@ BackendsOpt = Annotated[
         parser=choice("--backend", BACKENDS),
         callback=unique("--backend"),
         help="Override the sweep's backends (repeatable): torch, jax.",
+    ),
+]
+# issue 35 (docs/optimizers.md): how torch.optim runs the update, and the precision policy.
+_IMPL_HELP = (
+    "torch.optim's implementation: auto (torch's choice: foreach on CUDA, the loop on CPU), "
+    "loop, foreach or fused (Adam, AdamW, SGD; none for RMSprop)"
+)
+_POLICY_HELP = (
+    "mixed (fp32 master weights, autocast; default) or pure (16-bit weights, gradients and "
+    "optimizer state, as model.half(); bf16/fp16 only)"
+)
+OptimizerImplOpt = Annotated[
+    str,
+    typer.Option(
+        "--optimizer-impl", parser=choice("--optimizer-impl", IMPLEMENTATIONS), help=_IMPL_HELP
+    ),
+]
+OptimizerImplsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--optimizer-impl",
+        parser=choice("--optimizer-impl", IMPLEMENTATIONS),
+        callback=unique("--optimizer-impl"),
+        help=_IMPL_HELP + " (repeatable).",
+    ),
+]
+PolicyOpt = Annotated[
+    str,
+    typer.Option(
+        "--precision-policy", parser=choice("--precision-policy", POLICIES), help=_POLICY_HELP
+    ),
+]
+PoliciesOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--precision-policy",
+        parser=choice("--precision-policy", POLICIES),
+        callback=unique("--precision-policy"),
+        help=_POLICY_HELP + " (repeatable).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]

@@ -30,9 +30,13 @@ from paradnn.cli.common import (
     MinTimeOpt,
     ModeOpt,
     ModesOpt,
+    OptimizerImplOpt,
+    OptimizerImplsOpt,
     OptimizerOpt,
     PersistentOpt,
     PinMemoryOpt,
+    PoliciesOpt,
+    PolicyOpt,
     PrefetchOpt,
     ProfileOpt,
     ThreadsOpt,
@@ -238,6 +242,8 @@ def run(
     prefetch_factor: PrefetchOpt = None,
     persistent_workers: PersistentOpt = None,
     backend: BackendsOpt = None,
+    optimizer_impl: OptimizerImplsOpt = None,
+    precision_policy: PoliciesOpt = None,
     wait_for_idle: Annotated[
         bool,
         typer.Option(
@@ -282,6 +288,7 @@ def run(
         remeasure_backoff_s=remeasure_backoff,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
     axes = {"mode": mode, "procs": parse_procs(procs), "backend": backend}
+    axes |= {"optimizer_impl": optimizer_impl, "precision_policy": precision_policy}
     axes |= infeed_axes(data, loader_workers, pin_memory, prefetch_factor, persistent_workers)
     # planned once, here: one line, exit 2, before any work; the dry run and api.run take it
     planned = api.plan(sweep, precisions=precision, optimizer=optimizer, axes=axes)
@@ -440,6 +447,8 @@ def bench(
     prefetch_factor: PrefetchOpt = None,
     persistent_workers: PersistentOpt = None,
     backend: BackendOpt = "torch",
+    optimizer_impl: OptimizerImplOpt = "auto",
+    precision_policy: PolicyOpt = "mixed",
 ) -> None:
     """Measure one configuration; unspecified fields take the family's defaults."""
     from paradnn.validate import parse_assignments
@@ -468,6 +477,8 @@ def bench(
         **({"procs": procs} if procs != 1 else {}),
         **_infeed(data, loader_workers, pin_memory, prefetch_factor, persistent_workers),
         **({"backend": backend} if backend != "torch" else {}),
+        **({"optimizer_impl": optimizer_impl} if optimizer_impl != "auto" else {}),
+        **({"precision_policy": precision_policy} if precision_policy != "mixed" else {}),
     )
     if as_json:
         sys.stdout.write(tables.to_json([rec.as_dict()], **api.store_info(db).as_dict()) + "\n")

@@ -250,6 +250,8 @@ def _warm_main(job: dict[str, Any]) -> None:
     options = RunOptions(
         precision=job["precision"],
         optimizer=job["optimizer"],
+        optimizer_impl=job.get("optimizer_impl", "auto"),
+        precision_policy=job.get("precision_policy", "mixed"),
         device=job["device"],
         threads=job.get("threads"),
         mode=job["mode"],
@@ -265,7 +267,14 @@ def _warm_main(job: dict[str, Any]) -> None:
     with tf32_flags(options.precision):
         with torch.device(device):
             built = family.build(cfg, device, options.precision)
-        step = TrainStep(built, options.optimizer, options.precision, device)
+        step = TrainStep(
+            built,
+            options.optimizer,
+            options.precision,
+            device,
+            implementation=options.optimizer_impl,
+            policy=options.precision_policy,
+        )
         step.forward_loss = torch.compile(  # type: ignore[method-assign]
             step.forward_loss, mode=TORCH_MODES[options.mode], dynamic=False
         )

@@ -6,29 +6,85 @@ runner's `execute` times it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 
 import torch
 
-from paradnn import optimizers
+from paradnn import optimizers, precisions
 from paradnn.families.base import Built
 from paradnn.measure import precision as prec
 
 
-def make_optimizer(name: str, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
-    """The torch optimizer of `paradnn.optimizers`' spec (ParaDnn's constants)."""
+def make_optimizer(
+    name: str,
+    params: Iterable[torch.nn.Parameter],
+    implementation: str = "auto",
+    device_type: str = "cpu",
+) -> torch.optim.Optimizer:
+    """The torch optimizer of `paradnn.optimizers`' spec (ParaDnn's constants), told its
+    implementation explicitly: `auto` resolved to torch's own choice on `device_type` first, so
+    what the record says ran is what torch was asked to run."""
     spec = optimizers.spec(name)
-    return getattr(torch.optim, spec.torch_class)(params, **spec.hyperparameters)
+    resolved = optimizers.resolve_implementation(implementation, device_type)
+    flags = optimizers.torch_flags(resolved)
+    return getattr(torch.optim, spec.torch_class)(params, **spec.hyperparameters, **flags)
+
+
+def implementation_of(opt: torch.optim.Optimizer) -> str:
+    """Which implementation `opt` runs, read back from the flags torch holds."""
+    d = opt.defaults
+    if d.get("fused"):
+        return "fused"
+    return "foreach" if d.get("foreach") else "loop"
+
+
+def unsupported_implementation(name: str, implementation: str, device: torch.device) -> str | None:
+    """Why this torch cannot run `implementation` of the optimizer on `device` (None: it can):
+    torch.optim has none for the class, or refuses it for the device (asked with a one-element
+    parameter, before any work)."""
+    reason = optimizers.implementation_reason(name, implementation)
+    if reason or implementation != "fused":
+        return reason
+    p = torch.nn.Parameter(torch.zeros(1, device=device))
+    try:
+        make_optimizer(name, [p], implementation, device.type)
+    except (RuntimeError, ValueError) as e:
+        return f"fused {optimizers.spec(name).torch_class} on {device.type}: {e}"
+    return None
 
 
 class TrainStep:
-    def __init__(self, built: Built, optimizer: str, precision: str, device: torch.device):
+    """`policy` mixed: fp32 weights, gradients and optimizer state, forward under autocast
+    (fp16 with a GradScaler). pure: the module cast to the 16-bit type (`model.half()`), its
+    gradients and optimizer state with it, no autocast and no loss scaling (docs/optimizers.md)."""
+
+    def __init__(
+        self,
+        built: Built,
+        optimizer: str,
+        precision: str,
+        device: torch.device,
+        *,
+        implementation: str = "auto",
+        policy: str = "mixed",
+    ):
         self.module = built.module.train()
         self.loss_fn = built.loss
         self.x, self.y = built.make_batch()  # synthetic, on the device, generated once
-        self.opt = make_optimizer(optimizer, self.module.parameters())
-        self.scaler = prec.grad_scaler(precision, device)
-        self.autocast: Callable = lambda: prec.autocast(precision, device)
+        self.policy = precisions.effective_policy(precision, policy)
+        if self.policy == "pure":
+            dtype = getattr(torch, precisions.get(precision).autocast_dtype or "float32")
+            self.module.to(dtype)  # weights and buffers; the batch is already in it
+            if self.x.is_floating_point():
+                self.x = self.x.to(dtype)
+        self.opt = make_optimizer(optimizer, self.module.parameters(), implementation, device.type)
+        self.implementation = implementation_of(self.opt)
+        pure = self.policy == "pure"
+        self.scaler = None if pure else prec.grad_scaler(precision, device)
+        self.autocast: Callable = (
+            contextlib.nullcontext if pure else lambda: prec.autocast(precision, device)
+        )
         self.last_loss: torch.Tensor | None = None
 
     def __call__(self) -> None:

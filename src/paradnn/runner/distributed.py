@@ -100,6 +100,11 @@ class RanksBackend:
         reason = prec.unsupported_reason(run.options.precision, run.device)
         if reason and not run.rec.emulated:
             return reason
+        if run.options.optimizer_impl != "auto" or run.rec.precision_policy != "mixed":
+            return (  # docs/optimizers.md
+                "data-parallel ranks run torch's default optimizer implementation under the "
+                "mixed precision policy (optimizer_impl auto, precision_policy mixed)"
+            )
         plan = _plan(run)
         return plan if isinstance(plan, str) else None
 

@@ -61,6 +61,12 @@ class TorchBackend:
         reason = prec.unsupported_reason(options.precision, device)
         if reason and not run.rec.emulated:
             return reason
+        if options.optimizer_impl != "auto":  # e.g. fused RMSprop, which torch.optim lacks
+            from paradnn.measure.step import unsupported_implementation
+
+            reason = unsupported_implementation(options.optimizer, options.optimizer_impl, device)
+            if reason:
+                return reason
         if options.mode != "eager":  # decided before any work: e.g. CUDA graphs without CUDA
             from paradnn.measure.compile import unsupported_reason
 
@@ -94,7 +100,18 @@ class TorchBackend:
                 built = family.build(cfg, device, options.precision)
             params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
             run.rec = run.rec.replace(params=params)
-            step = self.step = TrainStep(built, options.optimizer, options.precision, device)
+            step = self.step = TrainStep(
+                built,
+                options.optimizer,
+                options.precision,
+                device,
+                implementation=options.optimizer_impl,
+                policy=options.precision_policy,
+            )
+            # what torch was told to run (docs/optimizers.md), beside the precision's flags
+            run.rec = run.rec.replace(
+                flags={**run.rec.flags, "optimizer_impl": step.implementation}
+            )
             del built
             self.meter, failed = _open_meter(options, device)
             if failed is not None:
@@ -188,6 +205,8 @@ def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch
         "config": rec.config,
         "precision": options.precision,
         "optimizer": options.optimizer,
+        "optimizer_impl": options.optimizer_impl,
+        "precision_policy": options.precision_policy,
         "device": str(device),
         # the count this run used (the supervisor's choice from the load when none was given):
         # the child's own default could differ, and the thread count is in inductor's cache key

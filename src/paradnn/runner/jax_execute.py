@@ -49,6 +49,16 @@ def unsupported_reason(options: RunOptions) -> str | None:
             + " and ".join(JAX_PRECISIONS)
             + " (tf32 is a CUDA matmul mode, fp16 needs loss scaling; docs/jax.md)"
         )
+    if getattr(options, "optimizer_impl", "auto") != "auto":
+        return (
+            f"optimizer_impl = {options.optimizer_impl}: torch.optim's implementations apply to "
+            "the torch backend; XLA fuses the jitted update itself (use auto; docs/jax.md)"
+        )
+    if options.precision_policy == "pure" and options.precision != "fp32":
+        return (
+            "precision_policy = pure: the jax backend keeps fp32 weights and optimizer state "
+            "(bf16 activations) only; docs/jax.md"
+        )
     if jax_version() is None:
         return NOT_INSTALLED
     return None

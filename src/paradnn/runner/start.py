@@ -12,7 +12,7 @@ from typing import Any
 from paradnn import families, precisions
 from paradnn.config import LOADER_SETTINGS, RunOptions
 from paradnn.errors import ConfigError
-from paradnn.precisions import precision_flags
+from paradnn.precisions import effective_policy, precision_flags
 from paradnn.records import (
     DEVICE_DATA,
     HOST_DATA,
@@ -90,13 +90,16 @@ def _start(
         optimizer=options.optimizer,
         mode=options.mode,
         backend=getattr(options, "backend", "torch"),
+        precision_policy=effective_policy(
+            options.precision, getattr(options, "precision_policy", "mixed")
+        ),
         device=env["device"],
         device_name=env.get("gpu_name") or env.get("cpu_model"),
         sweep=sweep,
         threads=env.get("threads"),
         fingerprint=env["fingerprint"],
         env=env,
-        flags=precision_flags(options.precision),
+        flags=precision_flags(options.precision, getattr(options, "precision_policy", "mixed")),
         paradnn_version=env.get("paradnn"),
     )
     energy = null_energy("not_measured" if getattr(options, "energy", False) else "not_requested")

@@ -277,7 +277,13 @@ class Supervisor:
 
         cfg = families.get(rec.family).config(rec.config)
         est = memory.predict(
-            rec.family, cfg, options.precision, options.optimizer, device_type=device_type
+            rec.family,
+            cfg,
+            options.precision,
+            options.optimizer,
+            device_type=device_type,
+            policy=options.precision_policy,
+            implementation=options.optimizer_impl,
         )
         rec = rec.with_part(Prediction(int(est.total), int(est.lower_bound)))
         if not self.settings.predict or memory.fits(est, capacity):

@@ -293,6 +293,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX host_profile_host ON host_profile(hostname, device_type);
     CREATE INDEX host_profile_task ON host_profile(task_key);
     """,
+    # precision policy (issue 35, docs/optimizers.md): every earlier row kept fp32 master
+    # weights and ran its 16-bit precisions under autocast.
+    """
+    ALTER TABLE runs ADD COLUMN precision_policy TEXT NOT NULL DEFAULT 'mixed';
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

@@ -63,7 +63,14 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import families
-from paradnn.config import AXES, ExecutorSettings, RunOptions, TimingPolicy, relevant_axes
+from paradnn.config import (
+    AXES,
+    ExecutorSettings,
+    RunOptions,
+    TimingPolicy,
+    for_precision,
+    relevant_axes,
+)
 from paradnn.errors import ABSENT, ConfigError, ParadnnError, line, shown
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
@@ -160,11 +167,15 @@ class Sweep:
         for combo in combos:  # values valid alone may clash together (host data on 2 ranks)
             RunOptions(**combo)
         _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts) * len(combos))
+        per_precision = {  # fp32's pure twin is its mixed run: once (paradnn.config)
+            p: list({repr(c): c for c in (for_precision(c, p) for c in combos)}.values())
+            for p in precs
+        }
         return [
             RunSpec(fam, cfg, p, o, combo)
             for p in precs
             for o in opts
-            for combo in combos
+            for combo in per_precision[p]
             for fam, cfg in self.configs
         ]
 
