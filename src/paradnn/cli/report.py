@@ -37,15 +37,28 @@ def report(
         bool,
         typer.Option("--include-noisy", help="Keep runs flagged noisy in figures and speedups."),
     ] = False,
+    what_if: Annotated[
+        str | None,
+        typer.Option(
+            "--what-if",
+            metavar="PLATFORMS",
+            help="Comma-separated platform ids (`paradnn platforms`; a unique prefix such as "
+            "v100 will do) or chip .toml files: the configs measured here are predicted there "
+            "by the step-time model and shown beside them, marked predicted, with the model's "
+            "validated error band; observations the data cannot test get predicted verdicts.",
+        ),
+    ] = None,
 ) -> None:
     """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
-    (also PNG figures and CSV tables next to it). Noisy runs are left out and counted."""
+    (also PNG figures and CSV tables next to it). Noisy runs are left out and counted.
+    --what-if adds predicted platforms beside the measured ones, never mixed into them."""
     with err.status("building report…") as status:
         rep = api.report(
             db or [DEFAULT_DB],
             out_dir,
             progress=lambda s: status.update(s + "…"),
             include_noisy=include_noisy,
+            what_if=[what_if] if what_if is not None else None,
         )
     empty = sum(1 for s in rep.sections if s.empty)
     html, folder = escape(str(rep.html)), escape(str(rep.html.parent))
