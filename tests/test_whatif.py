@@ -37,7 +37,9 @@ def _bands(tmp_path, **p90) -> EB.Bands:
     return EB.read(path)
 
 
-def _pred(data, pid: str, kind: str, rate, e: float | None, bottleneck="compute") -> list[dict]:
+def _pred(
+    data, pid: str, kind: str, rate, e: float | None, bottleneck="compute", precision=None
+) -> list[dict]:
     """Hand-made predicted rows: examples/s = rate(config) (a number or a function of the
     measured row), band ±e (None: not validated)."""
     band = EB.Band(kind, e, reason="" if e is not None else EB.NOT_VALIDATED)
@@ -49,7 +51,8 @@ def _pred(data, pid: str, kind: str, rate, e: float | None, bottleneck="compute"
             {
                 "kind": "predicted", "predicted": True, "platform": SW.label(pid),
                 "platform_id": pid, "device_kind": kind, "family": r["family"],
-                "config": r["config_key"], "precision": "bf16", "precision_here": r["precision"],
+                "config": r["config_key"], "precision_here": r["precision"],
+                "precision": precision(r["precision"]) if precision else "bf16",
                 "optimizer": r["optimizer"], "band": e, "band_label": band.label(),
                 "band_reason": band.reason or None, "examples_per_s": x,
                 "examples_per_s_low": None if e is None else lo,
@@ -258,3 +261,22 @@ def test_the_what_if_table_is_labelled_predicted_on_every_row():
     t8 = W.table8(data)
     assert any("(predicted)" in c for c in t8.columns)
     assert any("(predicted)" not in c for c in t8.columns)
+
+
+def test_a_config_measured_at_two_precisions_pairs_once_between_predictions():
+    """fp32 and bf16 runs here give two predictions of each config per platform; a GPU–TPU
+    pair counts each config once, at the papers' policy (both 16-bit: GPU fp16, TPU bf16)."""
+    fp32 = [synth.row("fc", c, 0.2, n_samples=20, seed=i) for i, c in enumerate(synth.grid(FC))]
+    bf16 = [synth.row("fc", c, 0.3, n_samples=20, seed=i, precision="bf16")
+            for i, c in enumerate(synth.grid(FC))]  # fmt: skip
+    data = A.from_frames(fp32 + bf16)
+    gpu_prec = {"fp32": "fp32", "bf16": "fp16"}.get
+    rows = _pred(data, "v100-sxm2", "gpu", lambda r: 2 * r["examples_per_s"], 0.1,
+                 precision=gpu_prec)  # fmt: skip
+    rows += _pred(data, "tpu-v2", "tpu", lambda r: 5 * r["examples_per_s"], 0.1)
+    data = W.with_predictions(data, rows)
+    p = W.pair(data, SW.label("v100-sxm2"), SW.label("tpu-v2")).pairs
+    assert len(p) == 18 and p["config_key"].is_unique
+    assert set(p["precision_a"]) == {"fp16"} and set(p["precision_b"]) == {"bf16"}
+    here = W.pair(data, data.runs["platform"].iloc[0], SW.label("tpu-v2")).pairs
+    assert len(here) == 36  # measured vs predicted: per measured precision, as `compare` pairs
