@@ -39,9 +39,10 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
             w.figure(
                 "whatif-bars",
                 PW.bars(t),
-                "Geometric-mean examples/s per family: measured here (solid) and predicted "
-                "on each platform (hatched, lighter; whiskers: the model's validated error "
-                "band, none where not validated)",
+                "Geometric-mean examples/s per family, at one precision measured here (fp32 "
+                "where there is one): measured here (solid) and predicted on each platform "
+                "(hatched, lighter; whiskers: the model's validated error band, none where "
+                "not validated)",
             )
         )
         s.tables.append(
