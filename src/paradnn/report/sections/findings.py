@@ -32,6 +32,13 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
             verdict=tested["verdict"].where(~on, tested["verdict"] + " (predicted)")
         )
         shown.insert(1, "basis")
+        if on.any():
+            s.notes.append(
+                "Verdicts marked (predicted) rest on the step-time model's predictions "
+                "(`report --what-if`, section What if), not on measurements: their interval is "
+                "the model's validated error band (p90 of its kind), not a 95% CI, and without "
+                "a validated band they are inconclusive."
+            )
     s.tables.append(w.table("findings", tested[shown].rename(columns=FINDING_HEADERS), "Verdicts"))
     if here.any():
         s.lists.append(

@@ -116,7 +116,7 @@ def _pair(data, a: str, b: str, w: Writer, s: Content) -> None:
     s.tables.append(
         w.table(
             name,
-            c.summary.assign(basis=how),
+            c.summary.assign(predicted="yes", basis=how),
             f"Predicted ({how}): {b} over {a} — geometric mean with the interval of the error "
             "bands (not a 95% CI), median, 90th percentile, range",
             units={"median": "times", "p90": "times", "min": "times", "max": "times"},
