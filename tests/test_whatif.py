@@ -78,7 +78,10 @@ def test_ids_prefixes_and_chip_files_resolve(tmp_path):
     assert [c.id for c in got] == ["tpu-v2", "v100-sxm2", "mychip"]
 
 
-@pytest.mark.parametrize("bad", ["v999", "a100", "tpu-v2,,v100", "", "nope.toml"])
+BAD_IDS = ["v999", "a100", "tpu-v2,,v100", "", "nope.toml", "x\x00.toml", "a" * 5000]
+
+
+@pytest.mark.parametrize("bad", [*BAD_IDS, ",".join(["tpu-v2"] * 13)])
 def test_a_bad_id_is_one_line_naming_it_and_the_allowed_ids(bad):
     with pytest.raises(ConfigError) as e:
         SW.resolve(bad)
@@ -86,6 +89,8 @@ def test_a_bad_id_is_one_line_naming_it_and_the_allowed_ids(bad):
     assert "--what-if" in msg and "\n" not in msg
     if bad == "a100":
         assert "a100-40gb-sxm" in msg and "a100-80gb-sxm" in msg
+    elif len(bad.split(",")) > SW.MAX_PLATFORMS:
+        assert "at most 12" in msg
     elif bad != "nope.toml":
         assert "tpu-v3" in msg and "v100-sxm2" in msg
 

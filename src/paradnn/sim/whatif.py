@@ -23,6 +23,7 @@ from paradnn.sim.steptime import predict_step
 
 OPTION = "--what-if"
 MAX_PLATFORMS = 12  # platforms in one report: each adds a group to every pair
+MAX_SPEC = 4096  # characters of one item (as sim.chip.load)
 PREDICTED = "predicted"
 # The precision a platform is predicted at when it lacks the measured one (a TPU has no fp32
 # peak): its first 16-bit format, the one it trains in (seed 000: TPU bf16, GPU fp16 mixed).
@@ -55,6 +56,8 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
     ids = [p.id for p in specs.all_platforms()]
     out: list[Chip] = []
     for p in parts:
+        if not p.isprintable() or len(p) > MAX_SPEC:  # a NUL or a huge name: not a path
+            raise ConfigError(OPTION, p, allowed())
         if p in ids:
             got = chips_mod.from_platform(specs.get(p))
         elif p.endswith(".toml") or Path(p).is_file():
