@@ -95,7 +95,13 @@ def test_a_bad_id_is_one_line_naming_it_and_the_allowed_ids(bad):
         assert "tpu-v3" in msg and "v100-sxm2" in msg
 
 
-def test_the_report_command_refuses_a_bad_id_before_any_work(capsys, tmp_path):
+def test_the_report_command_refuses_a_bad_id_before_any_work(capsys, tmp_path, monkeypatch):
+    from paradnn import api
+
+    def work(*a, **k):
+        raise AssertionError("api.report was called: --what-if was read too late")
+
+    monkeypatch.setattr(api, "report", work)
     out = tmp_path / "never"
     code, _, err = run_cli(
         capsys, "report", "--db", str(tmp_path / "missing.db"), "--out", str(out),

@@ -20,6 +20,7 @@ from paradnn.cli.common import (
     err,
     integer,
     number,
+    option,
     out,
 )
 from paradnn.store import DEFAULT_DB
@@ -28,6 +29,15 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from paradnn.analysis import Comparison
+
+
+def _what_if(v: str) -> str:
+    """The value as given, once every item names a platform or a chip file (read here, with
+    the options: a bad id is one line, exit 2, before the databases are read)."""
+    from paradnn.sim.whatif import resolve
+
+    resolve(v)
+    return v
 
 
 def report(
@@ -42,6 +52,7 @@ def report(
         typer.Option(
             "--what-if",
             metavar="PLATFORMS",
+            parser=option("--what-if", _what_if),
             help="Comma-separated platform ids (`paradnn platforms`; a unique prefix such as "
             "v100 will do) or chip .toml files: the configs measured here are predicted there "
             "by the step-time model and shown beside them, marked predicted, with the model's "
