@@ -78,7 +78,7 @@ def test_ids_prefixes_and_chip_files_resolve(tmp_path):
     assert [c.id for c in got] == ["tpu-v2", "v100-sxm2", "mychip"]
 
 
-BAD_IDS = ["v999", "a100", "tpu-v2,,v100", "", "nope.toml", "x\x00.toml", "a" * 5000]
+BAD_IDS = ["v999", "TPU-V2", "a100", "tpu-v2,,v100", "", "nope.toml", "x\x00.toml", "a" * 5000]
 
 
 @pytest.mark.parametrize("bad", [*BAD_IDS, ",".join(["tpu-v2"] * 13)])

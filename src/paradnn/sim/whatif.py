@@ -65,7 +65,7 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
                 raise ConfigError(OPTION, p, "no such chip file; " + allowed())
             got = chips_mod.load_file(p)
         else:
-            near = [i for i in ids if i.startswith(p.lower())]
+            near = [i for i in ids if i.startswith(p)]
             if len(near) != 1:
                 why = f"matches {', '.join(near)}: name one" if near else allowed()
                 raise ConfigError(OPTION, p, why)
