@@ -44,7 +44,7 @@ def bars(table: pd.DataFrame) -> Figure:
             width,
             yerr=err,
             capsize=2,
-            label=b if "predicted" in b else f"{b} (predicted)",
+            label=_predicted(b),
             **PREDICTED_STYLE,
         )
     ax.set_xticks(x, fams)
@@ -71,7 +71,7 @@ def speedup_scatter(cmp) -> Figure:
         )  # fmt: skip
     ax.scatter(
         p["params"], y, s=22, facecolors="none", edgecolors="#3182bd", hatch="/////",
-        linewidths=0.8, label=f"{cmp.b} over {cmp.a} (predicted)",
+        linewidths=0.8, label=_predicted(f"{cmp.b} over {cmp.a}"),
     )  # fmt: skip
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_xscale("log")
@@ -97,3 +97,8 @@ def hatch(fig: Figure) -> Figure:
         )
     )  # fmt: skip
     return fig
+
+
+def _predicted(label: str) -> str:
+    """A legend entry that says predicted once."""
+    return label if "predicted" in label else f"{label} (predicted)"
