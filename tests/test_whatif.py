@@ -291,3 +291,23 @@ def test_a_config_measured_at_two_precisions_pairs_once_between_predictions():
     assert set(p["precision_a"]) == {"fp16"} and set(p["precision_b"]) == {"bf16"}
     here = W.pair(data, data.runs["platform"].iloc[0], SW.label("tpu-v2")).pairs
     assert len(here) == 36  # measured vs predicted: per measured precision, as `compare` pairs
+
+
+def test_figures_draw_predictions_hatched_and_say_predicted():
+    from paradnn.plots import whatif as PW
+
+    data = _two_predicted(_measured(), 0.1, None)
+    fig = PW.bars(W.table(data))
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0].endswith("(measured)")
+    assert all(lab.count("predicted") == 1 for lab in labels[1:]) and len(labels) == 3
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    solid = [p for p in ax.patches if not p.get_hatch()]
+    assert len(solid) == 2 and len(hatched) == 4  # 2 families: measured solid, 2 × 2 hatched
+    assert "predicted" in ax.get_title()
+    c = W.pair(data, SW.label("v100-sxm2"), SW.label("tpu-v2"))
+    ax = PW.speedup_scatter(c).axes[0]
+    assert "predicted" in ax.get_title() and "predicted" in ax.get_ylabel()
+    points = [coll for coll in ax.collections if coll.get_offsets().shape[0] == len(c.pairs)]
+    assert points and all(coll.get_hatch() for coll in points)
