@@ -18,6 +18,9 @@ AVX2_TESTS ?= tests/test_families.py tests/test_memory.py tests/test_calibrate_o
               tests/test_execute.py tests/test_platforms.py tests/test_quality.py \
               tests/test_native.py
 DEMO_BUDGET ?= 20
+# One what-if comparison in the demo's report (docs/report.md#what-if-measured-here-beside-predicted-there):
+# this machine beside a predicted V100 and TPU v2, and the two against each other (seconds).
+DEMO_WHAT_IF ?= v100,tpu-v2
 
 .PHONY: demo test test-native test-avx2 lint setup bench mutation gpu-check gpu-check-dry clean
 
@@ -33,7 +36,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/paradnn calibrate --if-missing --budget $(DEMO_BUDGET) --db $(DB)
 	$(BIN)/paradnn run --db $(DB)
-	$(BIN)/paradnn report --db $(DB) --out $(REPORT)
+	$(BIN)/paradnn report --db $(DB) --out $(REPORT) --what-if $(DEMO_WHAT_IF)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

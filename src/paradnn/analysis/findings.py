@@ -78,6 +78,9 @@ class Finding:
     threshold: float | None = None  # the rule's threshold the interval is placed against
     decide: str = ""  # for an inconclusive verdict: what more data would decide it
     interval_note: str = ""  # an interval that is not one number's (two groups, a count)
+    # what the verdict rests on: "measured", or (report --what-if, analysis/whatif.py)
+    # "measured vs predicted" / "predicted vs predicted"
+    basis: str = "measured"
 
     @property
     def quote(self) -> str:
@@ -559,15 +562,16 @@ def _two_platforms(data: Data) -> tuple[str, str] | None:
     return tuple(sorted(plats[:2])) if len(plats) >= 2 else None  # type: ignore[return-value]
 
 
-def _oriented(data: Data, family: str | None = None):
+def _oriented(data: Data, family: str | None = None, cmp=None):
     """(matched pairs with `speedup` = faster over slower and its CI, faster, slower, the
     geomean summary of faster over slower) over the two platforms, or a reason string. The
     faster platform is the one with the higher geometric-mean examples/s over the matched
-    configs (the paper's TPU, generalized)."""
-    pair = _two_platforms(data)
+    configs (the paper's TPU, generalized). `cmp`: a ready comparison of two platforms (the
+    what-if pairs of analysis/whatif.py) instead of the two measured ones."""
+    pair = _two_platforms(data) if cmp is None else (cmp.a, cmp.b)
     if pair is None:
         return None
-    c = compare(data, "platform", *pair, include_noisy=True)
+    c = compare(data, "platform", *pair, include_noisy=True) if cmp is None else cmp
     p = c.pairs
     if family is not None and len(p):
         p = p[p["family"] == family]
@@ -584,6 +588,17 @@ def _oriented(data: Data, family: str | None = None):
             }
         return p, pair[0], pair[1], s
     return p, pair[1], pair[0], s
+
+
+def _geomean_ends(p: pd.DataFrame) -> tuple[float, float]:
+    """The geometric means of the pairs' interval ends: the interval of a geomean whose pairs
+    all err the same way (conservative); nan when a pair has no finite positive end."""
+    out = []
+    for col in ("ci_low", "ci_high"):
+        v = pd.to_numeric(p[col], errors="coerce").to_numpy(float)
+        ok = len(v) and np.isfinite(v).all() and (v > 0).all()
+        out.append(float(np.exp(np.log(v).mean())) if ok else math.nan)
+    return out[0], out[1]
 
 
 def _undecided_faster(s: dict) -> bool:
@@ -623,14 +638,14 @@ RHO_RULE = (
 )
 
 
-def speedup_grows_with_batch(data: Data) -> Finding:
+def speedup_grows_with_batch(data: Data, cmp=None) -> Finding:
     fid, src = (
         "speedup-batch",
         "seed 000 observation 7 (§5.1, Fig. 8(b); generalized to any two platforms)",
     )
     claim = "The faster platform's advantage grows with batch size"
     rule = RHO_RULE.format(x="batch", side="above")
-    got = _oriented(data)
+    got = _oriented(data, cmp=cmp)
     if got is None:
         return Finding(fid, claim, src, UNTESTABLE, "one platform in the data", rule)
     p, fast, slow, s = got
@@ -666,10 +681,10 @@ def largest_fc_prefer_cpu(data: Data) -> Finding:
     )  # fmt: skip
 
 
-def _platform_pairs(data: Data, family: str, fid: str, claim: str, src: str, rule: str):
+def _platform_pairs(data: Data, family: str, fid: str, claim: str, src: str, rule: str, cmp=None):
     """(matched pairs of `family` oriented faster-over-slower, faster, slower, summary) or a
-    Finding that says why there are none."""
-    got = _oriented(data, family)
+    Finding that says why there are none (`cmp`: a ready comparison, as `_oriented`)."""
+    got = _oriented(data, family, cmp)
     if got is None:
         return Finding(fid, claim, src, UNTESTABLE, "one platform in the data", rule)
     if len(got[0]) < 8:
@@ -685,7 +700,7 @@ def _restricted(data: Data, keys) -> Data:
     return dataclasses.replace(data, runs=data.runs[data.runs["config_key"].isin(set(keys))])
 
 
-def fc_size_decides_platform(data: Data) -> Finding:
+def fc_size_decides_platform(data: Data, cmp=None) -> Finding:
     fid, src = "fc-size-platform", "seed 000 observation 8 (§5.1, Fig. 8; generalized)"
     claim = "Smaller and larger FC models prefer different platforms (TPU vs GPU in the paper)"
     rule = (
@@ -695,7 +710,7 @@ def fc_size_decides_platform(data: Data) -> Finding:
         "side (one platform wins at both ends), inconclusive otherwise; Spearman's "
         "ρ(params, speedup) with its Fisher-z CI is stated beside"
     )
-    got = _platform_pairs(data, "fc", fid, claim, src, rule)
+    got = _platform_pairs(data, "fc", fid, claim, src, rule, cmp)
     if isinstance(got, Finding):
         return got
     p, fast, slow, _ = got
@@ -704,6 +719,9 @@ def fc_size_decides_platform(data: Data) -> Finding:
     k = max(1, len(p) // 3)
     ends = {}
     for name, part in (("smallest", p.iloc[:k]), ("largest", p.iloc[-k:])):
+        if cmp is not None:  # a ready comparison (predicted pairs): its intervals' geomeans
+            ends[name] = (geomean(part["speedup"]), *_geomean_ends(part))
+            continue
         sub = _restricted(data, part["config_key"])
         c = compare(sub, "platform", *sorted((fast, slow)), family="fc", include_noisy=True)
         g = c.overall()
@@ -713,9 +731,10 @@ def fc_size_decides_platform(data: Data) -> Finding:
         ends[name] = (est, lo, hi)
     (se, sl, sh), (le, ll, lh) = ends["smallest"], ends["largest"]
     side = {n_: judge(lo, hi, 1.0, ">") for n_, (_, lo, hi) in ends.items()}
+    f2 = lambda x: f"{x:.2f}" if _finite(x) else "n/a"  # noqa: E731
     ev = (
-        f"{fast} over {slow}: smallest third {se:.2f}× [{sl:.2f}, {sh:.2f}], largest third "
-        f"{le:.2f}× [{ll:.2f}, {lh:.2f}] ({k} configs each); ρ(params, speedup) = {rho:+.2f} "
+        f"{fast} over {slow}: smallest third {se:.2f}× [{f2(sl)}, {f2(sh)}], largest third "
+        f"{le:.2f}× [{f2(ll)}, {f2(lh)}] ({k} configs each); ρ(params, speedup) = {rho:+.2f} "
         f"[{rlo:+.2f}, {rhi:+.2f}] over {n} configs"
     )
     if INCONCLUSIVE in side.values():
@@ -730,18 +749,19 @@ def fc_size_decides_platform(data: Data) -> Finding:
         )
     else:
         verdict, decide = (HOLDS if side["smallest"] != side["largest"] else FAILS), ""
-    note = f"smallest third {se:.3g} [{sl:.3g}, {sh:.3g}], largest {le:.3g} [{ll:.3g}, {lh:.3g}]"
+    f3 = lambda x: f"{x:.3g}" if _finite(x) else "n/a"  # noqa: E731
+    note = f"smallest third {se:.3g} [{f3(sl)}, {f3(sh)}], largest {le:.3g} [{f3(ll)}, {f3(lh)}]"
     return Finding(
         fid, claim, src, verdict, ev, rule, statistic="geomean speedup of each third",
         threshold=1.0, decide=decide, interval_note=note + " vs 1",
     )  # fmt: skip
 
 
-def cnn_speedup_grows_with_size(data: Data) -> Finding:
+def cnn_speedup_grows_with_size(data: Data, cmp=None) -> Finding:
     fid, src = "cnn-size-speedup", "seed 000 observation 9 (§5.2, Fig. 10(a)-(c); generalized)"
     claim = "The faster platform's speedup grows with CNN size (TPU over GPU in the paper)"
     rule = "over matched CNN configs, " + RHO_RULE.format(x="params", side="above")
-    got = _platform_pairs(data, "cnn", fid, claim, src, rule)
+    got = _platform_pairs(data, "cnn", fid, claim, src, rule, cmp)
     if isinstance(got, Finding):
         return got
     p, fast, slow, s = got
@@ -749,7 +769,7 @@ def cnn_speedup_grows_with_size(data: Data) -> Finding:
     return _rho_finding(fid, claim, src, rule, p, "params", fast, slow, s, ">")
 
 
-def rnn_embed_favours_slower(data: Data) -> Finding:
+def rnn_embed_favours_slower(data: Data, cmp=None) -> Finding:
     fid, src = "rnn-embed-platform", "seed 000 observation 11 (§5.2, Fig. 10(d)-(e); generalized)"
     claim = (
         "The slower platform scales better with RNN embedding size (GPU against TPU in the paper)"
@@ -758,7 +778,7 @@ def rnn_embed_favours_slower(data: Data) -> Finding:
         "Spearman's ρ(embed, speedup)",
         "the Spearman correlation of the embedding size and the speedup, ρ(embed, speedup),",
     )
-    got = _platform_pairs(data, "rnn", fid, claim, src, rule)
+    got = _platform_pairs(data, "rnn", fid, claim, src, rule, cmp)
     if isinstance(got, Finding):
         return got
     p, fast, slow, s = got

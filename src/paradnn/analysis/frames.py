@@ -45,6 +45,9 @@ class Data:
     noisy_left_out: pd.DataFrame = field(default_factory=pd.DataFrame)
     # rows left out because a column could not be read: {"db", "table", "id", "column", "problem"}
     skipped: list[dict] = field(default_factory=list)
+    # predicted rows (`report --what-if`, analysis/whatif.py): a frame apart from `runs`, so no
+    # measured statistic (they all read `runs`) can take in a predicted value
+    predicted: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -190,6 +193,7 @@ def without_noisy(data: Data) -> tuple[Data, pd.DataFrame]:
         sources=data.sources,
         hyperparameters=data.hyperparameters,
         noisy_left_out=runs[drop],
+        predicted=data.predicted,
     )
     return kept, runs[drop]
 

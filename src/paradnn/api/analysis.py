@@ -17,13 +17,19 @@ def report(
     out: str = "report",
     progress: Callable[[str], None] | None = None,
     include_noisy: bool = False,
+    what_if: Sequence[str] | None = None,
 ) -> Report:
     """Write the HTML report (+ figures/ and tables/) of one or more databases into `out`.
-    Noisy runs are left out of every figure and comparison unless `include_noisy`."""
+    Noisy runs are left out of every figure and comparison unless `include_noisy`.
+    `what_if`: platform ids or chip files whose predictions join it, marked predicted."""
     from paradnn import report as report_mod
 
     return report_mod.build(
-        list(dbs) or [DEFAULT_DB], out, progress=progress, include_noisy=include_noisy
+        list(dbs) or [DEFAULT_DB],
+        out,
+        progress=progress,
+        include_noisy=include_noisy,
+        what_if=what_if,
     )
 
 

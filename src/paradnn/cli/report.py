@@ -20,6 +20,7 @@ from paradnn.cli.common import (
     err,
     integer,
     number,
+    option,
     out,
 )
 from paradnn.store import DEFAULT_DB
@@ -30,6 +31,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.analysis import Comparison
 
 
+def _what_if(v: str) -> str:
+    """The value as given, once every item names a platform or a chip file (read here, with
+    the options: a bad id is one line, exit 2, before the databases are read)."""
+    from paradnn.sim.whatif import resolve
+
+    resolve(v)
+    return v
+
+
 def report(
     db: DbsOpt = None,
     out_dir: Annotated[str, typer.Option("--out", help="Directory for the report.")] = "report",
@@ -37,15 +47,29 @@ def report(
         bool,
         typer.Option("--include-noisy", help="Keep runs flagged noisy in figures and speedups."),
     ] = False,
+    what_if: Annotated[
+        str | None,
+        typer.Option(
+            "--what-if",
+            metavar="PLATFORMS",
+            parser=option("--what-if", _what_if),
+            help="Comma-separated platform ids (`paradnn platforms`; a unique prefix such as "
+            "v100 will do) or chip .toml files: the configs measured here are predicted there "
+            "by the step-time model and shown beside them, marked predicted, with the model's "
+            "validated error band; observations the data cannot test get predicted verdicts.",
+        ),
+    ] = None,
 ) -> None:
     """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
-    (also PNG figures and CSV tables next to it). Noisy runs are left out and counted."""
+    (also PNG figures and CSV tables next to it). Noisy runs are left out and counted.
+    --what-if adds predicted platforms beside the measured ones, never mixed into them."""
     with err.status("building report…") as status:
         rep = api.report(
             db or [DEFAULT_DB],
             out_dir,
             progress=lambda s: status.update(s + "…"),
             include_noisy=include_noisy,
+            what_if=[what_if] if what_if is not None else None,
         )
     empty = sum(1 for s in rep.sections if s.empty)
     html, folder = escape(str(rep.html)), escape(str(rep.html.parent))

@@ -45,6 +45,7 @@ from paradnn.report.sections import (
     summary,
     table8,
 )
+from paradnn.report.whatif import resolve_what_if, sections_for, with_what_if
 from paradnn.report.writer import Writer
 
 SECTIONS: list[Section] = [
@@ -85,21 +86,27 @@ def build(
     out: str | Path = "report",
     progress: Callable[[str], None] | None = None,
     include_noisy: bool = False,
+    what_if: Sequence[str] | None = None,
 ) -> Report:
     """Read the databases, analyse, and write out/report.html (+ figures/, tables/).
 
     Runs flagged noisy (analysis.frames.add_quality) are left out of every figure, table and
     comparison unless `include_noisy`; the summary says how many and why. The run counts, the
-    failures and the provenance always see every run."""
+    failures and the provenance always see every run. `what_if`: platform ids or chip files
+    whose predictions join the report, marked predicted (report/whatif.py)."""
     say = progress or (lambda _msg: None)
     if not dbs:
         raise ConfigError("--db", "(none)", "at least one result database")
+    chips = resolve_what_if(what_if)  # before any work: a bad id is one line, exit 2
     out = paths.output_folder("--out", out)  # before any work: a file in the way, read-only
     full = A.load(dbs)
     data, noisy = (full, None) if include_noisy else without_noisy(full)
+    if chips:
+        say("what-if predictions")
+        data = with_what_if(data, chips)
     w = Writer(out)
     sections: list[Content] = []
-    for sec in SECTIONS:
+    for sec in sections_for(SECTIONS, bool(chips)):
         say(sec.step or sec.id)
         sections.append(sec.build(data, w, every=full))
     notes = [n for n in (_noisy_note(full, noisy), choice_note(choose(full.runs))) if n]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from paradnn import analysis as A
+from paradnn.analysis import whatif
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
 
@@ -15,19 +16,30 @@ FINDING_HEADERS = {
 
 def fill(inp: Inputs, w: Writer, s: Content) -> None:
     data = inp.kept
-    fs = A.findings.as_frame(A.evaluate(data, include_noisy=True))  # `data` is already filtered
-    never = fs["id"].isin(A.findings.NEVER_TESTABLE)
-    here = (fs["verdict"] == A.findings.UNTESTABLE) & ~never
+    # `data` is already filtered; with --what-if, observations the measured data cannot test
+    # get verdicts on predictions, labelled so (analysis/whatif.py)
+    predicted = whatif.has_predictions(data)
+    found = whatif.evaluate(data) if predicted else A.evaluate(data, include_noisy=True)
+    fs = A.findings.as_frame(found)
+    untestable = fs["verdict"] == A.findings.UNTESTABLE
+    never = fs["id"].isin(A.findings.NEVER_TESTABLE) & untestable
+    here = untestable & ~never
     tested = fs[~never & ~here]
-    s.tables.append(
-        w.table(
-            "findings",
-            tested[
-                ["verdict", "claim", "evidence", "interval", "decide", "source", "quote", "rule"]
-            ].rename(columns=FINDING_HEADERS),
-            "Verdicts",
+    shown = ["verdict", "claim", "evidence", "interval", "decide", "source", "quote", "rule"]
+    if predicted:  # the verdict says what it rests on
+        on = tested["basis"] != "measured"
+        tested = tested.assign(
+            verdict=tested["verdict"].where(~on, tested["verdict"] + " (predicted)")
         )
-    )
+        shown.insert(1, "basis")
+        if on.any():
+            s.notes.append(
+                "Verdicts marked (predicted) rest on the step-time model's predictions "
+                "(`report --what-if`, section What if), not on measurements: their interval is "
+                "the model's validated error band (p90 of its kind), not a 95% CI, and without "
+                "a validated band they are inconclusive."
+            )
+    s.tables.append(w.table("findings", tested[shown].rename(columns=FINDING_HEADERS), "Verdicts"))
     if here.any():
         s.lists.append(
             (
