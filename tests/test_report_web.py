@@ -144,3 +144,17 @@ def test_key_results_list_decided_verdicts_utilization_extremes_and_clear_speedu
     assert sp.words == "bf16 over fp32 (precision): slower" and sp.tone == "slower"
     assert sp.stat == "0.89× geometric mean, 95% CI 0.85–0.93×, 8 matched configs"
     assert sp.href == "#t-speedup-precision-bf16-over-fp32"
+
+
+def test_log_axes_get_a_few_round_ticks_written_as_the_report_writes_numbers():
+    """plotly labels a short log range with bare digits (8, 9, 1×) that run into each other;
+    the report gives log axes their own 1-2-5 ticks, at most 8."""
+    narrow = I.figure(
+        [{"x": [1.0, 2.0], "y": [0.8, 1.3]}],
+        {"xaxis": {"type": "log"}, "yaxis": {"type": "log", "ticksuffix": "×"}},
+    )["layout"]
+    assert narrow["yaxis"]["ticktext"] == ["0.8×", "0.9×", "1×"]
+    wide = I.figure([{"x": [1e3, 1e9], "y": [1, 2]}], {"xaxis": {"type": "log"}})["layout"]
+    assert wide["xaxis"]["ticktext"] == ["1k", "10k", "100k", "1M", "10M", "100M", "1G"]
+    assert len(wide["xaxis"]["tickvals"]) <= 8
+    assert "tickvals" not in wide["yaxis"]  # a linear axis keeps plotly's own ticks

@@ -89,9 +89,46 @@ def figure(data: list[dict], layout: dict, group: str = "", height: int = 440) -
         a.setdefault("zeroline", False)
         a.setdefault("linecolor", "#9aa5b1")
         a.setdefault("showline", True)
+    for ax in ("xaxis", "yaxis"):
+        _log_ticks(layout[ax], [v for tr in data for v in (tr.get(ax[0]) or [])])
     if isinstance(layout.get("title"), str):
         layout["title"] = {"text": layout["title"], "font": {"size": 13}, "x": 0, "xref": "paper"}
     return clean({"data": data, "layout": {**base, **layout}, "group": group})
+
+
+def _log_ticks(axis: dict, values: list) -> None:
+    """Ticks of a log axis at 1-2-5 (or decade) values, at most 8, labelled as the report
+    writes numbers: plotly's own labels a short log range with bare digits (8, 9, 1×) that run
+    into each other."""
+    if axis.get("type") != "log" or "tickvals" in axis or "dtick" in axis:
+        return
+    if axis.get("range"):
+        lo, hi = (10**v for v in axis["range"])
+    else:
+        v = [float(x) for x in values if isinstance(x, (int, float)) and x == x and x > 0]
+        if not v:
+            return
+        lo, hi = min(v), max(v)
+    decades = math.log10(hi / lo) if hi > lo else 0
+    ticks: list[float] = []
+    for mults in ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9)):
+        if decades > 4 and len(mults) > 1:
+            continue
+        ticks = [
+            m * 10**d
+            for d in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in mults
+            if lo * 0.999 <= m * 10**d <= hi * 1.001
+        ]
+        if len(ticks) >= 3:
+            break
+    if len(ticks) < 2:
+        ticks = sorted({float(f"{lo:.2g}"), float(f"{hi:.2g}")})
+    step = math.ceil(len(ticks) / 8)
+    ticks = ticks[::step]
+    suffix = axis.pop("ticksuffix", "")
+    axis["tickvals"] = ticks
+    axis["ticktext"] = [U.number(t).replace(" ", "") + suffix for t in ticks]
 
 
 def _range(values: list[float], log: bool, pad: float = 2.0) -> list[float] | None:
@@ -226,6 +263,7 @@ def speedup_scatter(cmp, color_by: str | None = None) -> dict:
     (toggled in the legend), the config and its interval on hover."""
     p = cmp.pairs
     data = []
+    shade = _shade(p, color_by)
     for i, (fam, g) in enumerate(p.groupby("family", sort=True)):
         text = []
         for _, r in g.iterrows():
@@ -248,7 +286,8 @@ def speedup_scatter(cmp, color_by: str | None = None) -> dict:
                 "name": escape(str(fam)),
                 "text": text,
                 "hovertemplate": HOVER,
-                "marker": {"size": 7, "opacity": 0.8, "color": COLORS[i % len(COLORS)]},
+                "marker": _colour_by(g, color_by, shade, i)
+                | {"size": 8, "opacity": 0.85, "symbol": SYMBOLS[i % len(SYMBOLS)]},
             }
         )
     sp = pd.to_numeric(p["speedup"], errors="coerce") if len(p) else pd.Series([1.0])
@@ -274,6 +313,43 @@ def speedup_scatter(cmp, color_by: str | None = None) -> dict:
         ],
     }
     return figure(data, layout, group="speedup-scatter")
+
+
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
+
+
+def _shade(p: pd.DataFrame, color_by: str | None) -> tuple[float, float] | None:
+    """The log2 range of a positive numeric column to colour points by (the batch size), or
+    None: then each family has a colour of its own."""
+    if not color_by or color_by not in p or not len(p):
+        return None
+    c = pd.to_numeric(p[color_by], errors="coerce")
+    if c.isna().any() or (c <= 0).any():
+        return None
+    return float(np.log2(c.min())), float(np.log2(c.max()))
+
+
+def _colour_by(g: pd.DataFrame, color_by: str | None, shade, i: int) -> dict:
+    """Points shaded by log2 of `color_by` on one scale for every family (its colour bar on
+    the first), or the family's own colour."""
+    if shade is None:
+        return {"color": COLORS[i % len(COLORS)]}
+    lo, hi = shade
+    ticks = [float(v) for v in range(math.floor(lo), math.ceil(hi) + 1)]
+    ticks = ticks[:: math.ceil(len(ticks) / 6)] if ticks else ticks
+    return {
+        "color": list(np.log2(pd.to_numeric(g[color_by]).astype(float))),
+        "colorscale": "Viridis",
+        "cmin": lo,
+        "cmax": hi if hi > lo else lo + 1,
+        "showscale": i == 0,
+        "colorbar": {
+            "title": {"text": escape(color_by), "side": "right"},
+            "thickness": 12,
+            "tickvals": ticks,
+            "ticktext": [f"{2**t:,.0f}" for t in ticks],
+        },
+    }
 
 
 def heatmap(hm, fmt) -> dict:
@@ -311,10 +387,9 @@ def heatmap(hm, fmt) -> dict:
             "xgap": 1,
             "ygap": 1,
             "colorbar": {
-                "title": {"text": escape(words(hm.metric)), "side": "right"},
                 "exponentformat": "SI",
                 "thickness": 12,
-                **({"tickformat": ".0%"} if hm.metric.startswith("util") else {}),
+                **({"tickformat": ".2~%"} if hm.metric.startswith("util") else {}),
             },
         }
     ]
