@@ -22,7 +22,7 @@ DEMO_BUDGET ?= 20
 # this machine beside a predicted V100 and TPU v2, and the two against each other (seconds).
 DEMO_WHAT_IF ?= v100,tpu-v2
 
-.PHONY: demo test test-native test-avx2 lint setup bench mutation gpu-check gpu-check-dry clean
+.PHONY: demo test test-native test-avx2 lint setup chromium bench mutation gpu-check gpu-check-dry clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@if [ -n "$(TORCH)" ]; then $(BIN)/python -m pip install --quiet "$(TORCH)"; fi
 	$(BIN)/python -m pip install --quiet -e '.[test,ray,slurm,jax]'
+	@$(MAKE) --no-print-directory chromium
 	@touch $@
+
+# The report's browser test (tests/test_report_browser.py) needs a Chromium: installed with apt
+# where this is root on a Debian/Ubuntu machine, skipped silently elsewhere (the test then skips
+# and says why). Playwright drives it as is: it never downloads a browser of its own.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    { apt-get update -qq >/dev/null 2>&1; \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	        chromium >/dev/null 2>&1 || true; }; } || true
 
 demo: $(STAMP)
 	$(BIN)/paradnn calibrate --if-missing --budget $(DEMO_BUDGET) --db $(DB)

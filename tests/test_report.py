@@ -126,7 +126,11 @@ def test_report_from_a_cpu_database(tmp_path):
     assert "speedup-precision-bf16-over-fp32" in names
     assert all(p.exists() and p.stat().st_size > 1000 for p in rep.figures)
     html = rep.html.read_text()
-    assert html.count("data:image/png;base64,") == len(rep.figures)
+    # each figure once in the page: interactive (its PNG beside the report) or as an image
+    assert html.count("data:image/png;base64,") + html.count('<div class="plot">') == len(
+        rep.figures
+    )
+    assert html.count('<div class="plot">') >= 5 and html.count('id="plotly-gz"') == 1
     with open(tmp_path / "out" / "tables" / "findings.csv") as f:
         table = list(csv.DictReader(f))
     found = {r["claim"]: r["verdict"] for r in table}

@@ -131,16 +131,30 @@ def _mask(text: object) -> str:
 
 
 _CELL = re.compile(r"<t([hd])[^>]*>(.*?)</t[hd]>", re.S)
+_SAME = re.compile(r'<p class="same">(.*?)</p>', re.S)
+
+
+def _text(html: str) -> str:
+    """A cell's text: its markup (a clamped long text's <div>) dropped, entities undone."""
+    return unescape(re.sub(r"<[^>]+>", "", html))
 
 
 def _table(caption: str, html: str) -> dict:
+    """Caption, the line naming the columns equal in every row, the columns that vary and
+    their cells (report/cells.py: a column that is — everywhere is not shown)."""
+    same = _SAME.search(html)
     head, _, body = html.partition("</thead>")
-    columns = [unescape(c) for _, c in _CELL.findall(head)]
+    columns = [_text(c) for _, c in _CELL.findall(head)]
     rows = [
-        [_mask(unescape(c)) for _, c in _CELL.findall(tr)]
+        [_mask(_text(c)) for _, c in _CELL.findall(tr)]
         for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
     ]
-    return {"caption": _mask(caption), "columns": columns, "rows": rows}
+    return {
+        "caption": _mask(caption),
+        "same": _mask(_text(same.group(1))) if same else "",
+        "columns": columns,
+        "rows": rows,
+    }
 
 
 def _figure(f) -> list[str]:

@@ -22,6 +22,7 @@ from matplotlib.ticker import FuncFormatter
 
 from paradnn import units as U
 from paradnn.analysis.frames import METRICS
+from paradnn.plots import interactive as I
 from paradnn.records import Status
 
 STATUS_LABEL = {
@@ -40,6 +41,16 @@ def png(fig: Figure, dpi: int = 110) -> bytes:
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
+
+
+def _twin(fig: Figure, build, *args) -> Figure:
+    """Attach the figure's interactive twin (plots/interactive.py) for the HTML report; data a
+    twin cannot draw leaves the PNG alone in the page."""
+    try:
+        fig.interactive = build(*args)
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError):
+        fig.interactive = None
+    return fig
 
 
 def _fmt(v: float, metric: str) -> str:
@@ -94,8 +105,8 @@ def heatmap(hm) -> Figure:
                 )
     ax.set_xticks(range(len(hm.values.columns)), [str(v) for v in hm.values.columns])
     ax.set_yticks(range(len(hm.values.index)), [str(v) for v in hm.values.index])
-    ax.set_xlabel(hm.x)
-    ax.set_ylabel(hm.y)
+    ax.set_xlabel(I.words(hm.x))
+    ax.set_ylabel(I.words(hm.y))
     fixed = ", ".join(
         f"{k}={v}" + ("" if hm.paper_fixed.get(k) else "*") for k, v in hm.fixed.items()
     )
@@ -104,7 +115,7 @@ def heatmap(hm) -> Figure:
     ax.set_title(f"{hm.family}: {METRICS.get(hm.metric, hm.metric)}\n{fixed}", fontsize=9)
     cb = fig.colorbar(im, ax=ax, shrink=0.8)
     cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt(v, hm.metric)))
-    return fig
+    return _twin(fig, I.heatmap, hm, _fmt)
 
 
 def sensitivity(s) -> Figure:
@@ -133,8 +144,8 @@ def sensitivity(s) -> Figure:
     )
     ax.set_xlabel("standardized weight (95% CI)")
     r2 = f", R² = {s.r2:.2f}" if s.r2 is not None else ""
-    ax.set_title(f"{s.family}: sensitivity of {s.metric} (n = {s.n}{r2})", fontsize=9)
-    return fig
+    ax.set_title(f"{s.family}: sensitivity of {I.words(s.metric)} (n = {s.n}{r2})", fontsize=9)
+    return _twin(fig, I.sensitivity, s)
 
 
 def roofline(
@@ -144,6 +155,7 @@ def roofline(
     x-axis spans every roof's ridge point (marked and labelled), each roof is labelled with its
     peak and bandwidth, and each family's best point is labelled with its configuration."""
     fig, ax = plt.subplots(figsize=(6.8, 5.0))
+    labels: list[tuple[str, float, float]] = []
     xs = [float(v) for v in points["intensity"]] + (
         [float(v) for v in ops["intensity"]] if ops is not None and len(ops) else []
     )
@@ -192,13 +204,7 @@ def roofline(
     for fam, g in points.groupby("family"):
         ax.scatter(g["intensity"], g["achieved_flops"], s=14, alpha=0.8, label=f"{fam} (model)")
         best = g.loc[g["achieved_flops"].idxmax()]
-        ax.annotate(
-            _point_label(fam, best),
-            (best["intensity"], best["achieved_flops"]),
-            xytext=(5, 5),
-            textcoords="offset points",
-            fontsize=6.5,
-        )
+        labels.append((_point_label(fam, best), best["intensity"], best["achieved_flops"]))
     if ops is not None and len(ops):
         ax.scatter(
             ops["intensity"],
@@ -224,7 +230,28 @@ def roofline(
         fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False
     )
     ax.grid(True, which="both", alpha=0.2)
-    return fig
+    _label_points(ax, labels, lo, hi)
+    return _twin(fig, I.roofline, points, roofs, title, ops)
+
+
+def _label_points(ax, labels: list[tuple[str, float, float]], lo: float, hi: float) -> None:
+    """Each family's best point labelled inside the axes: on the side of the point facing the
+    plot's middle (never past an edge), stacked downwards so two labels cannot overlap."""
+    mid = math.sqrt(lo * hi)
+    for i, (text, x, y) in enumerate(sorted(labels, key=lambda t: -t[2])):
+        right = x <= mid
+        ax.annotate(
+            text,
+            (x, y),
+            xytext=(6 if right else -6, -10 - 11 * i),
+            textcoords="offset points",
+            ha="left" if right else "right",
+            va="top",
+            fontsize=6.5,
+            annotation_clip=True,
+            arrowprops={"arrowstyle": "-", "color": "#9aa5b1", "lw": 0.6},
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+        )
 
 
 def _point_label(family: str, row) -> str:
@@ -275,7 +302,7 @@ def speedup_scatter(cmp, color_by: str | None = None) -> Figure:
     ax.set_title(
         f"{cmp.by}: {cmp.b} vs {cmp.a} ({METRICS.get(cmp.metric, cmp.metric)})", fontsize=9
     )
-    return fig
+    return _twin(fig, I.speedup_scatter, cmp, color_by)
 
 
 def param_ranges(df: pd.DataFrame) -> Figure:
@@ -308,11 +335,11 @@ def batch_effect(df: pd.DataFrame, metric: str) -> Figure:
         ax.plot(g["batch"], g["ratio"], marker="o", label=f"{fam} {prec} ({plat})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
-    ax.set_ylabel(f"{metric} relative to smallest batch")
+    ax.set_ylabel(f"{I.words(metric)} relative to smallest batch")
     ax.axhline(1, color="grey", lw=0.8)
     ax.legend(fontsize=7)
     ax.set_title("Batch-size effect (median over configs)", fontsize=9)
-    return fig
+    return _twin(fig, I.batch_effect, df, metric)
 
 
 def thread_scaling(df: pd.DataFrame) -> Figure:
@@ -358,7 +385,7 @@ def predicted_vs_measured(df: pd.DataFrame) -> Figure:
     ax.set_ylabel("predicted step time (s) — prediction")
     ax.legend(fontsize=7)
     ax.set_title("What-if model vs measurement", fontsize=9)
-    return fig
+    return _twin(fig, I.predicted_vs_measured, df)
 
 
 def op_breakdown(shares: pd.DataFrame, title: str = "") -> Figure:

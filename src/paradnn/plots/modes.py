@@ -12,6 +12,8 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
+from paradnn.plots import interactive as I
+
 
 def speedup_map(
     grid: pd.DataFrame, family: str, mode: str, y: str, x: str, title: str | None = None
@@ -42,6 +44,11 @@ def speedup_map(
     ticks = [float(np.exp(-span)), 1.0, float(np.exp(span))]
     cb.set_ticks(ticks, labels=[f"{t:.2g}×" for t in ticks])
     cb.ax.minorticks_off()
+    title = title or f"{family}: {mode} over eager (examples/s)"
+    try:
+        fig.interactive = I.speedup_map(grid, family, title, y, x)
+    except (KeyError, ValueError, TypeError):
+        fig.interactive = None
     return fig
 
 

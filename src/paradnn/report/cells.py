@@ -11,7 +11,10 @@ by its name (`COLUMNS`), else by its suffix (`_s` seconds, `_bytes`, `_flops`, `
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from decimal import Decimal
+from html import escape
 from typing import Any
 
 import pandas as pd
@@ -31,6 +34,14 @@ def seconds(x: Any) -> str:
     if abs(v) < 1:
         return f"{v * 1e3:.3g} ms"
     return f"{v:.3g} s"
+
+
+def p_value(x: Any) -> str:
+    """A p-value as people quote one: 0.032, 0.41, < 0.001 (never 5.9e-06)."""
+    if U.missing(x):
+        return U.MISSING
+    v = float(x)
+    return "< 0.001" if v < 0.001 else f"{v:.2g}"
 
 
 def _si(unit: str) -> Fmt:
@@ -120,7 +131,7 @@ COLUMNS: dict[str, tuple[str, Fmt]] = {
     "memory_ratio": ("memory eager ÷ compiled", U.times),
     "r2": ("R²", lambda x: U.MISSING if U.missing(x) else f"{float(x):.2f}"),
     "weight": ("weight", U.signed),
-    "p_value": ("p", lambda x: U.MISSING if U.missing(x) else f"{float(x):.2g}"),
+    "p_value": ("p", lambda x: p_value(x)),
     "threads": ("threads", U.count),
     "procs": ("processes", U.count),
     "calls": ("calls", U.count),
@@ -203,16 +214,27 @@ def _config(c: Any) -> dict:
 
 def formatted(df: pd.DataFrame, units: dict[str, str | Fmt] | None = None) -> pd.DataFrame:
     """The table as strings under human headers (duplicated headers get a suffix)."""
+    out = {
+        header: df[c].map(lambda v, fmt=fmt: U.MISSING if _blank(v) else fmt(v))
+        for c, header, fmt in _headers(df, units)
+    }
+    return pd.DataFrame(out, index=df.index)
+
+
+def _headers(df: pd.DataFrame, units: dict | None) -> list[tuple[str, str, Fmt]]:
+    """(column, header, formatter) per column; a repeated header gets a suffix."""
     units = units or {}
-    out, seen = {}, {}
+    out, seen = [], {}
     for c in df.columns:
         header, fmt = column(str(c), units.get(str(c)))
         k = seen.get(header, 0)
         seen[header] = k + 1
-        out[header if not k else f"{header} ({k + 1})"] = df[c].map(
-            lambda v, fmt=fmt: U.MISSING if _blank(v) else fmt(v)
-        )
-    return pd.DataFrame(out, index=df.index)
+        out.append((c, header if not k else f"{header} ({k + 1})", fmt))
+    return out
+
+
+# Run settings shown as counts that, equal in every row, are named above a table.
+SETTING_COUNTS = ("threads", "procs", "loader_workers")
 
 
 def _blank(v: Any) -> bool:
@@ -221,9 +243,89 @@ def _blank(v: Any) -> bool:
     return U.missing(v)
 
 
+# Cell texts that mark a verdict or a call, coloured by the template (class "v v-<slug>").
+VERDICTS = ("holds", "does not hold", "inconclusive", "not enough data", "untestable",
+            "faster", "slower", "no detectable change", "no interval")  # fmt: skip
+LONG = 60  # characters: a longer cell is clamped to a few lines (a click opens it)
+_SCI = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([+-]\d{2,3})\b")
+
+
+def plain(text: str) -> str:
+    """Scientific notation in a formatted cell (5.9e-06, 1.8e+03) written out: 0.0000059,
+    1,800 — the docs promise no scientific notation, whatever a formatter upstream did."""
+
+    def one(m: re.Match) -> str:
+        v = float(m.group(0))
+        if abs(v) >= 1e3:  # a prefix may follow (1e+03 M): digits, not a second prefix
+            return f"{v:,.0f}"
+        return format(Decimal(m.group(0)).normalize(), "f")
+
+    return _SCI.sub(one, text)
+
+
 def html_table(
-    df: pd.DataFrame, index: bool = False, units: dict[str, str | Fmt] | None = None
+    df: pd.DataFrame,
+    index: bool = False,
+    units: dict[str, str | Fmt] | None = None,
+    table_id: str | None = None,
 ) -> str:
-    """pandas escapes every cell, header and index label (escape=True is its default)."""
-    shown = formatted(expand_config(df), units)
-    return shown.to_html(index=index, escape=True, border=0, classes="tbl", na_rep=U.MISSING)
+    """The table as HTML, every cell, header and index label escaped. Only the columns that
+    vary are shown: a column that is — in every row is left out, a setting with the same value
+    in every row (of two or more) is named once above the table (the CSV keeps them all). Long
+    texts are clamped to a few lines; verdicts and calls carry a class the template colours.
+    Only settings are named once (identity and text columns, hyperparameters, thread and
+    process counts): a measured number stays a column even when it is the same everywhere."""
+    wide = expand_config(_one_config_column(df.reset_index() if index else df))
+    shown = formatted(wide, units)
+    settings = {h for c, h, f in _headers(wide, units) if f is _text or c in SETTING_COUNTS}
+    shown = shown.map(plain)
+    cols = [c for c in shown.columns if not (shown[c] == U.MISSING).all()] if len(shown) else []
+    cols = cols or list(shown.columns)
+    same = []
+    if len(shown) >= 2 and len(cols) > 1:
+        same = [c for c in cols[1:] if c in settings and shown[c].nunique() == 1]
+        cols = [c for c in cols if c not in same]
+    out = []
+    if same:
+        out.append(
+            '<p class="same">In every row: '
+            + " · ".join(f"{escape(str(c))} <b>{escape(shown[c].iloc[0])}</b>" for c in same)
+            + "</p>"
+        )
+    ident = f' id="{escape(table_id)}"' if table_id else ""
+    out.append(f'<table class="tbl"{ident}><thead><tr>')
+    out += [f"<th>{escape(str(c))}</th>" for c in cols]
+    out.append("</tr></thead><tbody>")
+    for row in shown[cols].itertuples(index=False):
+        out.append("<tr>" + "".join(_td(str(v)) for v in row) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _one_config_column(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of families with different hyperparameters (fc's nodes, cnn's filters) keep their
+    configuration as one text column, 'batch=32 layers=2 nodes=64', instead of a column per
+    hyperparameter that other families' rows leave at —. One family: a column each."""
+    col = next((c for c in ("config_key", "config") if c in df.columns), None)
+    if col is None or not len(df):
+        return df
+    if "family" not in df.columns or df["family"].nunique() < 2:
+        return df
+    cfgs = [_config(c) for c in df[col]]
+    if len({tuple(sorted(c)) for c in cfgs if c}) < 2:
+        return df
+    text = [
+        " ".join(
+            f"{k}={c[k]}" for k in (["batch"] if "batch" in c else []) + sorted(set(c) - {"batch"})
+        )
+        for c in cfgs
+    ]
+    return df.assign(**{col: text}).rename(columns={col: "config_key"})
+
+
+def _td(text: str) -> str:
+    if text in VERDICTS:
+        return f'<td class="v v-{text.replace(" ", "-")}">{escape(text)}</td>'
+    if len(text) > LONG:
+        return f'<td class="long"><div>{escape(text)}</div></td>'
+    return f"<td>{escape(text)}</td>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from paradnn import analysis as A
 from paradnn import plots as P
-from paradnn.analysis.frames import default_metric
+from paradnn.analysis.frames import METRICS, default_metric
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
 
@@ -16,7 +16,11 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
     if not len(df):
         s.empty = "Needs configs run at several batch sizes: `paradnn run --preset cpu`."
         return
-    s.figures.append(w.figure("batch-effect", P.batch_effect(df, metric), f"{metric} vs batch"))
+    s.figures.append(
+        w.figure(
+            "batch-effect", P.batch_effect(df, metric), f"{METRICS.get(metric, metric)} vs batch"
+        )
+    )
     s.tables.append(w.table("batch-effect", df, "Batch-size effect"))
 
 

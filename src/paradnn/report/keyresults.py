@@ -1,0 +1,151 @@
+"""The report's first screen: what was learned, computed from the tables the sections wrote
+(`Writer.frames`) and the runs, each line linking to the table it rests on.
+
+Three kinds of line, in this order: the seeds' observations that hold or do not hold here
+(their claim in words first, the statistic after); the best and the worst utilization of an
+ok run, with its configuration; and every speedup whose geometric mean's 95% interval lies
+wholly on one side of 1 (a "clear" one). Inconclusive findings are counted, not listed: their
+table says what would decide them. Nothing here is computed anew, so it cannot disagree with
+the section it links to.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from paradnn import units as U
+from paradnn.analysis import findings as F
+from paradnn.report.writer import Frame, Writer, slug
+
+MAX_SPEEDUPS = 8
+DECIDED = (F.HOLDS, F.FAILS)
+# Run settings named beside a configuration where the runs differ in them.
+SETTINGS = ("mode", "threads", "procs", "torch_version", "backend", "data_source", "optimizer")
+
+
+@dataclass(frozen=True)
+class Line:
+    kind: str  # 'verdict', 'utilization', 'speedup', 'count'
+    words: str  # what was learned, in words
+    stat: str  # the number behind it
+    href: str  # the table or section it rests on
+    tone: str = ""  # a verdict or call word the template colours (holds, faster, ...)
+
+
+def lines(w: Writer, runs: pd.DataFrame) -> list[Line]:
+    """The key results of a report, from its writer's tables and the ok runs it analysed."""
+    return _verdicts(w.frames.get("findings-all")) + _utilization(runs) + _speedups(w.frames)
+
+
+def _verdicts(fr: Frame | None) -> list[Line]:
+    if fr is None or not len(fr.df):
+        return []
+    fs = fr.df
+    out = [
+        Line("verdict", str(r.claim), f"{r.evidence} ({r.source})", "#t-findings", str(r.verdict))
+        for r in fs[fs["verdict"].isin(DECIDED)].itertuples()
+    ]
+    n = int((fs["verdict"] == F.INCONCLUSIVE).sum())
+    if n:
+        out.append(
+            Line(
+                "count",
+                f"{n} observation{'s' if n != 1 else ''} inconclusive on this data",
+                "the interval straddles the threshold; the table says what more data would "
+                "decide each",
+                "#t-findings",
+                F.INCONCLUSIVE,
+            )
+        )
+    return out
+
+
+def _utilization(runs: pd.DataFrame) -> list[Line]:
+    """The best and the worst ok run by utilization of the measured ceiling (else of the
+    datasheet peak): family, configuration, platform, precision."""
+    for col, of in (("utilization_measured", "measured ceiling"), ("utilization_datasheet",
+                    "datasheet peak")):  # fmt: skip
+        if col not in runs:
+            continue
+        u = pd.to_numeric(runs[col], errors="coerce")
+        ok = runs[u.notna() & (u > 0)]
+        if len(ok) < 2:
+            continue
+        u = u[ok.index]
+        differ = [c for c in SETTINGS if c in ok and ok[c].astype(str).nunique() > 1]
+        out = []
+        for which, idx in (("Highest", u.idxmax()), ("Lowest", u.idxmin())):
+            r = ok.loc[idx]
+            out.append(
+                Line(
+                    "utilization",
+                    f"{which} utilization: {r['family']} {_config(r.get('config_key'))} on "
+                    f"{r['platform']} {r['precision']}"
+                    + "".join(f", {c.replace('_', ' ')} {r[c]}" for c in differ),
+                    f"{U.pct(u[idx], 1 if u[idx] >= 0.01 else 2)} of the {of}, "
+                    f"{U.si(r.get('achieved_flops'), 'FLOP/s')}; over {len(ok)} ok runs",
+                    "#summary",
+                )
+            )
+        return out
+    return []
+
+
+def _speedups(frames: dict[str, Frame]) -> list[Line]:
+    """Each comparison's overall geometric mean (per family where it has no 'all' row) whose
+    interval excludes 1, largest effect first."""
+    found = []
+    for name, fr in frames.items():
+        df = fr.df
+        if not {"geomean", "geomean_ci_low", "geomean_ci_high", "geomean_call"} <= set(df):
+            continue
+        rows = df[df["family"] == "all"] if (df.get("family") == "all").any() else df
+        what = _what(name, fr.caption)
+        for r in rows.itertuples():
+            if r.geomean_call not in ("faster", "slower") or U.missing(r.geomean):
+                continue
+            fam = "" if r.family == "all" else f" ({r.family})"
+            n = getattr(r, "n", None)
+            configs = f", {U.count(n)} matched configs" if n is not None and n == n else ""
+            found.append(
+                (
+                    abs(math.log(float(r.geomean))),
+                    Line(
+                        "speedup",
+                        f"{what}{fam}: {r.geomean_call}",
+                        f"{U.times(r.geomean)} geometric mean, 95% CI "
+                        f"{U.times_range(r.geomean_ci_low, r.geomean_ci_high)}{configs}",
+                        f"#t-{slug(name)}",
+                        str(r.geomean_call),
+                    ),
+                )
+            )
+    found.sort(key=lambda t: -t[0])
+    seen, out = set(), []
+    for _, line in found:  # the modes section's table repeats the speedups section's
+        if line.stat not in seen:
+            seen.add(line.stat)
+            out.append(line)
+    return out[:MAX_SPEEDUPS]
+
+
+def _what(name: str, caption: str) -> str:
+    """'bf16 over fp32 (precision)' from a speedup table's name, else its caption's head."""
+    m = re.fullmatch(r"speedup-(\w+)-(.+)-over-(.+)", name)
+    if m:
+        return f"{m.group(2)} over {m.group(3)} ({m.group(1).replace('_', ' ')})"
+    return re.split(r" — | per family|:", caption)[0]
+
+
+def _config(key) -> str:
+    try:
+        cfg = json.loads(key) if isinstance(key, str) else dict(key or {})
+    except (TypeError, ValueError):
+        return ""
+    order = (["batch"] if "batch" in cfg else []) + [k for k in cfg if k != "batch"]
+    return " ".join(f"{k}={cfg[k]}" for k in order)
