@@ -25,6 +25,8 @@ from paradnn.cli.common import (
 from paradnn.store import DEFAULT_DB
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import pandas as pd
 
     from paradnn.analysis import Comparison
@@ -37,9 +39,22 @@ def report(
         bool,
         typer.Option("--include-noisy", help="Keep runs flagged noisy in figures and speedups."),
     ] = False,
+    watch: Annotated[
+        float | None,
+        typer.Option(
+            "--watch",
+            metavar="SECONDS",
+            parser=number("--watch", 1.0, 86_400.0),
+            help="Keep the report current while a sweep runs: check the databases every "
+            "SECONDS, build the report again when one changed; the page reloads itself. "
+            "Ctrl-C stops.",
+        ),
+    ] = None,
 ) -> None:
     """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
     (also PNG figures and CSV tables next to it). Noisy runs are left out and counted."""
+    if watch is not None:
+        return _watch(db or [DEFAULT_DB], out_dir, include_noisy, watch)
     with err.status("building report…") as status:
         rep = api.report(
             db or [DEFAULT_DB],
@@ -53,6 +68,26 @@ def report(
         f"Report: [bold]{html}[/] ({len(rep.sections) - empty} sections with data, "
         f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {folder})"
     )
+
+
+def _watch(dbs: list[str], out_dir: str, include_noisy: bool, every: float) -> None:
+    """`report --watch`: build, then build again on each change, until Ctrl-C."""
+    import time
+
+    from paradnn.report.watch import watch
+
+    def build() -> Path:
+        return api.report(dbs, out_dir, include_noisy=include_noisy).html
+
+    def built(html: Path, n: int) -> None:
+        page = escape(str(html))
+        out.print(f"[{time.strftime('%H:%M:%S')}] report {n}: [bold]{page}[/] (reloads itself)")
+
+    out.print(f"Watching {escape(', '.join(dbs))} every {every:g} s; Ctrl-C stops.")
+    try:
+        watch(build, dbs, every, on_build=built)
+    except KeyboardInterrupt:
+        out.print("Stopped watching: the report is as of its last build (it no longer reloads).")
 
 
 # `compare` exit status when a gate compared fewer configs than asked (docs/report.md#compare):
