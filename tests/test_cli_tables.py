@@ -267,3 +267,14 @@ def test_several_platforms_in_one_table_at_one_precision_policy(capsys):
     ):
         code, _, err = run_cli(capsys, "simulate", "step", "fc", "--platform", bad)
         assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_a_16_bit_policy_puts_a_tpu_in_bf16_beside_a_gpu_in_fp16(capsys):
+    args = ("simulate", "step", "resnet50", "batch=64", "--platform", "tpu-v2,v100-sxm2")
+    code, out, err = run_cli(capsys, *args, "--precision-policy", "16-bit", "-f", "json")
+    assert code == 0, err
+    assert [r["precision"] for r in json.loads(out)] == ["bf16", "fp16"]
+    code, out, _ = run_cli(capsys, *args, "--precision-policy", "16-bit")
+    assert code == 0 and "16-bit: each platform's bf16 else fp16" in out
+    code, _, err = run_cli(capsys, *args, "--precision-policy", "16-bit", "-p", "fp16")
+    assert code == 2 and "cannot be given with -p/--precision" in err and err.count("\n") == 1

@@ -163,6 +163,8 @@ def identity_cell(r: dict[str, Any], name: str) -> str:
         return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
     if name == "quality":
         return quality_cell(r)
+    if name == "data_source":
+        return _infeed_cells(r)[0]  # `pipeline w2`: the loader's workers with the source
     v = r.get(name)
     v = IDENTITY_DEFAULTS.get(name) if v is None else v
     if isinstance(v, bool):

@@ -130,11 +130,27 @@ def simulate(
 MAX_PLATFORMS = 32  # `simulate step --platform a,b,c`: one table, one row per platform and config
 
 
-def precision_policy(precision: str | None) -> str:
+# `simulate step --precision-policy`: each platform's first format with a dense peak, in order
+# (16-bit: the papers' accelerator comparisons — a TPU in bf16 against a V100 in fp16).
+PRECISION_POLICIES = {"16-bit": ("bf16", "fp16")}
+
+
+def precision_policy(precision: str | None, policy: str | None = None) -> str:
     """The words a multi-platform table states its precisions by."""
+    if policy is not None:
+        order = " else ".join(PRECISION_POLICIES[policy])
+        return f"{policy}: each platform's {order}, the first it has a dense peak for"
     if precision is not None:
         return f"{precision} on every platform"
     return "each platform's default precision: fp32 where it has a dense fp32 peak, else bf16"
+
+
+def _by_policy(chip: Chip, precision: str | None, policy: str | None) -> str | None:
+    """The precision a platform is predicted at under the policy (None: the chip's default)."""
+    if policy is None:
+        return precision
+    order = PRECISION_POLICIES[policy]
+    return next((p for p in order if chip.platform.peak(p) is not None), order[-1])
 
 
 def simulate_platforms(
@@ -143,15 +159,23 @@ def simulate_platforms(
     config: Mapping[str, Any] | None = None,
     *,
     precision: str | None = None,
+    policy: str | None = None,
     **options: Any,
 ) -> Rows:
     """`simulate` on several platforms, their rows in one list, at one precision policy
     (`precision_policy`): ``precision`` on every chip — a chip without a dense peak for it gets
-    a row with null predictions and the reason, as a preset's runs do — or each chip's own
-    default (`default_precision`). Every platform is read before any prediction."""
+    a row with null predictions and the reason, as a preset's runs do — or a ``policy`` of
+    PRECISION_POLICIES, or each chip's own default (`default_precision`). Every platform is
+    read before any prediction."""
     from paradnn.errors import OptionError
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.model import KIND
+    from paradnn.validate import one_of
+
+    if policy is not None:
+        one_of("--precision-policy", policy, tuple(PRECISION_POLICIES))
+        if precision is not None:
+            raise OptionError("--precision-policy", policy, "cannot be given with -p/--precision")
 
     if not platforms:
         raise ConfigError("--platform", ABSENT, "required: a platform id or a chip .toml file")
@@ -163,7 +187,8 @@ def simulate_platforms(
     chips = [sim_chip.load(p) for p in platforms]
     found: list[dict[str, Any]] = []
     for name, chip in zip(platforms, chips, strict=True):
-        if family is not None and precision is not None and chip.platform.peak(precision) is None:
+        prec = _by_policy(chip, precision, policy)
+        if family is not None and prec is not None and chip.platform.peak(prec) is None:
             cfg = families.get(family).config(_mapping(family, config))
             found.append(
                 {
@@ -171,13 +196,13 @@ def simulate_platforms(
                     "family": family,
                     "config": dict(cfg.__dict__),
                     "platform": chip.id,
-                    "precision": precision,
+                    "precision": prec,
                     "predicted_step_s": None,
-                    "reason": f"{chip.id} has no dense {precision} peak",
+                    "reason": f"{chip.id} has no dense {prec} peak",
                 }
             )
             continue
-        found += simulate(name, family, config, precision=precision, **options)
+        found += simulate(name, family, config, precision=prec, **options)
     keys = list(dict.fromkeys(k for r in found for k in r))
     return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
 

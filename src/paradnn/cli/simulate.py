@@ -150,6 +150,7 @@ ConcurrentOpt = Annotated[
 ]
 CsvOpt = Annotated[str | None, typer.Option("--csv", help="Also write the rows to this CSV file.")]
 MODELS = ("step", "roofline")  # paradnn.sim.curve.MODELS, without importing the simulator here
+PRECISION_POLICIES = ("16-bit",)  # paradnn.api.simulation.PRECISION_POLICIES
 ModelOpt = Annotated[
     str,
     typer.Option(
@@ -223,6 +224,15 @@ def step(
             "loader workers): the input adds to the step instead of overlapping it.",
         ),
     ] = False,
+    precision_policy: Annotated[
+        str | None,
+        typer.Option(
+            "--precision-policy",
+            parser=choice("--precision-policy", PRECISION_POLICIES),
+            help="16-bit: each platform's bf16, else fp16 (the papers' TPU-vs-GPU comparisons); "
+            "instead of -p.",
+        ),
+    ] = None,
     model: ModelOpt = "step",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
@@ -247,12 +257,13 @@ def step(
         "loader_overlapped": not loader_serial,
         "model": model,
     }
-    if len(names) == 1:
+    if len(names) == 1 and precision_policy is None:
         rows = api.simulate(names[0], family, values, **options)
         title = f"predicted on {names[0]} ({model} model): {len(rows)} configs"
     else:
-        rows = api.simulate_platforms(names, family, values, **options)
-        policy = _const("paradnn.api.simulation", "precision_policy")(precision)
+        rows = api.simulate_platforms(names, family, values, policy=precision_policy, **options)
+        words = _const("paradnn.api.simulation", "precision_policy")
+        policy = words(precision, precision_policy)
         title = f"predicted on {len(names)} platforms ({model} model; {policy}): {len(rows)} rows"
     if model == "step" and fmt is Format.table:
         from paradnn.sim.render import STEP_DETAIL, breakdown_table, breakdowns_table
