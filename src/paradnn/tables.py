@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from paradnn.records import Status, hyperparameter_columns
@@ -169,7 +170,7 @@ def identity_cell(r: dict[str, Any], name: str) -> str:
     v = IDENTITY_DEFAULTS.get(name) if v is None else v
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return "—" if v is None else str(v)
+    return "—" if v is None else escape(str(v))  # a device or sweep named `[x]` stays `[x]`
 
 
 def split_identity(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
@@ -200,7 +201,7 @@ def shared_line(shared: dict[str, str], config: dict[str, Any] | None = None) ->
         f"{IDENTITY_HEADERS.get(k, k)} {v}" for k, v in shared.items() if QUIET_SHARED.get(k) != v
     ]
     if config:
-        parts.append(" ".join(f"{k}={v}" for k, v in config.items()))
+        parts.append(escape(" ".join(f"{k}={v}" for k, v in config.items())))
     return "all rows: " + " · ".join(parts) if parts else ""
 
 
@@ -529,7 +530,7 @@ def speedup_pairs(c: Any, limit: int) -> Table:
     varying, same = c.shown_identity()
     title = f"per config ({len(shown)} of {len(p)}; --format csv for all)"
     if same:
-        title += "\n" + shared_line(same)
+        title += "\n" + shared_line({k: escape(v) for k, v in same.items()})
     t = Table(title=title, header_style="bold")
     for col in ("family", "config", *varying, "params", c.a, c.b, "speedup (±95% CI)", "call"):
         left = col in ("family", "config", "call", *varying)
