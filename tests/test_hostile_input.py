@@ -515,6 +515,7 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 MAX_WAIT = 7 * 86_400  # --max-wait's bound (paradnn.cli.progress.MAX_WAIT_S)
 OPTIMIZERS = ("rmsprop", "sgd", "momentum")
 FORMATS = ("table", "csv", "json")
+SIM_MODELS = ("step", "roofline")
 MEASURE_INTS = (("--threads", 1, 4096),)
 TIMES = (("--min-time", 0, MAX_T, False), ("--max-time", 0, MAX_T, False))
 ENERGY = (("--energy-period", 0.05, 10, False), ("--energy-idle", 0, 600, False))
@@ -561,9 +562,18 @@ OPTIONS = [
         ("--strategy", ("ddp", "fsdp")),
         ("--scaling", ("weak", "strong")),
     ),
-    *_ints(("results",), ("--limit", 1, 10**9), ("--run", 1, 2**63 - 1)),
+    *_ints(
+        ("results",),
+        *MEASURE_INTS,
+        ("--limit", 1, 10**9),
+        ("--run", 1, 2**63 - 1),
+        ("--procs", 1, 4096),
+        ("--attempt", 1, 2**63 - 1),
+    ),
     *_choices(
         ("results",),
+        *RUN_CHOICES[:1],
+        *RUN_CHOICES[2:],
         ("--family", ("fc", "cnn", "rnn", "transformer")),
         ("--status", ("ok", "oom")),
         ("--quality", ("good", "noisy")),
@@ -588,14 +598,21 @@ OPTIONS = [
     *_choices(VERSIONS, RUN_CHOICES[0], ("--progress", ("bar", "jsonl", "quiet"))),
     *_ints(STEP, ("--chips", 1, 2**20)),
     *_floats(STEP, ("--overlap", 0, 1, False), ("--loader-rate", 0, 1e12, True)),
-    *_choices(STEP, *RUN_CHOICES[:2], ("--format", FORMATS)),
+    *_choices(
+        STEP,
+        *RUN_CHOICES[:2],
+        ("--format", FORMATS),
+        ("--model", SIM_MODELS),
+        ("--precision-policy", ("16-bit",)),
+    ),
     *_ints(SCALING, ("--max-chips", 1, 2**20)),
     *_floats(SCALING, ("--overlap", 0, 1, False)),
-    *_choices(SCALING, *RUN_CHOICES[:2], ("--format", FORMATS)),
+    *_choices(SCALING, *RUN_CHOICES[:2], ("--format", FORMATS), ("--model", SIM_MODELS)),
     *_ints(("simulate", "mxu-study"), ("--batch", 1, 65536)),
     *_choices(("simulate", "mxu-study"), ("--dataflow", ("os", "ws", "is")), ("--format", FORMATS)),
     *_choices(("simulate", "precision-study"), ("--format", FORMATS)),
-    *_choices(("simulate", "validate"), ("--format", FORMATS)),
+    *_choices(("simulate", "validate"), ("--format", FORMATS), ("--model", SIM_MODELS)),
+    *_floats(("report",), ("--watch", 1, 86_400, False)),
     *_ints(("simulate", "fit"), ("--holdout", 0, 90)),
     *_choices(("simulate", "fit"), ("--format", FORMATS)),
 ]

@@ -219,8 +219,10 @@ def test_table_headers_carry_units_and_never_wrap_inside_a_word():
     from paradnn import api
     from paradnn.sim.render import header, sim_table
 
-    assert header("predicted_step_s") == "step ms" and header("compute_s") == "compute ms"
-    assert header("bisection_bytes_per_s") == "bisection GB/s"
+    assert header("predicted_step_s") == "predicted step (ms)"
+    assert header("compute_s") == "compute (ms)"
+    assert header("bisection_bytes_per_s") == "bisection (GB/s)"
+    assert header("examples_per_s") == "examples per s"  # a rate without a unit map: as named
     rows = api.simulate("h100-sxm", "cnn", {"batch": 64}, chips=8)
     step_ms = rows[0]["predicted_step_s"] * 1e3
     for width in (160, 100, 80):
@@ -230,7 +232,7 @@ def test_table_headers_carry_units_and_never_wrap_inside_a_word():
         assert max(len(line) for line in text.splitlines()) <= width
         cells = [c.strip() for line in text.splitlines() for c in line.split("┃")]
         words = {w for c in cells for w in c.split()}
-        assert "step" in words and "ms" in words  # `step ms`, wrapped (if at all) between words
+        assert "step" in words and "(ms)" in words  # wrapped (if at all) between words
         assert not {"ste", "upp", "comput"} & words
         assert f"{step_ms:.4g}" in text  # milliseconds under an `ms` header, no unit in the cell
     assert "left out to fit 80 columns" in text
@@ -288,7 +290,7 @@ def test_scaling_check_skips_a_run_without_a_ladder_and_checks_the_rest():
 def test_a_bytes_per_second_column_not_named_gets_gb_per_s():
     from paradnn.sim.render import header
 
-    assert header("link_bytes_per_s") == "link GB/s"  # `link_` + `bytes_per_s`, `_` stripped
+    assert header("link_bytes_per_s") == "link (GB/s)"  # `link_` + `bytes_per_s`, `_` stripped
 
 
 def test_the_table_title_sits_at_the_left():

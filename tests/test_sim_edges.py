@@ -433,7 +433,7 @@ def test_a_breakdown_without_a_predicted_step_shows_no_share():
         console.print(breakdown_table(row))
         lines = console.export_text().splitlines()
         cells = [[c.strip() for c in line.split("│")] for line in lines]
-        return [c[3] for c in cells if c[1:2] == ["overhead_s"]]  # term | time | share | what
+        return [c[3] for c in cells if c[1:2] == ["overhead"]]  # term | time | share | what
 
     row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
     share = 100 * row["overhead_s"] / row["predicted_step_s"]
@@ -444,9 +444,9 @@ def test_a_breakdown_without_a_predicted_step_shows_no_share():
 def test_a_bandwidth_column_header_is_in_gb_per_s_with_spaces():
     from paradnn.sim.render import header
 
-    assert header("host_link_bytes_per_s") == "host link GB/s"
-    assert header("bisection_bytes_per_s") == "bisection GB/s"
-    assert header("gemm_compute_s") == "gemm compute ms"
+    assert header("host_link_bytes_per_s") == "host link (GB/s)"
+    assert header("bisection_bytes_per_s") == "bisection (GB/s)"
+    assert header("gemm_compute_s") == "gemm compute (ms)"
 
 
 def test_the_infeed_check_shows_the_model_and_infeed_times_it_predicted_from():

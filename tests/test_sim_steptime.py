@@ -122,7 +122,9 @@ def test_cli_step_prints_the_breakdown(capsys):
         capsys, "simulate", "step", "fc", "batch=64", "--platform", "v100-sxm2", "-p", "fp32"
     )
     assert code == 0, err
-    assert "step-time breakdown" in out and "overhead_s" in out and "master_weights_s" in out
+    # terms named in words, their times under `time (ms)` (issue 37: no `…_s` printing ms)
+    assert "step-time breakdown" in out and "│ overhead " in out and "│ master weights " in out
+    assert "time (ms)" in out and "overhead_s" not in out
     code, out, err = run_cli(
         capsys, "simulate", "step", "fc", "--platform", "v100-sxm2", "--model", "nope"
     )

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from paradnn.records import Status, hyperparameter_columns
@@ -48,12 +49,19 @@ def ci_half(row: dict[str, Any]) -> float | None:
     return ci_half_rel(med or 0.0, row.get("step_time_ci_low_s"), row.get("step_time_ci_high_s"))
 
 
+def ci_text(half_rel: float | None) -> str:
+    """The one way a 95% CI is printed (bench, results, run, scale, compare): ` ±x.x%`, half the
+    interval's width over the value (`ci_half`); empty when there is no interval."""
+    if half_rel is None or half_rel != half_rel or half_rel in (float("inf"), float("-inf")):
+        return ""
+    return f" ±{half_rel * 100:.1f}%"
+
+
 def _ms(row: dict[str, Any]) -> str:
     med = row.get("step_time_s")
     if med is None:
         return "—"
-    ci = ci_half(row)
-    return f"{med * 1e3:.3g}" + (f" ±{ci * 100:.1f}%" if ci is not None else "")
+    return f"{med * 1e3:.3g}" + ci_text(ci_half(row))
 
 
 def quality_cell(row: dict[str, Any]) -> str:
@@ -117,52 +125,176 @@ def _attempt_cell(r: dict[str, Any]) -> str:
     return f"{r.get('attempt') or 1}" + (" chosen" if r.get("attempt_choice") else "")
 
 
+# Which run a row is, beyond its config: a table shows the fields whose value differs between
+# its rows and names the shared ones once above it (`split_identity`). Every study axis of
+# paradnn.config.AXES is one, so an axis added there shows up here without more code.
+IDENTITY_FIRST = ("device_name", "sweep", "family")
+IDENTITY_LAST = ("threads", "attempt", "status", "quality")
+IDENTITY_HEADERS = {
+    "device_name": "device",
+    "precision": "prec",
+    "optimizer": "opt",
+    "data_source": "data",
+    "loader_workers": "loader workers",
+    "prefetch_factor": "prefetch",
+    "persistent_workers": "persistent",
+    "pin_memory": "pinned",
+}
+# What a row stored before its field existed means (a column added later reads null).
+IDENTITY_DEFAULTS = {"mode": "eager", "backend": "torch", "data_source": "device", "procs": 1}
+# Shared values not worth a word above a table: the ordinary single-process torch run.
+QUIET_SHARED = {"procs": "1", "data_source": "device", "backend": "torch"}
+
+
+def identity_fields() -> tuple[str, ...]:
+    from paradnn.config import AXES
+
+    middle = ("precision", "optimizer", *AXES.values())
+    return tuple(dict.fromkeys((*IDENTITY_FIRST, *middle, *IDENTITY_LAST)))
+
+
+def identity_cell(r: dict[str, Any], name: str) -> str:
+    """A row's value of an identity field as the table prints it (`—`: not set)."""
+    if name == "precision":
+        return _precision_cell(r)
+    if name == "attempt":
+        return _attempt_cell(r)
+    if name == "status":
+        status = r.get("status")
+        return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+    if name == "quality":
+        return quality_cell(r)
+    if name == "data_source":
+        return _infeed_cells(r)[0]  # `pipeline w2`: the loader's workers with the source
+    v = r.get(name)
+    v = IDENTITY_DEFAULTS.get(name) if v is None else v
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return "—" if v is None else escape(str(v))  # a device or sweep named `[x]` stays `[x]`
+
+
+def split_identity(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """(identity fields whose value differs between the rows, {field: value} of those every row
+    shares). One row differs from nothing: its fields that are set are all `shared`."""
+    varying, shared = [], {}
+    for name in identity_fields():
+        values = {identity_cell(r, name) for r in rows}
+        if len(values) > 1:
+            varying.append(name)
+        elif values and (v := next(iter(values))) != "—":
+            shared[name] = v
+    return varying, shared
+
+
+def _shared_config(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Hyperparameters every row has with one value (rows of one family only)."""
+    if len(rows) < 2 or len({r.get("family") for r in rows}) != 1:
+        return {}
+    cfgs = [r.get("config") if isinstance(r.get("config"), dict) else {} for r in rows]
+    first = cfgs[0]
+    return {k: v for k, v in first.items() if all(c.get(k, object()) == v for c in cfgs[1:])}
+
+
+def shared_line(shared: dict[str, str], config: dict[str, Any] | None = None) -> str:
+    """`all rows: prec fp32 · mode eager · …`: what a table's hidden columns hold."""
+    parts = [
+        f"{IDENTITY_HEADERS.get(k, k)} {v}" for k, v in shared.items() if QUIET_SHARED.get(k) != v
+    ]
+    if config:
+        parts.append(escape(" ".join(f"{k}={v}" for k, v in config.items())))
+    return "all rows: " + " · ".join(parts) if parts else ""
+
+
+def _compile_cell(r: dict[str, Any]) -> str:
+    """Seconds compiling the step cost: torch.compile cold / warm cache, or XLA's compile."""
+    cold, warm = r.get("compile_cold_s"), r.get("compile_warm_s")
+    if cold is not None:
+        return f"{cold:.3g}" + ("" if warm is None else f" / {warm:.3g}")
+    if r.get("xla_compile_s") is not None:
+        return f"{r['xla_compile_s']:.3g}"
+    return "—"
+
+
+# (header, justify, cell) of the measured columns, in order; a column no row has a value
+# for is left out and named under the table.
+MEASURED = (
+    ("params", lambda r: _si(r.get("params") or r.get("params_analytic"))),
+    ("FLOP/step", lambda r: _si(r.get("flops_per_step"))),
+    ("step ms (±95% CI)", _ms),
+    ("examples/s", lambda r: _si(r.get("examples_per_s"))),
+    ("FLOP/s", lambda r: _si(r.get("achieved_flops"))),
+    ("util", lambda r: _util(r)),
+    ("compile s (cold / warm)", _compile_cell),
+)
+
+
 def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
-    t = Table(title=title, header_style="bold", show_lines=False)
+    """Runs as a table: the config, the identity fields that differ between the rows (mode,
+    threads, data, backend, attempt, …; the shared ones named once above the table) and the
+    measured columns that have a value in some row."""
+    varying, shared = split_identity(rows)
+    if len(rows) <= 1:  # one run: its identity in the table, as `bench` always showed it
+        keep = ("family", "precision", "status", "quality")
+        varying = [
+            k for k in identity_fields() if k in keep or any(_non_default(r, k) for r in rows)
+        ]
+        shared = {}
+    same_cfg = _shared_config(rows)
+    line = shared_line(shared, same_cfg)
+    t = Table(
+        title="\n".join(x for x in (title, line) if x) or None,
+        header_style="bold",
+        show_lines=False,
+        title_justify="left",
+    )
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
-    with_backend = any((r.get("backend") or "torch") != "torch" for r in rows)  # docs/jax.md
     with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
-    with_attempt = any((r.get("attempt") or 1) > 1 for r in rows)  # a re-measured config
-    for col, just in ((("id", "right"),) if with_id else ()) + (
-        *((("attempt", "right"),) if with_attempt else ()),
-        *((("backend", "left"),) if with_backend else ()),
-        ("family", "left"),
-        ("config", "left"),
-        ("prec", "left"),
-        ("status", "left"),
-        ("quality", "left"),
-        ("params", "right"),
-        ("FLOP/step", "right"),
-        ("step ms (CI)", "right"),
-        ("examples/s", "right"),
-        ("FLOP/s", "right"),
-        ("util", "right"),
-        *((("W", "right"), ("J/sample", "right")) if with_energy else ()),
-        *((("data", "left"), ("infeed", "right")) if with_infeed else ()),
-    ):
+    measured = [(h, f) for h, f in MEASURED if not rows or any(f(r) != "—" for r in rows)]
+    empty = [h for h, _ in MEASURED if (h, _) not in measured and h != "compile s (cold / warm)"]
+    cfg_col = len(rows) < 2 or any(_config_text(r, same_cfg) for r in rows)
+    cols: list[tuple[str, str]] = [("id", "right")] if with_id else []
+    cols += [(IDENTITY_HEADERS.get(k, k), "left") for k in varying if k in IDENTITY_FIRST]
+    cols += [("config", "left")] if cfg_col else []
+    cols += [(IDENTITY_HEADERS.get(k, k), "left") for k in varying if k not in IDENTITY_FIRST]
+    cols += [(h, "right") for h, _ in measured]
+    cols += [("W", "right"), ("J/sample", "right")] if with_energy else []
+    cols += [("infeed", "right")] if with_infeed else []
+    for col, just in cols:
         t.add_column(col, justify=just, overflow="fold")
+    first = [k for k in varying if k in IDENTITY_FIRST]
+    rest = [k for k in varying if k not in IDENTITY_FIRST]
     for r in rows:
-        status = r["status"]
         t.add_row(
             *((str(r.get("id")),) if with_id else ()),
-            *((_attempt_cell(r),) if with_attempt else ()),
-            *((r.get("backend") or "torch",) if with_backend else ()),
-            r["family"],
-            compact_config(r["config"]),
-            _precision_cell(r),
-            f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]",
-            quality_cell(r),
-            _si(r.get("params") or r.get("params_analytic")),
-            _si(r.get("flops_per_step")),
-            _ms(r),
-            _si(r.get("examples_per_s")),
-            _si(r.get("achieved_flops")),
-            _util(r),
+            *(identity_cell(r, k) for k in first),
+            *((_config_text(r, same_cfg) or "(shared)",) if cfg_col else ()),
+            *(identity_cell(r, k) for k in rest),
+            *(f(r) for _, f in measured),
             *(_energy_cells(r) if with_energy else ()),
-            *(_infeed_cells(r) if with_infeed else ()),
+            *((_infeed_cells(r)[1],) if with_infeed else ()),
         )
+    if empty and rows:
+        t.caption = "no value in any row: " + ", ".join(empty)
+    if not rows:
+        t.caption = "no runs"
     return t
+
+
+def _non_default(r: dict[str, Any], name: str) -> bool:
+    """A field a single run sets away from the ordinary run (a mode, a backend, procs, …)."""
+    if name in ("attempt",):
+        return (r.get("attempt") or 1) > 1
+    if name in IDENTITY_DEFAULTS:
+        return identity_cell(r, name) != str(IDENTITY_DEFAULTS[name])
+    return False
+
+
+def _config_text(r: dict[str, Any], shared: dict[str, Any]) -> str:
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    if not shared:
+        return compact_config(cfg)
+    return " ".join(f"{k}={v}" for k, v in cfg.items() if k not in shared)
 
 
 def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
@@ -323,10 +455,14 @@ def _x(v: Any) -> str:
     return "—" if v is None or v != v else f"{v:.3g}×"
 
 
-def _ci(lo: Any, hi: Any) -> str:
-    if lo is None or hi is None or lo != lo or hi != hi:
+def _x_ci(v: Any, lo: Any, hi: Any) -> str:
+    """A speedup with its 95% CI in the one form every table uses (`ci_text`): `1.23× ±4.1%`,
+    the ± half the interval's width over the speedup (its ends: --format csv/json)."""
+    if v is None or v != v:
         return "—"
-    return f"{lo:.3g}–{hi:.3g}×"
+    if lo is None or hi is None or lo != lo or hi != hi or not v:
+        return _x(v)
+    return _x(v) + ci_text((hi - lo) / 2 / v)
 
 
 _CALL_STYLE = {"faster": "green", "slower": "red", "no detectable change": "dim"}
@@ -355,7 +491,7 @@ def speedup_summary(c: Any) -> Table:
         title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric}; 95% bootstrap CI)",
         header_style="bold",
     )
-    cols = ("family", "configs", "faster", "slower", "no change", "geomean", "95% CI")
+    cols = ("family", "configs", "faster", "slower", "no change", "geomean (±95% CI)")
     for col in (*cols, "median", "p90", "min", "max"):
         t.add_column(col, justify="left" if col == "family" else "right")
     for r in c.summary.to_dict("records"):
@@ -365,15 +501,14 @@ def speedup_summary(c: Any) -> Table:
             str(r["faster"]),
             str(r["slower"]),
             str(r["no_change"]) + (f" (+{r['no_interval']} no CI)" if r["no_interval"] else ""),
-            _x(r["geomean"]),
-            _ci(r["geomean_ci_low"], r["geomean_ci_high"]),
+            _x_ci(r["geomean"], r["geomean_ci_low"], r["geomean_ci_high"]),
             _x(r["median"]),
             _x(r.get("p90")),
             _x(r["min"]),
             _x(r["max"]),
         )
     if not len(c.summary):
-        t.add_row("(no configuration ran ok in both groups)", *[""] * 10)
+        t.add_row("(no configuration ran ok in both groups)", *[""] * 9)
     notes = []
     overall = c.overall()
     if overall:
@@ -395,9 +530,9 @@ def speedup_pairs(c: Any, limit: int) -> Table:
     varying, same = c.shown_identity()
     title = f"per config ({len(shown)} of {len(p)}; --format csv for all)"
     if same:
-        title += "; all " + ", ".join(f"{k}={v}" for k, v in same.items())
+        title += "\n" + shared_line({k: escape(v) for k, v in same.items()})
     t = Table(title=title, header_style="bold")
-    for col in ("family", "config", *varying, "params", c.a, c.b, "speedup", "95% CI", "call"):
+    for col in ("family", "config", *varying, "params", c.a, c.b, "speedup (±95% CI)", "call"):
         left = col in ("family", "config", "call", *varying)
         t.add_column(col, justify="left" if left else "right")
     emulated = False
@@ -413,8 +548,7 @@ def speedup_pairs(c: Any, limit: int) -> Table:
             _si(r.get("params")),
             _si(r["value_a"]) + mark_a,
             _si(r["value_b"]) + mark_b,
-            _x(r["speedup"]),
-            _ci(r.get("ci_low"), r.get("ci_high")),
+            _x_ci(r["speedup"], r.get("ci_low"), r.get("ci_high")),
             _call(r.get("call", "")),
         )
     if emulated:
@@ -426,7 +560,8 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
     """One line per config (or the geomean) that failed --fail-if-slower."""
     if on == "geomean":
         return [
-            f"geomean {r['geomean']:.3g}× (CI {_ci(r['geomean_ci_low'], r['geomean_ci_high'])})"
+            "geomean "
+            + _x_ci(r["geomean"], r["geomean_ci_low"], r["geomean_ci_high"])
             + ("" if r["basis"] == "interval" else f" — {r['basis']}")
             for r in slower.to_dict("records")
         ]
@@ -436,7 +571,8 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
             [str(r["family"]), compact_config(json.loads(r["config_key"]))]
             + [f"{k}={r[k]}" for k in varying]
         )
-        + f": {r['speedup']:.3g}× (CI {_ci(r['ci_low'], r['ci_high'])})"
+        + ": "
+        + _x_ci(r["speedup"], r["ci_low"], r["ci_high"])
         + ("" if r["basis"] == "interval" else f" — {r['basis']}")
         for r in slower.head(limit).to_dict("records")
     ]

@@ -456,21 +456,52 @@ def _stored_status(
     return history.latest.get(key)
 
 
-def results(db: str = DEFAULT_DB, chosen: bool = False, **filters: Any) -> Rows:
+# `results`' filters on a run's identity beyond what the store selects on: field -> the value a
+# row stored before the field existed has (a null `mode` is an eager run).
+IDENTITY_FILTERS: dict[str, Any] = {
+    "precision": None,
+    "mode": "eager",
+    "backend": "torch",
+    "data_source": "device",
+    "procs": 1,
+    "threads": None,
+    "attempt": 1,
+}
+
+
+def results(
+    db: str = DEFAULT_DB,
+    chosen: bool = False,
+    where: Mapping[str, Any] | None = None,
+    **filters: Any,
+) -> Rows:
     """Stored runs (every attempt), each with `attempt_choice`: how paradnn.attempts.choose
     picked it as its config's attempt (the one compare, report and findings use), or None for
     an attempt they pass over. `chosen`: only those. The choice is made over every row of the
-    database, before the filters."""
+    database, before the filters. `where`: {field: value} of IDENTITY_FILTERS fields a row must
+    have (mode, backend, data_source, procs, threads, attempt, precision)."""
     from paradnn.attempts import chosen_ids
 
+    where = {k: v for k, v in (where or {}).items() if v is not None}
+    for k in where:
+        if k not in IDENTITY_FILTERS:
+            raise ConfigError("where", k, "must be one of " + ", ".join(IDENTITY_FILTERS))
+    limit = filters.pop("limit", None)
+    late = chosen or bool(where)  # filtered here: the store's LIMIT would cut before it
     with open_store(db, readonly=True) as store:
         picked = chosen_ids(store.runs())
-        limit = filters.pop("limit", None)
-        stored = store.runs(**filters, limit=None if chosen else limit)
+        stored = store.runs(**filters, limit=None if late else limit)
     found = [{**r, "attempt_choice": picked.get(r["id"])} for r in stored]
     if chosen:
-        found = [r for r in found if r["attempt_choice"] is not None][:limit]
-    return rows("runs", found)
+        found = [r for r in found if r["attempt_choice"] is not None]
+    if where:
+        found = [r for r in found if all(_has(r, k, v) for k, v in where.items())]
+    return rows("runs", found[:limit] if late else found)
+
+
+def _has(row: Mapping[str, Any], name: str, value: Any) -> bool:
+    v = row.get(name)
+    return (IDENTITY_FILTERS[name] if v is None else v) == value
 
 
 def store_info(db: str = DEFAULT_DB) -> StoreInfo:

@@ -3,7 +3,7 @@ its scaling curve, the seeds' MXU-size and precision studies, and validation aga
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families, presets
@@ -63,6 +63,7 @@ def simulate(
     step-time model. Bad input raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
+    from paradnn.sim.curve import check_options
     from paradnn.sim.interconnect import MAX_CHIPS, parse_topology
     from paradnn.sim.model import KIND, predict
     from paradnn.sim.steptime import POLICIES
@@ -83,7 +84,7 @@ def simulate(
     number_in("--overlap", overlap, 0.0, 1.0)
     if loader_rate is not None:
         number_in("--loader-rate", loader_rate, 0.0, MAX_LOADER_RATE, strict=True)
-    one_of("--model", model, ("step", "roofline"))
+    check_options(model, overlap, concurrent)
     topo = parse_topology(topology) if topology else None
     if topo is not None and chips == 1:
         chips = topo.chips
@@ -143,6 +144,86 @@ def simulate(
             row["host_profile"] = host_words
         found.append(row)
     keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
+    return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
+
+
+MAX_PLATFORMS = 32  # `simulate step --platform a,b,c`: one table, one row per platform and config
+
+
+# `simulate step --precision-policy`: each platform's first format with a dense peak, in order
+# (16-bit: the papers' accelerator comparisons — a TPU in bf16 against a V100 in fp16).
+PRECISION_POLICIES = {"16-bit": ("bf16", "fp16")}
+
+
+def precision_policy(precision: str | None, policy: str | None = None) -> str:
+    """The words a multi-platform table states its precisions by."""
+    if policy is not None:
+        order = " else ".join(PRECISION_POLICIES[policy])
+        return f"{policy}: each platform's {order}, the first it has a dense peak for"
+    if precision is not None:
+        return f"{precision} on every platform"
+    return "each platform's default precision: fp32 where it has a dense fp32 peak, else bf16"
+
+
+def _by_policy(chip: Chip, precision: str | None, policy: str | None) -> str | None:
+    """The precision a platform is predicted at under the policy (None: the chip's default)."""
+    if policy is None:
+        return precision
+    order = PRECISION_POLICIES[policy]
+    return next((p for p in order if chip.platform.peak(p) is not None), order[-1])
+
+
+def simulate_platforms(
+    platforms: Sequence[str],
+    family: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    precision: str | None = None,
+    policy: str | None = None,
+    **options: Any,
+) -> Rows:
+    """`simulate` on several platforms, their rows in one list, at one precision policy
+    (`precision_policy`): ``precision`` on every chip — a chip without a dense peak for it gets
+    a row with null predictions and the reason, as a preset's runs do — or a ``policy`` of
+    PRECISION_POLICIES, or each chip's own default (`default_precision`). Every platform is
+    read before any prediction."""
+    from paradnn.errors import OptionError
+    from paradnn.sim import chip as sim_chip
+    from paradnn.sim.model import KIND
+    from paradnn.validate import one_of
+
+    if policy is not None:
+        one_of("--precision-policy", policy, tuple(PRECISION_POLICIES))
+        if precision is not None:
+            raise OptionError("--precision-policy", policy, "cannot be given with -p/--precision")
+
+    if not platforms:
+        raise ConfigError("--platform", ABSENT, "required: a platform id or a chip .toml file")
+    if len(platforms) > MAX_PLATFORMS:
+        raise OptionError("--platform", ",".join(platforms), f"at most {MAX_PLATFORMS} platforms")
+    if len(set(platforms)) != len(platforms):
+        twice = next(p for p in platforms if platforms.count(p) > 1)
+        raise OptionError("--platform", twice, "is given twice (give each platform once)")
+    chips = [sim_chip.load(p) for p in platforms]
+    found: list[dict[str, Any]] = []
+    for name, chip in zip(platforms, chips, strict=True):
+        prec = _by_policy(chip, precision, policy)
+        if family is not None and prec is not None and chip.platform.peak(prec) is None:
+            cfg = families.get(family).config(_mapping(family, config))
+            found.append(
+                {
+                    "kind": KIND,
+                    "family": family,
+                    "config": dict(cfg.__dict__),
+                    "platform": chip.id,
+                    "precision": prec,
+                    "predicted_step_s": None,
+                    "reason": f"{chip.id} has no dense {prec} peak",
+                }
+            )
+            continue
+        found += simulate(name, family, config, precision=prec, **options)
+    keys = list(dict.fromkeys(k for r in found for k in r))
     return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
 
 
@@ -241,13 +322,16 @@ def simulate_scaling(
     max_chips: int = 1024,
     overlap: float = 0.0,
     concurrent: bool = False,
+    model: str = "step",
 ) -> Rows:
-    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config; the precision
-    defaults as in `simulate` (`default_precision`)."""
+    """Predicted weak-scaling curve (1, 2, 4 … ``max_chips`` chips) of one config under
+    ``model`` (step: the step-time model, as `simulate`'s and `fit`'s; roofline: the bare
+    roofline, the one that takes ``overlap``/``concurrent``); the precision defaults as in
+    `simulate` (`default_precision`)."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
+    from paradnn.sim.curve import check_options, scaling
     from paradnn.sim.interconnect import MAX_CHIPS
-    from paradnn.sim.model import scaling
     from paradnn.validate import int_at_least, number_in, one_of
 
     if precision is not None:
@@ -255,6 +339,7 @@ def simulate_scaling(
     one_of("--optimizer", optimizer, OPTIMIZERS)
     int_at_least("--max-chips", max_chips, 1, MAX_CHIPS)
     number_in("--overlap", overlap, 0.0, 1.0)
+    check_options(model, overlap, concurrent)
     config = families.get(family).config(_mapping(family, config))
     chip = sim_chip.load(platform)
     chip.require_link()
@@ -267,6 +352,7 @@ def simulate_scaling(
         optimizer=optimizer,
         overlap=overlap,
         concurrent=concurrent,
+        model=model,
     )
     return rows("scaling", curve)
 
@@ -285,15 +371,20 @@ def simulate_precision_study() -> Rows:
     return rows("precision_study", precision_study())
 
 
-def simulate_validate(db: str = DEFAULT_DB, platform: str | None = None) -> Validation:
+def simulate_validate(
+    db: str = DEFAULT_DB, platform: str | None = None, model: str = "step"
+) -> Validation:
     """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
-    MdAPE rows)."""
+    MdAPE rows). ``model``: step (the step-time model, as `simulate step` and `fit`) or
+    roofline."""
+    from paradnn.sim.curve import check_options
     from paradnn.sim.fidelity import validate_frame
     from paradnn.store import open_store
 
+    check_options(model)
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
-    df, summary = validate_frame(frame, ceilings, platform, db=db)
+    df, summary = validate_frame(frame, ceilings, platform, db=db, model=model)
     return Validation(
         rows("validation", _records(df)), rows("validation_summary", _records(summary))
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,10 @@ from paradnn.cli.common import err, error_line
 from paradnn.measure.timer import progress_words
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console, RenderableType
+    from rich.progress import Progress
+    from rich.table import Table
+
     from paradnn.host import LoadSample
     from paradnn.runner.supervisor import Event
 
@@ -100,31 +105,38 @@ def reporter(mode: ProgressMode) -> BarReporter | JsonlReporter:
     return JsonlReporter() if mode is ProgressMode.jsonl else BarReporter(mode)
 
 
-class BarReporter:
-    """Progress on stderr: counts by status, what is running, ETA from predicted costs."""
+LIVE_ROWS = 8  # the live table's latest results
 
-    def __init__(self, mode: ProgressMode):
+
+class BarReporter:
+    """Progress on stderr: on a terminal a live view — the bar (counts by status, what is
+    running, ETA from predicted costs) over a table of the latest results; otherwise one plain
+    line per result."""
+
+    def __init__(self, mode: ProgressMode, console: Console | None = None):
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
-            Progress,
             TextColumn,
             TimeElapsedColumn,
         )
 
+        self.console = console or err
         self.skipped = 0
         self.quiet = mode is ProgressMode.quiet
         self.phase = ""
         self.last_line = 0.0
-        self.bar = Progress(
+        self.latest: deque[dict[str, Any]] = deque(maxlen=LIVE_ROWS)
+        self.bar = _live_view(
+            self,
             TextColumn("[bold]run"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[eta]}"),
             TextColumn("{task.fields[status]}"),
-            console=err,
-            disable=mode is ProgressMode.quiet or not err.is_terminal,
+            console=self.console,
+            disable=mode is ProgressMode.quiet or not self.console.is_terminal,
             transient=True,
         )
         self.task = self.bar.add_task("run", total=None, status="", eta="")
@@ -135,6 +147,15 @@ class BarReporter:
 
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(*exc)
+
+    def latest_table(self) -> Table | None:
+        """The latest results (newest last) as `results` shows runs; None before the first."""
+        if not self.latest:
+            return None
+        rows = list(self.latest)
+        done = self.bar.tasks[0].completed if self.bar.tasks else len(rows)
+        title = f"latest {len(rows)} of {done:.0f} results"
+        return tables.rich_table(rows, title=title)
 
     def __call__(self, e: Event) -> None:
         if e.kind == "start":
@@ -147,7 +168,9 @@ class BarReporter:
             for note in e.notes:
                 say(note)
             return
-        if not self.quiet and not err.is_terminal:  # a log, not a live bar: one line per news
+        if e.kind == "result" and e.record is not None:
+            self.latest.append(e.record.as_dict())
+        if not self.quiet and not self.console.is_terminal:  # a log, not a live view
             self._line(e)
             return
         if e.kind == "progress" and e.progress is not None:
@@ -186,6 +209,21 @@ class BarReporter:
             self.last_line = time.monotonic()  # a heartbeat, not a flood
             now = "; ".join(f"{s.family} {s.precision}" for s in e.running)
             say(f"[{e.done}/{e.total}] {now}: {progress_words(e.progress)}")
+
+
+def _live_view(reporter: BarReporter, *columns: Any, **kw: Any) -> Progress:
+    """rich's Progress (one live region on the terminal) showing the reporter's table of
+    latest results over the bar; rich.progress is imported here, when a run starts."""
+    from rich.progress import Progress
+
+    class LiveView(Progress):
+        def get_renderables(self) -> Iterable[RenderableType]:
+            table = reporter.latest_table()
+            if table is not None:
+                yield table
+            yield self.make_tasks_table(self.tasks)
+
+    return LiveView(*columns, **kw)
 
 
 class JsonlReporter:

@@ -26,6 +26,8 @@ from paradnn.cli.common import (
 from paradnn.store import DEFAULT_DB
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import pandas as pd
 
     from paradnn.analysis import Comparison
@@ -59,17 +61,31 @@ def report(
             "validated error band; observations the data cannot test get predicted verdicts.",
         ),
     ] = None,
+    watch: Annotated[
+        float | None,
+        typer.Option(
+            "--watch",
+            metavar="SECONDS",
+            parser=number("--watch", 1.0, 86_400.0),
+            help="Keep the report current while a sweep runs: check the databases every "
+            "SECONDS, build the report again when one changed; the page reloads itself. "
+            "Ctrl-C stops.",
+        ),
+    ] = None,
 ) -> None:
     """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
     (also PNG figures and CSV tables next to it). Noisy runs are left out and counted.
     --what-if adds predicted platforms beside the measured ones, never mixed into them."""
+    what = [what_if] if what_if is not None else None
+    if watch is not None:
+        return _watch(db or [DEFAULT_DB], out_dir, include_noisy, watch, what)
     with err.status("building report…") as status:
         rep = api.report(
             db or [DEFAULT_DB],
             out_dir,
             progress=lambda s: status.update(s + "…"),
             include_noisy=include_noisy,
-            what_if=[what_if] if what_if is not None else None,
+            what_if=what,
         )
     empty = sum(1 for s in rep.sections if s.empty)
     html, folder = escape(str(rep.html)), escape(str(rep.html.parent))
@@ -77,6 +93,28 @@ def report(
         f"Report: [bold]{html}[/] ({len(rep.sections) - empty} sections with data, "
         f"{len(rep.figures)} figures, {len(rep.tables)} CSV tables in {folder})"
     )
+
+
+def _watch(
+    dbs: list[str], out_dir: str, include_noisy: bool, every: float, what_if: list[str] | None
+) -> None:
+    """`report --watch`: build, then build again on each change, until Ctrl-C."""
+    import time
+
+    from paradnn.report.watch import watch
+
+    def build() -> Path:
+        return api.report(dbs, out_dir, include_noisy=include_noisy, what_if=what_if).html
+
+    def built(html: Path, n: int) -> None:
+        page = escape(str(html))
+        out.print(f"[{time.strftime('%H:%M:%S')}] report {n}: [bold]{page}[/] (reloads itself)")
+
+    out.print(f"Watching {escape(', '.join(dbs))} every {every:g} s; Ctrl-C stops.")
+    try:
+        watch(build, dbs, every, on_build=built)
+    except KeyboardInterrupt:
+        out.print("Stopped watching: the report is as of its last build (it no longer reloads).")
 
 
 # `compare` exit status when a gate compared fewer configs than asked (docs/report.md#compare):

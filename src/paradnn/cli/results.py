@@ -11,6 +11,7 @@ import typer
 from paradnn import api, tables
 from paradnn.cli.common import (
     LIMIT,
+    PRECISION,
     DbOpt,
     FamilyOpt,
     Format,
@@ -21,6 +22,7 @@ from paradnn.cli.common import (
     integer,
     out,
 )
+from paradnn.config import BACKENDS, DATA_SOURCES, MAX_PROCS, MAX_THREADS, MODES
 from paradnn.records import QUALITIES, STATUSES
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import INT64_MAX
@@ -88,9 +90,53 @@ def results(
             help="With --table op_profile: one run's profile.",
         ),
     ] = None,
+    precision: Annotated[
+        str | None,
+        typer.Option("--precision", "-p", parser=PRECISION, help="Only this precision."),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", parser=choice("--mode", MODES), help="Only this execution mode."),
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option("--backend", parser=choice("--backend", BACKENDS), help="Only this backend."),
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(
+            "--data", parser=choice("--data", DATA_SOURCES), help="Only this data source."
+        ),
+    ] = None,
+    procs: Annotated[
+        int | None,
+        typer.Option(
+            "--procs", parser=integer("--procs", 1, MAX_PROCS), help="Only runs of this many ranks."
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            parser=integer("--threads", 1, MAX_THREADS),
+            help="Only runs at this thread count.",
+        ),
+    ] = None,
+    attempt: Annotated[
+        int | None,
+        typer.Option(
+            "--attempt",
+            parser=integer("--attempt", 1, INT64_MAX),
+            help="Only this attempt of each config (1: the first measurement).",
+        ),
+    ] = None,
 ) -> None:
     """Show stored results: training runs (default), ceilings, op benchmarks, op profiles or
-    host profiles."""
+    host profiles.
+
+    The runs table shows the settings in which its rows differ (mode, threads, data, backend,
+    attempt, …) and names the ones they share above it; --mode, --backend, --data, --procs,
+    --threads, --attempt and --precision keep only the runs with that value."""
     if table != "runs":
         rows = api.side_table(table, db, run_id=run_id)
         rows = rows[:limit] if limit else rows
@@ -106,6 +152,15 @@ def results(
             sweep=sweep,
             quality=quality,
             limit=limit,
+            where={
+                "precision": precision,
+                "mode": mode,
+                "backend": backend,
+                "data_source": data,
+                "procs": procs,
+                "threads": threads,
+                "attempt": attempt,
+            },
         )
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))

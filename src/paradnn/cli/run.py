@@ -524,16 +524,12 @@ def _show_bench(rec: RunRecord, db: str, energy: bool) -> None:
     if rec.error:
         out.print(f"[bold]{rec.status}[/]: {escape(str(rec.error))}")
     elif rec.step_time_s is not None:
-        ci = (
-            f"95% CI {rec.step_time_ci_low_s * 1e3:.4g}–{rec.step_time_ci_high_s * 1e3:.4g} ms"
-            if rec.step_time_ci_low_s is not None
-            else "no CI: too few samples"
-        )
+        ci = tables.ci_text(tables.ci_half(row))
+        ci = f"{ci} (95% CI)" if ci else " (no CI: too few samples)"
         load = rec.others_cpu_frac
         out.print(
-            f"median {rec.step_time_s * 1e3:.4g} ms/step over {rec.n_samples} samples "
-            f"({ci}, "
-            f"{'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
+            f"median {rec.step_time_s * 1e3:.4g} ms/step{ci} over {rec.n_samples} samples "
+            f"({'converged' if rec.converged else 'stopped at ' + str(rec.stop_reason)}); "
             f"first step {rec.first_step_s * 1e3:.4g} ms; {rec.threads} threads; "
             f"quality {rec.quality}"
             + (f" (other processes {load:.0%} of the CPUs)" if load is not None else "")

@@ -193,12 +193,12 @@ def lines(res: Scaled) -> list[str]:
     out_lines = []
     for _, r in res.table.iterrows():
         ci = (
-            f" [{r.speedup_low:.2f}, {r.speedup_high:.2f}]"
-            if r.speedup_low is not None and not math.isnan(r.speedup_low)
+            tables.ci_text((r.speedup_high - r.speedup_low) / 2 / r.speedup) + " (95% CI)"
+            if r.speedup_low is not None and not math.isnan(r.speedup_low) and r.speedup
             else ""
         )
         out_lines.append(
-            f"N = {r.procs} ({r.strategy}, {r.scaling}): speedup {r.speedup:.2f}{ci}, "
+            f"N = {r.procs} ({r.strategy}, {r.scaling}): speedup {r.speedup:.2f}×{ci}, "
             f"efficiency {r.efficiency:.0%}, Karp–Flatt e = {r.karp_flatt:.3f}; step "
             f"{_ms(r.step_time_s)}, no_sync compute {_ms(r.compute_nosync_s)}, all-reduce of "
             f"{(r.allreduce_bytes or 0) / 1e6:.3g} MB {_ms(r.allreduce_s)} (busbw "
@@ -208,8 +208,8 @@ def lines(res: Scaled) -> list[str]:
         )
     for _, f in res.fits.iterrows():
         if f.serial_fraction is not None and not math.isnan(f.serial_fraction):
-            ci = (
-                f" [{f.ci_low:.3f}, {f.ci_high:.3f}]"
+            ci = (  # a fraction near 0: its CI's half-width as an absolute ±, not a percentage
+                f" ±{(f.ci_high - f.ci_low) / 2:.3f} (95% CI)"
                 if f.ci_low is not None and not math.isnan(f.ci_low)
                 else ""
             )

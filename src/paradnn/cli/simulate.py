@@ -96,6 +96,15 @@ PlatformOpt = Annotated[
     str | None,
     typer.Option("--platform", help="Platform id (`paradnn platforms`) or a chip .toml file."),
 ]
+StepPlatformOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--platform",
+        help="Platform id (`paradnn platforms`) or a chip .toml file; several, comma-separated "
+        "(tpu-v2,tpu-v3,v100-sxm2), give one table at one precision policy (-p on every "
+        "platform, else each one's default).",
+    ),
+]
 AssignmentsArg = Annotated[
     list[str] | None,
     typer.Argument(help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False),
@@ -150,6 +159,18 @@ ConcurrentOpt = Annotated[
     bool, typer.Option("--concurrent", help="Torus: drive all dimensions at once.")
 ]
 CsvOpt = Annotated[str | None, typer.Option("--csv", help="Also write the rows to this CSV file.")]
+MODELS = ("step", "roofline")  # paradnn.sim.curve.MODELS, without importing the simulator here
+PRECISION_POLICIES = ("16-bit",)  # paradnn.api.simulation.PRECISION_POLICIES
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        parser=choice("--model", MODELS),
+        help="step (default): the step-time model, term by term (kernels, overheads, "
+        "elementwise, optimizer, master weights, host, all-reduce), the one `fit` fits; "
+        "roofline: the bare roofline per op (the one --overlap and --concurrent apply to).",
+    ),
+]
 
 
 def _csv(path: str | None) -> None:
@@ -173,7 +194,7 @@ def step(
         typer.Argument(help="Model family (`paradnn families`), unless --preset is given."),
     ] = None,
     assignments: AssignmentsArg = None,
-    platform: PlatformOpt = None,
+    platform: StepPlatformOpt = None,
     preset: Annotated[
         str | None, typer.Option("--preset", help="Predict every run of a preset or sweep file.")
     ] = None,
@@ -213,14 +234,16 @@ def step(
             "loader workers): the input adds to the step instead of overlapping it.",
         ),
     ] = False,
-    model: Annotated[
-        str,
+    precision_policy: Annotated[
+        str | None,
         typer.Option(
-            "--model",
-            help="step: the step-time model, term by term (kernels, overheads, elementwise, "
-            "optimizer, master weights, host, all-reduce); roofline: the bare roofline per op.",
+            "--precision-policy",
+            parser=choice("--precision-policy", PRECISION_POLICIES),
+            help="16-bit: each platform's bf16, else fp16 (the papers' TPU-vs-GPU comparisons); "
+            "instead of -p.",
         ),
-    ] = "step",
+    ] = None,
+    model: ModelOpt = "step",
     host_profile: Annotated[
         str | None,
         typer.Option(
@@ -250,33 +273,41 @@ def step(
 
     _csv(csv_path)
     values = parse_assignments(assignments or [], what=f"{family} config")
-    rows = api.simulate(
-        _platform(platform),
-        family,
-        values,
-        preset=preset,
-        precision=precision,
-        optimizer=optimizer,
-        chips=chips,
-        topology=topology,
-        overlap=overlap,
-        concurrent=concurrent,
-        loader_rate=loader_rate,
-        loader_overlapped=not loader_serial,
-        model=model,
-        host_profile=host_profile,
-        db=db,
-    )
-    title = f"predicted on {platform} ({model} model): {len(rows)} configs"
+    names = _platforms(platform)
+    options: dict[str, Any] = {
+        "preset": preset,
+        "precision": precision,
+        "optimizer": optimizer,
+        "chips": chips,
+        "topology": topology,
+        "overlap": overlap,
+        "concurrent": concurrent,
+        "loader_rate": loader_rate,
+        "loader_overlapped": not loader_serial,
+        "model": model,
+        "host_profile": host_profile,
+        "db": db,
+    }
+    if len(names) == 1 and precision_policy is None:
+        rows = api.simulate(names[0], family, values, **options)
+        title = f"predicted on {names[0]} ({model} model): {len(rows)} configs"
+    else:
+        rows = api.simulate_platforms(names, family, values, policy=precision_policy, **options)
+        words = _const("paradnn.api.simulation", "precision_policy")
+        policy = words(precision, precision_policy)
+        title = f"predicted on {len(names)} platforms ({model} model; {policy}): {len(rows)} rows"
     used = next((r["host_profile"] for r in rows if r.get("host_profile")), None)
     if model == "step" and fmt is Format.table:
-        from paradnn.sim.render import STEP_DETAIL, breakdown_table
+        from paradnn.sim.render import STEP_DETAIL, breakdown_table, breakdowns_table
 
         hidden = (*STEP_DETAIL, "host_profile")
         narrow = [{k: v for k, v in r.items() if k not in hidden} for r in rows]
         emit(narrow, title, fmt, None)
-        if len(rows) == 1 and rows[0].get("predicted_step_s") is not None:
+        predicted = [r for r in rows if r.get("predicted_step_s") is not None]
+        if len(rows) == 1 and predicted:
             out.print(breakdown_table(rows[0]))
+        elif predicted and len(names) > 1 and len(rows) == len(names):  # a config, N chips
+            out.print(breakdowns_table(predicted))
         if used:
             out.print(escape(used))
         if csv_path:
@@ -285,6 +316,14 @@ def step(
     emit(rows, title, fmt, csv_path)
     if used and fmt is not Format.table:  # the rows carry it; a person reading stderr too
         print(used, file=sys.stderr)
+
+
+def _platforms(platform: str | None) -> list[str]:
+    """`--platform a,b,c`: the platforms, in order (one table over all of them)."""
+    names = [p.strip() for p in _platform(platform).split(",")]
+    if len(names) > 1 and not all(names):
+        raise ConfigError("--platform", platform, "a comma-separated list of platform ids or files")
+    return names if len(names) > 1 else [_platform(platform)]
 
 
 @app.command()
@@ -304,11 +343,13 @@ def scaling(
     optimizer: OptimizerOpt = None,
     overlap: OverlapOpt = 0.0,
     concurrent: ConcurrentOpt = False,
+    model: ModelOpt = "step",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
     """Predicted weak scaling of one config: step time, all-reduce and efficiency at 1, 2, 4 …
-    --max-chips chips, with the topology's bisection bandwidth."""
+    --max-chips chips, with the topology's bisection bandwidth. The step-time model by default,
+    so its 1-chip time is `simulate step`'s."""
     from paradnn.validate import parse_assignments
 
     _csv(csv_path)
@@ -322,8 +363,10 @@ def scaling(
         max_chips=max_chips,
         overlap=overlap,
         concurrent=concurrent,
+        model=model,
     )
-    emit(rows, f"predicted weak scaling of {family} on {platform}", fmt, csv_path)
+    title = f"predicted weak scaling of {family} on {platform} ({model} model)"
+    emit(rows, title, fmt, csv_path)
 
 
 @app.command("mxu-study")
@@ -368,13 +411,15 @@ def validate(
             "--platform", help="Predict every run on this chip (default: each device's own)."
         ),
     ] = None,
+    model: ModelOpt = "step",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
-    """Predict every ok run measured in --db and compare: error per run and per family."""
+    """Predict every ok run measured in --db and compare: error per run and per family (the
+    step-time model by default, the one `fit` fits)."""
     _csv(csv_path)
-    found = api.simulate_validate(db, platform)
-    title = f"predicted vs measured: {len(found.rows)} runs from {db}"
+    found = api.simulate_validate(db, platform, model=model)
+    title = f"predicted vs measured ({model} model): {len(found.rows)} runs from {db}"
     emit(found.rows, title, fmt, csv_path, found.summary)
 
 

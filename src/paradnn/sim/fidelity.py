@@ -31,6 +31,7 @@ from paradnn.records import Status
 from paradnn.sim import chip as chips
 from paradnn.sim.chip import Chip
 from paradnn.sim.model import KIND, predict
+from paradnn.sim.steptime import predict_step
 
 COLUMNS = (
     "family",
@@ -53,13 +54,18 @@ def _config(value: Any) -> dict[str, Any]:
 
 
 def predicted_vs_measured(
-    frame: pd.DataFrame, platform: Chip | str | Mapping[str, Chip]
+    frame: pd.DataFrame, platform: Chip | str | Mapping[str, Chip], model: str = "roofline"
 ) -> pd.DataFrame:
     """One row per ok run of ``frame`` (runs as `Store.frame()` returns them; of several
     attempts of a run key, the one paradnn.attempts.choose picks, if ok) whose device the chip
     describes. ``platform``: a `Chip` (used for every run), a database id or TOML path, or a
     mapping device_name → Chip.
-    Runs at a precision the chip has no peak for are left out."""
+    Runs at a precision the chip has no peak for are left out. ``model``: ``roofline``
+    (`model.predict`, the report's) or ``step`` (`steptime.predict_step`, what `simulate fit`
+    fits and `simulate validate` uses by default)."""
+    from paradnn.sim.curve import check_options
+
+    check_options(model)
     if isinstance(platform, str):
         platform = chips.load(platform)
     rows: list[dict[str, Any]] = []
@@ -74,7 +80,11 @@ def predicted_vs_measured(
         if chip.platform.peak(r["precision"]) is None:
             continue
         cfg = _config(r["config"])
-        p = predict(r["family"], cfg, chip, r["precision"], optimizer=r.get("optimizer", "rmsprop"))
+        opt = r.get("optimizer") or "rmsprop"
+        if model == "step":
+            p = predict_step(r["family"], cfg, chip, r["precision"], optimizer=opt)
+        else:
+            p = predict(r["family"], cfg, chip, r["precision"], optimizer=opt)
         measured = float(r["step_time_s"])
         rows.append(
             {
@@ -166,10 +176,12 @@ def validate_frame(
     platform: str | None = None,
     *,
     db: str | None = None,
+    model: str = "roofline",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, per-family summary) for every ok run of ``frame`` (`Store.frame()`, with
     the store's ``ceilings`` rows; the caller reads the store, ``db`` names it in errors).
-    ``platform`` forces one chip for all runs; by default each device gets `device_chips`."""
+    ``platform`` forces one chip for all runs; by default each device gets `device_chips`.
+    ``model``: as `predicted_vs_measured`."""
     if frame.empty:
         shown = ABSENT if db is None else db
         raise ConfigError("--db", shown, "holds no runs: run `paradnn run --db ...` first")
@@ -184,5 +196,5 @@ def validate_frame(
             f"no chip describes its devices ({names}): run `paradnn calibrate --db {db}` on "
             "that machine, or pass --platform",
         )
-    df = predicted_vs_measured(frame, target)
+    df = predicted_vs_measured(frame, target, model)
     return df, summary(df)

@@ -55,7 +55,7 @@ SHARES = (
     "efficiency",
 )
 # In CSV and JSON, not in the table (it would not fit a terminal).
-HIDDEN = ("kind", "origin", "basis", "flops_per_chip", "step_lower_s", "examples_per_s")
+HIDDEN = ("kind", "origin", "basis", "flops_per_chip", "step_lower_s", "examples_per_s", "model")
 # The step-time model's rows: its terms go to `breakdown_table`, not to the wide table.
 STEP_DETAIL = (
     "step_upper_s",
@@ -104,16 +104,16 @@ TERMS = (
 )
 
 
-# The table's header for a field; a field not named here gets its own name with `_` as spaces,
-# `*_bytes_per_s` in GB/s and `*_s` in ms (`header`).
+# The table's name for a field; a field not named here gets its own name with `_` as spaces.
+# Either way the header ends with the field's unit in brackets (`unit`): `predicted step (ms)`.
 HEADERS = {
-    "predicted_step_s": "step ms",
-    "step_upper_s": "upper ms",
-    "exposed_comm_s": "exposed ms",
-    "allreduce_s": "all-reduce ms",
-    "measured_s": "measured ms",
-    "predicted_s": "predicted ms",
-    "calibrated_s": "calibrated ms",
+    "predicted_step_s": "predicted step",
+    "step_upper_s": "upper bound",
+    "exposed_comm_s": "exposed comm",
+    "allreduce_s": "all-reduce",
+    "measured_s": "measured",
+    "predicted_s": "predicted",
+    "calibrated_s": "calibrated",
     "utilization": "util",
     "bottleneck": "bound",
     "mem_fits": "fits",
@@ -121,20 +121,35 @@ HEADERS = {
     "ape_calibrated": "error calibrated",
     "mdape": "median error",
     "mdape_calibrated": "median error calibrated",
-    "bisection_bytes_per_s": "bisection GB/s",
     "precision": "prec",
 }
+# A field's unit from the end of its name, as the table shows it: (suffix, unit, factor).
+UNITS = (("bytes_per_s", "GB/s", 1e-9), ("_per_s", "/s", 1.0), ("_s", "ms", 1e3))
+
+
+def unit(col: str) -> tuple[str, float] | None:
+    """The unit a field is shown in and the factor from its SI value (seconds → ms, B/s →
+    GB/s); None for a field without one."""
+    for suffix, name, factor in UNITS:
+        if col.endswith(suffix):
+            return (name, factor) if name != "/s" else None
+    return None
+
+
+def name(col: str) -> str:
+    """The field's name without its unit: `gemm_compute_s` → `gemm compute`."""
+    if col in HEADERS:
+        return HEADERS[col]
+    for suffix, _, _ in UNITS:
+        if col.endswith(suffix) and unit(col) is not None:
+            return col.removesuffix(suffix).rstrip("_").replace("_", " ")
+    return col.replace("_", " ")
 
 
 def header(col: str) -> str:
-    """The column's header, with its unit: `compute_s` → `compute ms`."""
-    if col in HEADERS:
-        return HEADERS[col]
-    if col.endswith("bytes_per_s"):
-        return col.removesuffix("bytes_per_s").rstrip("_").replace("_", " ") + " GB/s"
-    if col.endswith("_s") and not col.endswith("_per_s"):
-        return col.removesuffix("_s").replace("_", " ") + " ms"
-    return col.replace("_", " ")
+    """The column's header, with its unit: `compute_s` → `compute (ms)`."""
+    u = unit(col)
+    return name(col) + (f" ({u[0]})" if u else "")
 
 
 def _cell(col: str, v: Any) -> str:
@@ -147,11 +162,8 @@ def _cell(col: str, v: Any) -> str:
     if isinstance(v, float):
         if col in SHARES or ("×" in col and "/" not in col):
             return f"{100 * v:.1f}%"
-        if col.endswith("bytes_per_s"):
-            return f"{v / 1e9:.4g}"
-        if col.endswith("_s") and not col.endswith("_per_s"):
-            return f"{v * 1e3:.4g}"  # milliseconds: the header says `ms`
-        return f"{v:.4g}"
+        u = unit(col)
+        return f"{v * u[1]:.4g}" if u else f"{v:.4g}"  # in the header's unit
     if col == "config" and isinstance(v, str) and v.startswith("{"):
         return _cell(col, json.loads(v))
     return str(v)
@@ -238,14 +250,15 @@ def breakdown_table(row: dict[str, Any]) -> Table:
         header_style="bold",
         title_justify="left",
     )
-    for c in ("term", "time", "share", "what"):
-        t.add_column(c)
+    for c, just in (("term", "left"), ("time (ms)", "right"), ("share of step", "right")):
+        t.add_column(c, justify=just)
+    t.add_column("what")
     for key, what in TERMS:
         v = row.get(key)
         if v is None:
             continue
         share = f"{100 * v / step:.1f}%" if step else "—"
-        t.add_row(key, _cell(key, float(v)), share, what)
+        t.add_row(name(key), _cell(key, float(v)), share, what)
     extra = [
         f"{row.get('kernels', 0):.0f} kernels",
         f"{row.get('fast_conv_ops', 0)} GEMMs by Winograd",
@@ -260,4 +273,29 @@ def breakdown_table(row: dict[str, Any]) -> Table:
             f"{row.get('optimizer_impl')}, precision policy {row.get('policy')}",
         )
     t.caption = "prediction; " + "; ".join(extra)
+    return t
+
+
+def breakdowns_table(rows: Sequence[dict[str, Any]]) -> Table:
+    """One config's step-time prediction on several platforms, term by term: a time column per
+    platform (ms), the terms no platform has left out."""
+    first = rows[0]
+    t = Table(
+        title=f"step-time breakdown: {first.get('family')} {_cell('config', first.get('config'))}"
+        f" ({first.get('chips')} chip(s))",
+        header_style="bold",
+        title_justify="left",
+    )
+    t.add_column("term")
+    for r in rows:
+        t.add_column(f"{r.get('platform')} {r.get('precision')} (ms)", justify="right")
+    t.add_column("what")
+    for key, what in TERMS:
+        values = [r.get(key) for r in rows]
+        if all(v is None for v in values):
+            continue
+        t.add_row(name(key), *(_cell(key, None if v is None else float(v)) for v in values), what)
+    t.caption = "prediction; parameters: " + "; ".join(
+        f"{r.get('platform')}: {r.get('params_source')}" for r in rows if r.get("params_source")
+    )
     return t
