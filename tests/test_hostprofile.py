@@ -212,7 +212,9 @@ def test_a_row_round_trips_through_the_store_into_a_host_profile(row):
 def test_an_older_database_gains_the_table_and_keeps_its_rows(tmp_path):
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
-    conn.executescript("".join(MIGRATIONS[:10]) + "\nPRAGMA user_version = 10;")  # before host_profile
+    conn.executescript(
+        "".join(MIGRATIONS[:10]) + "\nPRAGMA user_version = 10;"
+    )  # before host_profile
     conn.execute(
         "INSERT INTO ceilings (device, device_name, fingerprint, kind, value, unit, "
         "measured_at) VALUES ('cpu', 'Old', 'f', 'copy', 1e9, 'B/s', '2026-01-01')"

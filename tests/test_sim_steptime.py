@@ -316,11 +316,11 @@ def test_winograd_traffic_is_four_times_the_maps_read_and_written():
 def test_an_optimizer_the_simulator_does_not_know_is_one_line():
     from paradnn.optimizers import OPTIMIZERS
 
-    assert set(st.OPTIMIZER_KERNELS) == set(OPTIMIZERS)
+    assert all(st.optimizer_kernels(o) >= 1 for o in OPTIMIZERS)  # every known one is priced
     c = chips.load("v100-sxm2")
     with pytest.raises(ConfigError) as e:
-        st.predict_step("fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "fp32", optimizer="adam")
-    assert str(e.value) == "--optimizer = 'adam': must be one of " + ", ".join(OPTIMIZERS)
+        st.predict_step("fc", {"layers": 1, "nodes": 16, "batch": 6}, c, "fp32", optimizer="lamb")
+    assert str(e.value) == "--optimizer = 'lamb': must be one of " + ", ".join(OPTIMIZERS)
 
 
 def test_two_chips_already_reduce_over_the_links():

@@ -87,7 +87,7 @@ TERMS = (
     ("gemm_s", "GEMMs: Σ max(compute at shape/precision efficiency, memory at achieved BW)"),
     ("gemm_compute_s", "  of which compute (Σ over GEMMs)"),
     ("gemm_memory_s", "  of which memory traffic (Σ over GEMMs)"),
-    ("overhead_s", "per-kernel device cost: kernels × kernel_overhead_s"),
+    ("overhead_s", "per-kernel device cost: kernels × the cost per kernel"),
     ("elementwise_s", "elementwise traffic (bias, activation, normalisation)"),
     ("optimizer_s", "optimizer traffic (weights, gradients, state)"),
     ("master_weights_s", "fp32 master weights under a low precision (casts)"),
@@ -266,10 +266,12 @@ def breakdown_table(row: dict[str, Any]) -> Table:
         f"parameters: {row.get('params_source')}",
     ]
     if row.get("timeline_bound") is not None:
+        hp = str(row.get("host_profile"))
+        hp = hp if hp.startswith("host profile") else f"host profile {hp}"
         extra.insert(
             0,
             f"timelines: {row.get('timeline_bound')}-bound, {row.get('host_waits', 0)} host "
-            f"wait(s), host profile {row.get('host_profile')}, optimizer "
+            f"wait(s), {hp}, optimizer "
             f"{row.get('optimizer_impl')}, precision policy {row.get('policy')}",
         )
     t.caption = "prediction; " + "; ".join(extra)
