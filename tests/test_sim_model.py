@@ -307,10 +307,11 @@ def test_every_registered_family_can_be_predicted():
 
 def test_report_entry_point_reads_analysis_data(tmp_path):
     from paradnn.analysis import frames
-    from paradnn.sim.fidelity import predicted_vs_measured_data
+    from paradnn.sim.fidelity import validate_data
 
     data = frames.load([make_db(tmp_path / "r.db")])
-    df = predicted_vs_measured_data(data)
+    df, summary = validate_data(data)
+    assert (summary["model"] == "step").all() and (df["model"] == "step").all()
     assert len(df) == 4 and (df["kind"] == "prediction").all()
     assert {"family", "measured_s", "predicted_s", "ape"} <= set(df.columns)
 
@@ -335,15 +336,16 @@ def test_a_remeasured_config_counts_once_with_its_latest_attempt():
 def test_report_entry_point_without_ceilings_uses_the_datasheet_and_without_runs_is_empty():
     from types import SimpleNamespace
 
-    from paradnn.sim.fidelity import COLUMNS, predicted_vs_measured_data
+    from paradnn.sim.fidelity import validate_data
 
     runs = _frame().assign(device_name="Tesla V100-SXM2-16GB")  # a datasheet entry matches
-    df = predicted_vs_measured_data(SimpleNamespace(runs=runs, ceilings=None))
+    df, _ = validate_data(SimpleNamespace(runs=runs, ceilings=None))
     assert len(df) == 4 and (df["device_name"] == "Tesla V100-SXM2-16GB").all()
     want = predicted_vs_measured(runs, sim_chip.load("v100-sxm2"))
     assert df["predicted_s"].tolist() == pytest.approx(want["predicted_s"].tolist())
-    none = predicted_vs_measured_data(SimpleNamespace(runs=None, ceilings=None))
-    assert none.empty and list(none.columns) == list(COLUMNS)
+    assert validate_data(SimpleNamespace(runs=None, ceilings=None)) is None
+    unknown = runs.assign(device_name="no such device")
+    assert validate_data(SimpleNamespace(runs=unknown, ceilings=None)) is None
 
 
 def test_a_chip_file_fp16_peak_must_match_its_arrays_and_clock(tmp_path):
