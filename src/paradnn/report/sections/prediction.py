@@ -36,7 +36,7 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
         f"Model: the {name} (`paradnn simulate validate` prints these numbers for the same "
         f"database; `--model roofline` there for the roofline). Chips: "
         + "; ".join(sorted(set(df["basis"])))
-        + ". Host profile: "
+        + ". "
         + "; ".join(sorted(set(df["host_profile"].dropna().astype(str))))
         + ". Errors are |predicted − measured| ÷ measured step time."
     )
