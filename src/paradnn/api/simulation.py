@@ -113,7 +113,7 @@ def simulate(
         chip.peak(precision)
         specs = [RunSpec(family, dict(cfg.__dict__), precision, optimizer or "rmsprop")]
     found = []
-    band = _band(chip, model)
+    band = {"model": model, **_band(chip, model)}
     for spec in specs:
         if chip.platform.peak(spec.precision) is None:
             found.append(
@@ -125,6 +125,7 @@ def simulate(
                     "precision": spec.precision,
                     "predicted_step_s": None,
                     "reason": f"{chip.id} has no dense {spec.precision} peak",
+                    **band,
                 }
             )
             continue
