@@ -36,8 +36,10 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
         f"Model: the {name} (`paradnn simulate validate` prints these numbers for the same "
         f"database; `--model roofline` there for the roofline). Chips: "
         + "; ".join(sorted(set(df["basis"])))
-        + ". "
-        + "; ".join(sorted(set(df["host_profile"].dropna().astype(str))))
+        + ". Host profile: "
+        + "; ".join(
+            sorted({str(h).removeprefix("host profile: ") for h in df["host_profile"].dropna()})
+        )
         + ". Errors are |predicted − measured| ÷ measured step time."
     )
     s.figures.append(
