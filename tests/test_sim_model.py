@@ -403,3 +403,48 @@ def test_a_measured_chip_is_dated_by_its_newest_ceiling():
     c = sim_chip.from_ceilings(rows, CPU)
     assert c.origin == f"measured ceilings ({CPU}, 2026-03-05)"
     assert c.platform.sources["calibrate"] == f"paradnn calibrate on {CPU}, 2026-03-05"
+
+
+# -- the host profile and the runs validate uses (sim/fidelity.py; issue 41) -----------------
+
+PROFILE = {"id": 7, "hostname": "box", "device_type": "cpu", "forward_op_s": 40e-6,
+           "autograd_node_s": 60e-6, "optimizer_loop_s": 9e-6, "optimizer_step_s": 80e-6,
+           "sync_s": 0.0, "measured_at": "2026-11-20", "status": "ok"}  # fmt: skip
+
+
+def test_a_run_is_predicted_with_the_profile_stored_for_its_own_host():
+    from paradnn.sim.fidelity import host_for
+
+    p, words = host_for([PROFILE], "box", "cpu")
+    assert p.source == "measured" and p.forward_op_s == 40e-6
+    assert "host_profile row 7 of box" in words
+    other, words = host_for([PROFILE], "elsewhere", "cpu")  # another host's: the defaults
+    assert other.source == "defaults" and "assumed defaults" in words
+    assert host_for([], "", "cpu")[0].source == "defaults"
+    gpu = {**PROFILE, "id": 8, "device_type": "cuda", "kernel_launch_s": 6e-6,
+           "measured_at": "2026-11-01"}  # fmt: skip
+    p, words = host_for([PROFILE, gpu], "box", "cuda")  # the one that timed its launches
+    assert p.kernel_launch_s == 6e-6 and "row 8" in words
+    p, _ = host_for([PROFILE], "box", "cuda")  # a CPU profile lends a GPU its host costs
+    assert p.forward_op_s == 40e-6 and p.kernel_launch_s is not None
+
+
+def test_a_damaged_profile_row_falls_back_to_the_defaults_and_says_why():
+    from paradnn.sim.fidelity import host_for
+
+    p, words = host_for([{**PROFILE, "forward_op_s": -1.0}], "box", "cpu")
+    assert p.source == "defaults" and "host_profile row 7 of box not used" in words
+
+
+def test_validate_uses_the_stored_profile_and_leaves_noisy_runs_out_unless_asked():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    frame = _frame().iloc[:4].assign(hostname="box", run_key=["a", "b", "c", "d"])
+    plain = predicted_vs_measured(frame, chip)
+    mine = predicted_vs_measured(frame, chip, host_profiles=[PROFILE])
+    assert (mine["host_profile"].str.contains("row 7 of box")).all()
+    assert (mine["predicted_s"] > plain["predicted_s"]).all()  # 40 µs per op, not the default
+    noisy = frame.assign(quality=["good", "noisy", "good", "good"])
+    assert len(predicted_vs_measured(noisy, chip)) == 3
+    assert len(predicted_vs_measured(noisy, chip, include_noisy=True)) == 4
+    roof = predicted_vs_measured(frame, chip, "roofline", host_profiles=[PROFILE])
+    assert (roof["model"] == "roofline").all() and roof["host_profile"].isna().all()

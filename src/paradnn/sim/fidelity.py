@@ -143,8 +143,15 @@ def host_for(
 ) -> tuple[hp.HostProfile, str]:
     """The host profile a measured run is predicted with, and one line saying which: the
     newest ok profile `paradnn calibrate` stored for the host that measured it (``profiles``:
-    the store's `host_profile` rows; ``device``: cpu or cuda), else the assumed defaults."""
-    row = hp.newest_for(list(profiles), hostname) if hostname else None
+    the store's `host_profile` rows; ``device``: cpu or cuda; one measured on that kind of
+    device first, else one measured on its CPU, lent launch and sync defaults), else the
+    assumed defaults."""
+    same = [r for r in profiles if r.get("device_type") == device]  # its launches timed
+    row = (
+        (hp.newest_for(same, hostname) or hp.newest_for(list(profiles), hostname))
+        if hostname
+        else None
+    )
     if row is None:
         p = hp.default(device)
         return p, hp.describe(p)
