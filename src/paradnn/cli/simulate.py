@@ -438,9 +438,8 @@ def validate(
     title = f"predicted vs measured ({model} model): {len(found.rows)} runs from {db}"
     emit(found.rows, title, fmt, csv_path, found.summary)
     if fmt is Format.table:
-        for used in dict.fromkeys(str(r["host_profile"]) for r in found.rows):
-            if used != "None":
-                out.print(escape(used))
+        for used in dict.fromkeys(r["host_profile"] for r in found.rows if r.get("host_profile")):
+            out.print(escape(str(used)))  # which host profile (the step model's rows name it)
 
 
 @app.command()
