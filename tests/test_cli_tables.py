@@ -224,10 +224,15 @@ def test_validate_uses_the_step_model_by_default(tmp_path, capsys):
     assert [r["predicted_s"] for r in step["rows"]] != [r["predicted_s"] for r in roof["rows"]]
     from paradnn.sim import fidelity
 
-    # the library's default stays the roofline (the report's prediction section reads it)
+    # the library, the CLI and the report share one default: the step model (issue 41)
     again = api.simulate_validate(db, model="roofline").rows
     assert [r["predicted_s"] for r in again] == [r["predicted_s"] for r in roof["rows"]]
-    assert fidelity.validate_frame.__kwdefaults__["model"] == "roofline"
+    assert fidelity.validate_frame.__kwdefaults__["model"] == "step"
+    assert [r["predicted_s"] for r in api.simulate_validate(db).rows] == [
+        r["predicted_s"] for r in step["rows"]
+    ]
+    assert {r["model"] for r in step["rows"]} == {"step"}
+    assert {r["model"] for r in roof["summary"]} == {"roofline"}
     code, out, _ = run_cli(capsys, "simulate", "validate", "--db", db)
     assert code == 0 and "(step model)" in out
     code, _, err = run_cli(capsys, "simulate", "validate", "--db", db, "--model", "rooflin")

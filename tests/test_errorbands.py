@@ -33,7 +33,8 @@ def test_a_validated_kind_has_its_p90_as_band_and_says_where_it_came_from(tmp_pa
     g = bands.of("gpu")
     assert g.known and g.p90 == 0.25 and g.mdape == 0.11 and g.n == 412
     assert g.throughput(100.0) == pytest.approx((75.0, 125.0))
-    assert "±25%" in g.label() and "412" in g.label() and "public A100" in g.label()
+    assert "±25.0%" in g.label() and "412" in g.label() and "public A100" in g.label()
+    assert g.short() == "gpu: ±25.0% (p90; median 11.0%, n = 412)"
     assert bands.generated_at == "2026-11-26T00:00:00Z"
 
 
@@ -47,7 +48,7 @@ def test_a_kind_the_file_lacks_is_not_validated_and_has_no_interval(tmp_path):
     assert not cpu.known and cpu.p90 is None
     assert cpu.reason.startswith(EB.NOT_VALIDATED) and "'cpu'" in cpu.reason
     assert all(math.isnan(v) for v in cpu.throughput(5.0))
-    assert "not validated" in cpu.label()
+    assert "not validated" in cpu.label() and cpu.short() == "cpu: not validated"
 
 
 @pytest.mark.parametrize(
@@ -78,3 +79,16 @@ def test_an_unusable_p90_is_not_a_band(tmp_path, p90):
 
 def test_the_default_path_is_beside_the_module():
     assert EB.PATH.name == "error_bands.json" and EB.PATH.parent.name == "sim"
+
+
+def test_a_band_is_printed_from_its_fraction_once_as_a_percentage(tmp_path):
+    """The stored figures are fractions (0.614 = 61.4 %): every wording of a band reads them
+    through `units.error`/`units.band`, never as percents already (issue 41: '1 %' for 0.614)."""
+    doc = {"schema": 1, "bands": {"tpu": {"mdape": 0.614, "p90": 0.813, "n": 14}}}
+    bands = EB.read(_write(tmp_path, doc))
+    assert bands.short(["tpu", "cpu", "tpu"]) == (
+        "tpu: ±81.3% (p90; median 61.4%, n = 14); cpu: not validated"
+    )
+    assert (
+        bands.of("tpu").label() == "tpu model error band ±81.3% (p90 of 14 validated predictions)"
+    )

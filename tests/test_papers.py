@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import json
 import re
 
 import pytest
@@ -147,21 +148,30 @@ def test_measured_here_predicted_and_cannot_compute_rows_are_marked():
     assert infeed.paradnn.value is None and infeed.paradnn.source == "cannot compute"
     assert infeed.paradnn.basis == "no host model" and infeed.ratio is None
     recs = {r["claim"]: r for r in papers.rows_frame_records(rows)}
-    assert (
-        recs["util-tpu"]["error band"] in ("tpu: not validated",)
-        or "MdAPE" in (recs["util-tpu"]["error band"])
-    )
+    assert recs["util-tpu"]["error band"] == papers.band_text(["tpu"])
+    assert recs["util-tpu"]["error band"].startswith("tpu: ")
     assert recs["util-cpu"]["error band"] == ""  # a measured number carries no model band
     assert "predicted for the paper's platform" in recs["util-cpu"]["basis"]
 
 
-def test_error_bands_are_read_per_device_kind(monkeypatch):
-    monkeypatch.setattr(
-        papers, "error_bands", lambda: {"gpu": {"mdape": 12.3, "p90": 40.0, "n": 86}}
-    )
-    text = papers.band_text(["gpu", "tpu"])
-    assert text == "gpu: MdAPE 12 %, p90 40 %, n = 86; tpu: not validated"
+def test_error_bands_are_read_per_device_kind_as_fractions(tmp_path):
+    from paradnn.sim import errorbands
+
+    path = tmp_path / "error_bands.json"
+    bands = {"gpu": {"mdape": 0.123, "p90": 0.40, "n": 86}}
+    path.write_text(json.dumps({"schema": 1, "bands": bands}), encoding="utf-8")
+    text = papers.band_text(["gpu", "tpu"], errorbands.read(path))
+    assert text == "gpu: ±40.0% (p90; median 12.3%, n = 86); tpu: not validated"
     assert papers.band_text([]) == ""
+
+
+def test_the_shipped_bands_are_printed_as_the_file_holds_them():
+    """The report's papers section once printed 0.614 as '1 %': the default reader is the
+    shipped file, and its fractions come out ×100."""
+    from paradnn.sim import errorbands
+
+    tpu = errorbands.read().of("tpu")
+    assert tpu.known and f"±{100 * tpu.p90:.1f}%" in papers.band_text(["tpu"])
 
 
 def test_measured_throughput_matches_config_device_and_precision():

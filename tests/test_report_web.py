@@ -146,6 +146,33 @@ def test_key_results_list_decided_verdicts_utilization_extremes_and_clear_speedu
     assert sp.href == "#t-speedup-precision-bf16-over-fp32"
 
 
+def test_a_predicted_speedup_names_both_platforms_and_calls_its_interval_a_band():
+    """Issue 41: 'Predicted (measured vs predicted): faster — 12.3× … 95% CI 2.29–22.4×' named
+    neither platform and called the model's error band a 95% CI."""
+    summary = pd.DataFrame(
+        {
+            "family": ["cnn", "all"],
+            "n": [24, 24],
+            "geomean": [12.3, 12.3],
+            "geomean_band_low": [2.29, 2.29],
+            "geomean_band_high": [22.4, 22.4],
+            "geomean_call": ["faster", "faster"],
+            "predicted": ["yes", "yes"],
+            "basis": ["predicted vs predicted"] * 2,
+            "pair": ["tpu-v2 (predicted) over v100-sxm2 (predicted)"] * 2,
+        }
+    )
+    caption = "Predicted (predicted vs predicted): tpu-v2 (predicted) over v100-sxm2 (predicted)"
+    frames = {"whatif-tpu-v2 (predicted)-over-v100-sxm2 (predicted)": Frame(summary, caption)}
+    (line,) = keyresults.lines(_W(frames), pd.DataFrame())
+    assert line.words == "tpu-v2 (predicted) over v100-sxm2 (predicted): faster"
+    assert line.stat == (
+        "12.3× geometric mean (model error band 2.29–22.4×; predicted vs predicted), "
+        "24 matched configs"
+    )
+    assert "CI" not in line.stat and line.tone == "faster"
+
+
 def test_log_axes_get_a_few_round_ticks_written_as_the_report_writes_numbers():
     """plotly labels a short log range with bare digits (8, 9, 1×) that run into each other;
     the report gives log axes their own 1-2-5 ticks, at most 8."""

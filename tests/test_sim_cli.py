@@ -223,7 +223,7 @@ def test_table_headers_carry_units_and_never_wrap_inside_a_word():
     assert header("compute_s") == "compute (ms)"
     assert header("bisection_bytes_per_s") == "bisection (GB/s)"
     assert header("examples_per_s") == "examples per s"  # a rate without a unit map: as named
-    rows = api.simulate("h100-sxm", "cnn", {"batch": 64}, chips=8)
+    rows = api.simulate("h100-sxm", "cnn", {"batch": 64}, chips=8, model="roofline")
     step_ms = rows[0]["predicted_step_s"] * 1e3
     for width in (160, 100, 80):
         console = Console(width=width, record=True)

@@ -263,7 +263,7 @@ def test_a_prediction_row_names_its_bound():
     h100 = C.load("h100-sxm")
     run = {"family": "fc", "config": FC, "precision": "fp32", "optimizer": "rmsprop",
            "status": "ok", "step_time_s": 0.01, "device_name": "x"}  # fmt: skip
-    df = predicted_vs_measured(pd.DataFrame([run]), h100)
+    df = predicted_vs_measured(pd.DataFrame([run]), h100, "roofline")
     # FC on an H100: 1.9 µs of GEMM compute against 10 µs of memory time
     assert df["bound"].tolist() == ["memory"]
     assert model.predict("fc", FC, h100, "fp32").bottleneck == "memory"
@@ -359,7 +359,7 @@ def test_a_measured_runs_optimizer_sets_its_prediction():
     h100 = C.load("h100-sxm")
     run = {"family": "fc", "config": FC, "precision": "fp32", "optimizer": "sgd",
            "status": "ok", "step_time_s": 0.01, "device_name": "x"}  # fmt: skip
-    df = predicted_vs_measured(pd.DataFrame([run]), h100)
+    df = predicted_vs_measured(pd.DataFrame([run]), h100, "roofline")
     rmsprop = model.predict("fc", FC, h100, "fp32").predicted_step_s
     # SGD moves 3 fp32 words per parameter, RMSProp 7: 4 × 4 B × 835 048 params at 3.35 TB/s
     saved = 4 * 4 * 835_048 / 3.35e12

@@ -307,10 +307,11 @@ def test_every_registered_family_can_be_predicted():
 
 def test_report_entry_point_reads_analysis_data(tmp_path):
     from paradnn.analysis import frames
-    from paradnn.sim.fidelity import predicted_vs_measured_data
+    from paradnn.sim.fidelity import validate_data
 
     data = frames.load([make_db(tmp_path / "r.db")])
-    df = predicted_vs_measured_data(data)
+    df, summary = validate_data(data)
+    assert (summary["model"] == "step").all() and (df["model"] == "step").all()
     assert len(df) == 4 and (df["kind"] == "prediction").all()
     assert {"family", "measured_s", "predicted_s", "ape"} <= set(df.columns)
 
@@ -335,15 +336,16 @@ def test_a_remeasured_config_counts_once_with_its_latest_attempt():
 def test_report_entry_point_without_ceilings_uses_the_datasheet_and_without_runs_is_empty():
     from types import SimpleNamespace
 
-    from paradnn.sim.fidelity import COLUMNS, predicted_vs_measured_data
+    from paradnn.sim.fidelity import validate_data
 
     runs = _frame().assign(device_name="Tesla V100-SXM2-16GB")  # a datasheet entry matches
-    df = predicted_vs_measured_data(SimpleNamespace(runs=runs, ceilings=None))
+    df, _ = validate_data(SimpleNamespace(runs=runs, ceilings=None))
     assert len(df) == 4 and (df["device_name"] == "Tesla V100-SXM2-16GB").all()
     want = predicted_vs_measured(runs, sim_chip.load("v100-sxm2"))
     assert df["predicted_s"].tolist() == pytest.approx(want["predicted_s"].tolist())
-    none = predicted_vs_measured_data(SimpleNamespace(runs=None, ceilings=None))
-    assert none.empty and list(none.columns) == list(COLUMNS)
+    assert validate_data(SimpleNamespace(runs=None, ceilings=None)) is None
+    unknown = runs.assign(device_name="no such device")
+    assert validate_data(SimpleNamespace(runs=unknown, ceilings=None)) is None
 
 
 def test_a_chip_file_fp16_peak_must_match_its_arrays_and_clock(tmp_path):
@@ -401,3 +403,48 @@ def test_a_measured_chip_is_dated_by_its_newest_ceiling():
     c = sim_chip.from_ceilings(rows, CPU)
     assert c.origin == f"measured ceilings ({CPU}, 2026-03-05)"
     assert c.platform.sources["calibrate"] == f"paradnn calibrate on {CPU}, 2026-03-05"
+
+
+# -- the host profile and the runs validate uses (sim/fidelity.py; issue 41) -----------------
+
+PROFILE = {"id": 7, "hostname": "box", "device_type": "cpu", "forward_op_s": 40e-6,
+           "autograd_node_s": 60e-6, "optimizer_loop_s": 9e-6, "optimizer_step_s": 80e-6,
+           "sync_s": 0.0, "measured_at": "2026-11-20", "status": "ok"}  # fmt: skip
+
+
+def test_a_run_is_predicted_with_the_profile_stored_for_its_own_host():
+    from paradnn.sim.fidelity import host_for
+
+    p, words = host_for([PROFILE], "box", "cpu")
+    assert p.source == "measured" and p.forward_op_s == 40e-6
+    assert "host_profile row 7 of box" in words
+    other, words = host_for([PROFILE], "elsewhere", "cpu")  # another host's: the defaults
+    assert other.source == "defaults" and "assumed defaults" in words
+    assert host_for([], "", "cpu")[0].source == "defaults"
+    gpu = {**PROFILE, "id": 8, "device_type": "cuda", "kernel_launch_s": 6e-6,
+           "measured_at": "2026-11-01"}  # fmt: skip
+    p, words = host_for([PROFILE, gpu], "box", "cuda")  # the one that timed its launches
+    assert p.kernel_launch_s == 6e-6 and "row 8" in words
+    p, _ = host_for([PROFILE], "box", "cuda")  # a CPU profile lends a GPU its host costs
+    assert p.forward_op_s == 40e-6 and p.kernel_launch_s is not None
+
+
+def test_a_damaged_profile_row_falls_back_to_the_defaults_and_says_why():
+    from paradnn.sim.fidelity import host_for
+
+    p, words = host_for([{**PROFILE, "forward_op_s": -1.0}], "box", "cpu")
+    assert p.source == "defaults" and "host_profile row 7 of box not used" in words
+
+
+def test_validate_uses_the_stored_profile_and_leaves_noisy_runs_out_unless_asked():
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    frame = _frame().iloc[:4].assign(hostname="box", run_key=["a", "b", "c", "d"])
+    plain = predicted_vs_measured(frame, chip)
+    mine = predicted_vs_measured(frame, chip, host_profiles=[PROFILE])
+    assert (mine["host_profile"].str.contains("row 7 of box")).all()
+    assert (mine["predicted_s"] > plain["predicted_s"]).all()  # 40 µs per op, not the default
+    noisy = frame.assign(quality=["good", "noisy", "good", "good"])
+    assert len(predicted_vs_measured(noisy, chip)) == 3
+    assert len(predicted_vs_measured(noisy, chip, include_noisy=True)) == 4
+    roof = predicted_vs_measured(frame, chip, "roofline", host_profiles=[PROFILE])
+    assert (roof["model"] == "roofline").all() and roof["host_profile"].isna().all()

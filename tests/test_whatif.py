@@ -197,7 +197,7 @@ def test_observation_8_gets_a_predicted_verdict_with_its_band():
     f = _finding(W.evaluate(data), "fc-size-platform")
     assert f.verdict == F.HOLDS and f.basis == W.PREDICTED_VS_PREDICTED
     assert f.evidence.startswith("predicted (predicted vs predicted")
-    assert "±5%" in f.evidence and "error band" in f.rule
+    assert "±5.0%" in f.evidence and "error band" in f.rule
     measured = _finding(A.evaluate(_measured(), include_noisy=True), "fc-size-platform")
     assert measured.verdict == F.UNTESTABLE and measured.basis == "measured"
 
@@ -206,7 +206,7 @@ def test_a_band_that_makes_the_interval_straddle_gives_inconclusive():
     data = _two_predicted(_measured(), 0.05, 0.9)  # the TPU's ±90% reaches across 1
     f = _finding(W.evaluate(data), "fc-size-platform")
     assert f.verdict == F.INCONCLUSIVE and f.basis == W.PREDICTED_VS_PREDICTED
-    assert "±90%" in f.evidence
+    assert "±90.0%" in f.evidence
 
 
 def test_no_band_means_inconclusive_and_says_not_validated():
@@ -268,7 +268,10 @@ def test_the_what_if_table_is_labelled_predicted_on_every_row():
     gpu = t[t["platform there"] == SW.label("v100-sxm2")]
     assert gpu["speedup there over here"].to_numpy() == pytest.approx(1.0)
     tpu = t[t["platform there"] == SW.label("tpu-v2")]
-    assert tpu["speedup low"].isna().all() and tpu["error band"].str.contains("not validated").all()
+    assert (
+        tpu["speedup band low"].isna().all()
+        and tpu["error band"].str.contains("not validated").all()
+    )
     t8 = W.table8(data)
     assert any("(predicted)" in c for c in t8.columns)
     assert any("(predicted)" not in c for c in t8.columns)

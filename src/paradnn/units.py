@@ -101,3 +101,25 @@ def number(x: float | None, digits: int = 3) -> str:
 def signed(x: float | None, digits: int = 2) -> str:
     """A weight or correlation with its sign: +0.42, -1.3."""
     return MISSING if missing(x) else f"{float(x):+.{digits}f}"
+
+
+# --- a model's error ---------------------------------------------------------------------------
+# One form for every printed model error (a validated band, a per-family median error, one
+# run's error), in the CLI, the report and the plots' captions: the stored figure is a fraction
+# (0.614 = 61.4 %), printed once as a percentage here, so no caller multiplies by 100 twice or
+# forgets to.
+
+
+def error(x: float | None) -> str:
+    """A model's relative error, stored as a fraction: 0.614 -> 61.4%, 1.585 -> 158.5%."""
+    return pct(x, 1)
+
+
+def band(p90: float | None) -> str:
+    """A validated error band (the p90 of |predicted − measured| ÷ measured): 0.813 -> ±81.3%."""
+    return MISSING if missing(p90) else "±" + error(p90)
+
+
+def band_range(lo: float | None, hi: float | None) -> str:
+    """A ratio's interval taken from error bands (never a 95% CI): 'model error band 2.29–22.4×'."""
+    return f"model error band {times_range(lo, hi)}"

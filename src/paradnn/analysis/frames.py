@@ -48,6 +48,9 @@ class Data:
     # predicted rows (`report --what-if`, analysis/whatif.py): a frame apart from `runs`, so no
     # measured statistic (they all read `runs`) can take in a predicted value
     predicted: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # `paradnn calibrate`'s host profiles (the step-time model's host side: sim/fidelity.py
+    # predicts a run with the profile of the host that measured it, as `simulate validate`)
+    host_profile: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -65,6 +68,7 @@ def load(paths: Sequence[str | Path]) -> Data:
         if not Path(p).exists():
             raise StoreError(f"{p}: no such database (run `paradnn run` first, or pass --db)")
     runs, sides, sources, skipped = [], {t: [] for t in SIDE_TABLES}, [], []
+    profiles = []
     for i, p in enumerate(dict.fromkeys(paths)):
         with open_store(p, readonly=True) as store:
             r = pd.DataFrame(store.runs())
@@ -79,6 +83,7 @@ def load(paths: Sequence[str | Path]) -> Data:
                         s["run_uid"] = s["run_id"].map(lambda x, i=i: f"{i}:{x}")
                 sides[t].append(s)
             sources.append(_source(p, r, {t: len(sides[t][-1]) for t in SIDE_TABLES}))
+            profiles.append(pd.DataFrame(store.rows("host_profile")).assign(db=p))
             skipped += [{"db": p, **row} for row in store.skipped]
     data = Data(
         runs=_runs_frame(runs),
@@ -87,6 +92,7 @@ def load(paths: Sequence[str | Path]) -> Data:
         op_profile=_concat(sides["op_profile"]),
         sources=sources,
         skipped=skipped,
+        host_profile=_concat(profiles),
     )
     data.runs, data.hyperparameters = _flatten_configs(data.runs)
     _fill_measured_utilization(data)
@@ -194,6 +200,7 @@ def without_noisy(data: Data) -> tuple[Data, pd.DataFrame]:
         hyperparameters=data.hyperparameters,
         noisy_left_out=runs[drop],
         predicted=data.predicted,
+        host_profile=data.host_profile,
     )
     return kept, runs[drop]
 

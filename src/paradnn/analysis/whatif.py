@@ -215,13 +215,14 @@ def _summary(m: pd.DataFrame) -> pd.DataFrame:
 def table(data: Data) -> pd.DataFrame:
     """Measured here beside predicted there: a row per (predicted platform, family, precision
     here): configs, geomean examples/s measured here and predicted there with its band, the
-    speedup there over here with its interval, the precision there, the model's commonest
-    bottleneck and the band it carries."""
+    speedup there over here with its interval (both sides' intervals combined: the measured
+    side's 95% CI, the predicted side's error band — a band, so named), the precision there,
+    the model's commonest bottleneck and the band it carries."""
     here, there = platforms(data)
     cols = ["predicted", "platform here", "platform there", "family", "precision here",
             "precision there", "configs", "measured here (examples/s)",
-            "predicted there (examples/s)", "predicted low", "predicted high",
-            "speedup there over here", "speedup low", "speedup high", "bottleneck there",
+            "predicted there (examples/s)", "predicted band low", "predicted band high",
+            "speedup there over here", "speedup band low", "speedup band high", "bottleneck there",
             "error band", "basis"]  # fmt: skip
     if not here or not there:
         return pd.DataFrame(columns=cols)
@@ -243,11 +244,11 @@ def table(data: Data) -> pd.DataFrame:
                     "configs": len(g),
                     "measured here (examples/s)": geomean(g["value_a"]),
                     "predicted there (examples/s)": geomean(g["value_b"]),
-                    "predicted low": plo,
-                    "predicted high": phi,
+                    "predicted band low": plo,
+                    "predicted band high": phi,
                     "speedup there over here": geomean(g["speedup"]),
-                    "speedup low": lo,
-                    "speedup high": hi,
+                    "speedup band low": lo,
+                    "speedup band high": hi,
                     "bottleneck there": g["bottleneck_b"].mode().iloc[0]
                     if g["bottleneck_b"].notna().any()
                     else None,
@@ -286,11 +287,11 @@ def per_config(data: Data) -> pd.DataFrame:
                     "platform there": b,
                     "precision there": p["precision_b"],
                     "predicted there (examples/s)": p["value_b"],
-                    "predicted low": p["low_b"],
-                    "predicted high": p["high_b"],
+                    "predicted band low": p["low_b"],
+                    "predicted band high": p["high_b"],
                     "speedup there over here": p["speedup"],
-                    "speedup low": p["ci_low"],
-                    "speedup high": p["ci_high"],
+                    "speedup band low": p["ci_low"],
+                    "speedup band high": p["ci_high"],
                     "bottleneck there": p["bottleneck_b"],
                 }
             )

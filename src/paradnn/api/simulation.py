@@ -45,7 +45,7 @@ def simulate(
     concurrent: bool = False,
     loader_rate: float | None = None,
     loader_overlapped: bool = True,
-    model: str = "roofline",
+    model: str = "step",
     host_profile: str | None = None,
     db: str | None = None,
     host: HostProfile | None = None,
@@ -60,7 +60,11 @@ def simulate(
     `paradnn calibrate` stored this host's profile) choose the host profile of the step-time
     model (`host_profile_for`), unless ``host`` (a `sim.hostprofile.HostProfile`) is given;
     each row names it in ``host_profile``. ``policy`` (mixed or pure 16-bit) goes to the
-    step-time model. Bad input raises before any work."""
+    step-time model. ``model``: step (default, as the CLI: the step-time model, the one `fit`
+    fits and `validate` checks) or roofline (the bare roofline, the one that takes
+    ``overlap``/``concurrent``). Each row names its ``model`` and carries the validated error
+    band of its chip's kind (``band``, ``band_label``; sim/error_bands.json, the step-time
+    model's: a roofline row says it has none). Bad input raises before any work."""
     from paradnn.config import OPTIMIZERS, PRECISIONS
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.curve import check_options
@@ -109,6 +113,7 @@ def simulate(
         chip.peak(precision)
         specs = [RunSpec(family, dict(cfg.__dict__), precision, optimizer or "rmsprop")]
     found = []
+    band = {"model": model, **_band(chip, model)}
     for spec in specs:
         if chip.platform.peak(spec.precision) is None:
             found.append(
@@ -120,6 +125,7 @@ def simulate(
                     "precision": spec.precision,
                     "predicted_step_s": None,
                     "reason": f"{chip.id} has no dense {spec.precision} peak",
+                    **band,
                 }
             )
             continue
@@ -142,9 +148,21 @@ def simulate(
         else:
             row = _with_steptime(p.row(), spec, chip, topo, loader, host=host, policy=policy)
             row["host_profile"] = host_words
-        found.append(row)
+        found.append(row | band)
     keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
     return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
+
+
+def _band(chip: Chip, model: str) -> dict[str, Any]:
+    """The validated error band a prediction on `chip` carries (sim/error_bands.json: the
+    step-time model's, per device kind); the roofline has none, and says so."""
+    from paradnn.sim import errorbands
+
+    kind = chip.platform.kind
+    if model != "step":
+        return {"band": None, "band_label": f"{kind}: no error band (the {model} is not validated)"}
+    b = errorbands.read().of(kind)
+    return {"band": b.p90, "band_label": b.label()}
 
 
 MAX_PLATFORMS = 32  # `simulate step --platform a,b,c`: one table, one row per platform and config
@@ -372,11 +390,17 @@ def simulate_precision_study() -> Rows:
 
 
 def simulate_validate(
-    db: str = DEFAULT_DB, platform: str | None = None, model: str = "step"
+    db: str = DEFAULT_DB,
+    platform: str | None = None,
+    model: str = "step",
+    include_noisy: bool = False,
 ) -> Validation:
     """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
-    MdAPE rows). ``model``: step (the step-time model, as `simulate step` and `fit`) or
-    roofline."""
+    MdAPE rows). ``model``: step (the step-time model, as `simulate step` and `fit`, each run
+    with the host profile `paradnn calibrate` stored for the host that measured it) or
+    roofline. Each config's chosen attempt; noisy runs left out unless ``include_noisy`` (as
+    `compare`). The report's "Predicted vs measured" section is the same computation
+    (`sim.fidelity.validate_frame`) and prints the same numbers."""
     from paradnn.sim.curve import check_options
     from paradnn.sim.fidelity import validate_frame
     from paradnn.store import open_store
@@ -384,7 +408,16 @@ def simulate_validate(
     check_options(model)
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
-    df, summary = validate_frame(frame, ceilings, platform, db=db, model=model)
+        profiles = store.rows("host_profile")
+    df, summary = validate_frame(
+        frame,
+        ceilings,
+        platform,
+        db=db,
+        model=model,
+        host_profiles=profiles,
+        include_noisy=include_noisy,
+    )
     return Validation(
         rows("validation", _records(df)), rows("validation_summary", _records(summary))
     )

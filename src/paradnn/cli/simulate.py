@@ -310,12 +310,23 @@ def step(
             out.print(breakdowns_table(predicted))
         if used:
             out.print(escape(used))
+        for label in _bands(rows):
+            out.print(escape(f"predicted: {label}"))
         if csv_path:
             emit(rows, title, Format.csv, csv_path)
         return
     emit(rows, title, fmt, csv_path)
-    if used and fmt is not Format.table:  # the rows carry it; a person reading stderr too
+    if fmt is Format.table:
+        for label in _bands(rows):
+            out.print(escape(f"predicted: {label}"))
+    elif used:  # the rows carry it; a person reading stderr too
         print(used, file=sys.stderr)
+
+
+def _bands(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The error band of each kind of chip the rows were predicted on, once each (the rows'
+    `band_label`, `errorbands.Band.label`: the wording the report uses)."""
+    return list(dict.fromkeys(str(r["band_label"]) for r in rows if r.get("band_label")))
 
 
 def _platforms(platform: str | None) -> list[str]:
@@ -412,15 +423,23 @@ def validate(
         ),
     ] = None,
     model: ModelOpt = "step",
+    include_noisy: Annotated[
+        bool,
+        typer.Option("--include-noisy", help="Keep runs flagged noisy (left out, as compare)."),
+    ] = False,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
     """Predict every ok run measured in --db and compare: error per run and per family (the
-    step-time model by default, the one `fit` fits)."""
+    step-time model by default, the one `fit` fits, each run with the host profile stored
+    for its host). The report's "Predicted vs measured" section prints the same numbers."""
     _csv(csv_path)
-    found = api.simulate_validate(db, platform, model=model)
+    found = api.simulate_validate(db, platform, model=model, include_noisy=include_noisy)
     title = f"predicted vs measured ({model} model): {len(found.rows)} runs from {db}"
     emit(found.rows, title, fmt, csv_path, found.summary)
+    if fmt is Format.table:
+        for used in dict.fromkeys(r["host_profile"] for r in found.rows if r.get("host_profile")):
+            out.print(escape(str(used)))  # which host profile (the step model's rows name it)
 
 
 @app.command()
@@ -573,7 +592,10 @@ def emit(
 
         out.print(sim_table(rows, title=title, width=out.width))
         if summary is not None:
-            title = "median absolute % error per family (prediction)"
+            model = next((str(r["model"]) for r in summary if r.get("model")), "")
+            title = "median absolute % error per family (prediction" + (
+                f", {model} model)" if model else ")"
+            )
             out.print(sim_table(summary, title=title, width=out.width))
     if csv_path:
         out.print(f"Wrote [bold]{escape(csv_path)}[/].")

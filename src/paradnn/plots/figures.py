@@ -372,7 +372,8 @@ def ops_bars(df: pd.DataFrame) -> Figure:
 
 
 def predicted_vs_measured(df: pd.DataFrame) -> Figure:
-    """Simulator predictions against measured step times (labelled as predictions)."""
+    """Simulator predictions against measured step times (labelled as predictions, with the
+    model's name from the rows' `model` column: sim/fidelity.py)."""
     fig, ax = plt.subplots(figsize=(5, 4.5))
     for fam, g in df.groupby("family"):
         ax.scatter(g["measured_s"], g["predicted_s"], s=14, label=fam)
@@ -384,7 +385,7 @@ def predicted_vs_measured(df: pd.DataFrame) -> Figure:
     ax.set_xlabel("measured step time (s)")
     ax.set_ylabel("predicted step time (s) — prediction")
     ax.legend(fontsize=7)
-    ax.set_title("What-if model vs measurement", fontsize=9)
+    ax.set_title(I.model_title(df), fontsize=9)
     return _twin(fig, I.predicted_vs_measured, df)
 
 

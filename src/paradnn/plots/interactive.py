@@ -438,6 +438,14 @@ def batch_effect(df: pd.DataFrame, metric: str) -> dict:
     return figure(data, layout, group="batch")
 
 
+def model_title(df: pd.DataFrame) -> str:
+    """'Step-time model vs measurement (predicted)': the model the rows name (`model`)."""
+    models = sorted(set(df["model"].dropna().astype(str))) if "model" in df else []
+    names = {"step": "Step-time model", "roofline": "Roofline model"}
+    what = " / ".join(names.get(m, f"{m} model") for m in models) or "What-if model"
+    return f"{what} vs measurement (predicted)"
+
+
 def predicted_vs_measured(df: pd.DataFrame) -> dict:
     """Predicted against measured step time per config (predictions, labelled so), log-log,
     with the line of perfect prediction."""
@@ -446,7 +454,7 @@ def predicted_vs_measured(df: pd.DataFrame) -> dict:
         text = [
             f"<b>{escape(str(fam))}</b> {config_text(r.get('config'))}<br>measured "
             f"{U.ms(r['measured_s'])}, predicted {U.ms(r['predicted_s'])}"
-            + (f" ({U.pct(r['ape'])} off)" if "ape" in r and not U.missing(r["ape"]) else "")
+            + (f" ({U.error(r['ape'])} off)" if "ape" in r and not U.missing(r["ape"]) else "")
             for _, r in g.iterrows()
         ]
         data.append(
@@ -477,7 +485,7 @@ def predicted_vs_measured(df: pd.DataFrame) -> dict:
             }
         )
     layout = {
-        "title": "What-if model vs measurement",
+        "title": model_title(df),
         "xaxis": {"type": "log", "title": {"text": "measured step time (ms)"}},
         "yaxis": {"type": "log", "title": {"text": "predicted step time (ms), a prediction"}},
     }

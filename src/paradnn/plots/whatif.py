@@ -35,8 +35,8 @@ def bars(table: pd.DataFrame) -> Figure:
     for i, b in enumerate(there, start=1):
         g = table[table["platform there"] == b].groupby("family").first().reindex(fams)
         y = g["predicted there (examples/s)"].astype(float)
-        lo = (y - g["predicted low"].astype(float)).clip(lower=0)
-        hi = (g["predicted high"].astype(float) - y).clip(lower=0)
+        lo = (y - g["predicted band low"].astype(float)).clip(lower=0)
+        hi = (g["predicted band high"].astype(float) - y).clip(lower=0)
         err = None if lo.isna().all() else np.vstack([lo.fillna(0), hi.fillna(0)])
         ax.bar(
             x - 0.4 + width * (i + 0.5),

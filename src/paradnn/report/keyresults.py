@@ -3,10 +3,10 @@
 
 Three kinds of line, in this order: the seeds' observations that hold or do not hold here
 (their claim in words first, the statistic after); the best and the worst utilization of an
-ok run, with its configuration; and every speedup whose geometric mean's 95% interval lies
-wholly on one side of 1 (a "clear" one). Inconclusive findings are counted, not listed: their
-table says what would decide them. Nothing here is computed anew, so it cannot disagree with
-the section it links to.
+ok run, with its configuration; and every speedup whose geometric mean's interval (a 95% CI
+when measured, the model's error band when predicted) lies wholly on one side of 1.
+Inconclusive findings are counted, not listed: their table says what would decide them.
+Nothing here is computed anew, so it cannot disagree with the section it links to.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from paradnn.analysis import findings as F
 from paradnn.report.writer import Frame, Writer, slug
 
 MAX_SPEEDUPS = 8
+CI_ENDS = ("geomean_ci_low", "geomean_ci_high")
 DECIDED = (F.HOLDS, F.FAILS)
 # Run settings named beside a configuration where the runs differ in them.
 SETTINGS = ("mode", "threads", "procs", "torch_version", "backend", "data_source", "optimizer")
@@ -98,30 +99,40 @@ def _utilization(runs: pd.DataFrame) -> list[Line]:
 
 def _speedups(frames: dict[str, Frame]) -> list[Line]:
     """Each comparison's overall geometric mean (per family where it has no 'all' row) whose
-    interval excludes 1, largest effect first."""
+    interval excludes 1, largest effect first. A measured comparison's interval is its 95% CI;
+    a predicted one (`report --what-if`: columns geomean_band_low/high and `pair`) names both
+    platforms as its table does ('tpu-v2 (predicted) over PlatA') and its interval is the
+    model's error band, so called."""
     found = []
     for name, fr in frames.items():
         df = fr.df
-        if not {"geomean", "geomean_ci_low", "geomean_ci_high", "geomean_call"} <= set(df):
+        band = {"geomean_band_low", "geomean_band_high", "pair"} <= set(df)
+        ends = ("geomean_band_low", "geomean_band_high") if band else CI_ENDS
+        if not {"geomean", *ends, "geomean_call"} <= set(df):
             continue
         rows = df[df["family"] == "all"] if (df.get("family") == "all").any() else df
-        what = _what(name, fr.caption)
-        for r in rows.itertuples():
-            if r.geomean_call not in ("faster", "slower") or U.missing(r.geomean):
+        what = str(df["pair"].iloc[0]) if band and len(df) else _what(name, fr.caption)
+        for r in rows.to_dict("records"):
+            if r["geomean_call"] not in ("faster", "slower") or U.missing(r["geomean"]):
                 continue
-            fam = "" if r.family == "all" else f" ({r.family})"
-            n = getattr(r, "n", None)
+            fam = "" if r["family"] == "all" else f" ({r['family']})"
+            n = r.get("n")
             configs = f", {U.count(n)} matched configs" if n is not None and n == n else ""
+            lo, hi = r[ends[0]], r[ends[1]]
+            interval = (
+                f" ({U.band_range(lo, hi)}; {r.get('basis') or 'predicted'})"
+                if band
+                else f", 95% CI {U.times_range(lo, hi)}"
+            )
             found.append(
                 (
-                    abs(math.log(float(r.geomean))),
+                    abs(math.log(float(r["geomean"]))),
                     Line(
                         "speedup",
-                        f"{what}{fam}: {r.geomean_call}",
-                        f"{U.times(r.geomean)} geometric mean, 95% CI "
-                        f"{U.times_range(r.geomean_ci_low, r.geomean_ci_high)}{configs}",
+                        f"{what}{fam}: {r['geomean_call']}",
+                        f"{U.times(r['geomean'])} geometric mean{interval}{configs}",
                         f"#t-{slug(name)}",
-                        str(r.geomean_call),
+                        str(r["geomean_call"]),
                     ),
                 )
             )

@@ -8,14 +8,19 @@ The file: {"schema": 1, "generated_by": str, "generated_at": str, "bands": {"cpu
 |predicted − measured| ÷ measured step time (sim/fit.py's APE). The band is the 90th percentile
 (`p90`): 9 of 10 validated predictions of that kind were at least that close.
 
-Torch-free, and no store: the caller passes what it has."""
+Every figure is a fraction and is printed through `paradnn.units` (`error`, `band`): `label` and
+`short` are the only wordings of a band, so the report's sections, the CLI and the captions
+print one number for one band. Torch-free, and no store: the caller passes what it has."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from paradnn import units as U
 
 PATH = Path(__file__).with_name("error_bands.json")
 SCHEMA = 1
@@ -48,12 +53,21 @@ class Band:
         return max(0.0, x * (1 - self.p90)), x * (1 + self.p90)
 
     def label(self) -> str:
-        """'gpu model error ±23% (p90 of 412 validated predictions, <dataset>)' or the reason."""
+        """'gpu model error band ±23.0% (p90 of 412 validated predictions, <dataset>)' or the
+        reason there is none."""
         if self.p90 is None:
             return f"{self.kind}: no error band ({self.reason or NOT_VALIDATED})"
         n = f" of {self.n} validated predictions" if self.n else ""
         ds = f", {self.dataset}" if self.dataset else ""
-        return f"{self.kind} model error ±{self.p90:.0%} (p90{n}{ds})"
+        return f"{self.kind} model error band {U.band(self.p90)} (p90{n}{ds})"
+
+    def short(self) -> str:
+        """'gpu: ±23.0% (p90; median 11.0%, n = 412)' (a table cell), or 'gpu: not validated'."""
+        if self.p90 is None:
+            return f"{self.kind}: {NOT_VALIDATED}"
+        median = f"; median {U.error(self.mdape)}" if self.mdape is not None else ""
+        n = f", n = {self.n}" if self.n else ""
+        return f"{self.kind}: {U.band(self.p90)} (p90{median}{n})"
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,10 @@ class Bands:
 
     def of(self, kind: str) -> Band:
         return self.bands.get(kind) or Band(kind, None, reason=self.reason_for(kind))
+
+    def short(self, kinds: Iterable[str]) -> str:
+        """The bands of `kinds` (each once, in order) as one cell: 'tpu: ±81.3% (…); gpu: …'."""
+        return "; ".join(self.of(k).short() for k in dict.fromkeys(kinds))
 
     def reason_for(self, kind: str) -> str:
         if not self.bands and self.source.startswith("no "):

@@ -23,6 +23,7 @@ from typing import Any
 from paradnn import families
 from paradnn.errors import ConfigError
 from paradnn.sim import chip as sim_chip
+from paradnn.sim import errorbands
 from paradnn.sim.chip import Chip
 from paradnn.sim.interconnect import Topology, parse_topology
 from paradnn.sim.steptime import multichip_overhead, predict_step
@@ -142,33 +143,12 @@ def load(text: str | None = None) -> list[Claim]:
 # --- error bands -------------------------------------------------------------------------------
 
 
-@functools.cache
-def error_bands() -> dict[str, dict[str, Any]]:
-    """sim/error_bands.json's bands per device kind ({} when the file is absent or unreadable).
-    A private reader until `sim.errorbands` lands; schema {"schema": 1, "bands": {kind: {...}}}."""
-    try:
-        doc = json.loads((resources.files("paradnn") / "sim" / "error_bands.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    bands = doc.get("bands") if isinstance(doc, dict) and doc.get("schema") == 1 else None
-    return {k: v for k, v in (bands or {}).items() if isinstance(v, dict)}
-
-
-def band_text(devices: Sequence[str]) -> str:
-    """The validated error of the step-time model on each device kind a prediction rests on."""
+def band_text(devices: Sequence[str], bands: errorbands.Bands | None = None) -> str:
+    """The validated error band of the step-time model on each device kind a prediction rests
+    on (`errorbands.Bands.short`: the one wording of a band), '' for none."""
     if not devices:
         return ""
-    bands = error_bands()
-    parts = []
-    for d in dict.fromkeys(devices):
-        b = bands.get(d)
-        if b is None or b.get("mdape") is None:
-            parts.append(f"{d}: not validated")
-            continue
-        p90 = f", p90 {b['p90']:.0f} %" if b.get("p90") is not None else ""
-        n = f", n = {b['n']}" if b.get("n") is not None else ""
-        parts.append(f"{d}: MdAPE {b['mdape']:.0f} %{p90}{n}")
-    return "; ".join(parts)
+    return (bands if bands is not None else errorbands.read()).short(devices)
 
 
 # --- predictions ---------------------------------------------------------------------------------
@@ -447,8 +427,12 @@ def compare(
     return rows
 
 
-def rows_frame_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
-    """One plain record per row (the section's table and CSV)."""
+def rows_frame_records(
+    rows: Sequence[Row], bands: errorbands.Bands | None = None
+) -> list[dict[str, Any]]:
+    """One plain record per row (the section's table and CSV); ``bands``: the validated error
+    bands (default: sim/error_bands.json)."""
+    bands = bands if bands is not None else errorbands.read()
     out = []
     for r in rows:
         c, e = r.claim, r.paradnn
@@ -468,18 +452,18 @@ def rows_frame_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 "paradnn": e.value,
                 "source": e.source,
                 "ratio": r.ratio,
-                "error band": _band(e),
+                "error band": _band(e, bands),
                 "basis": basis,
             }
         )
     return out
 
 
-def _band(e: Estimate) -> str:
+def _band(e: Estimate, bands: errorbands.Bands) -> str:
     """A prediction's band; a measured number or a missing one has none."""
     if e.source != "predicted":
         return ""
-    return band_text(e.devices) if e.devices else "not validated (not the step-time model)"
+    return band_text(e.devices, bands) if e.devices else "not validated (not the step-time model)"
 
 
 def _fmt(v: float) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 
 from rich.table import Table
 
+from paradnn import units as U
+
 # Columns worth a person's attention, in order; rows without them show what they have.
 PREFERRED = (
     "workload",
@@ -45,17 +47,12 @@ PREFERRED = (
     "bisection_bytes_per_s",
     "reason",
 )
-SHARES = (
-    "utilization",
-    "ape",
-    "ape_calibrated",
-    "mdape",
-    "mdape_calibrated",
-    "mape",
-    "efficiency",
-)
+SHARES = ("utilization", "efficiency")
+# A model's error (a fraction), printed as the report prints it (`units.error`).
+ERRORS = ("ape", "ape_calibrated", "mdape", "mdape_calibrated", "mape", "band")
 # In CSV and JSON, not in the table (it would not fit a terminal).
 HIDDEN = ("kind", "origin", "basis", "flops_per_chip", "step_lower_s", "examples_per_s", "model")
+HIDDEN += ("band", "band_label", "host_profile")  # said once under the table (cli/simulate.py)
 # The step-time model's rows: its terms go to `breakdown_table`, not to the wide table.
 STEP_DETAIL = (
     "step_upper_s",
@@ -160,6 +157,8 @@ def _cell(col: str, v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
+        if col in ERRORS:
+            return U.band(v) if col == "band" else U.error(v)
         if col in SHARES or ("×" in col and "/" not in col):
             return f"{100 * v:.1f}%"
         u = unit(col)

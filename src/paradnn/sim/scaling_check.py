@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from paradnn import units as U
 from paradnn.sim.interconnect import Link, Topology, allreduce, step_time
 
 
@@ -65,7 +66,7 @@ class Check:
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
+    return U.error(x)  # a model's error: the one formatter (units.error)
 
 
 def _pts(x: float | None) -> str:

@@ -39,7 +39,10 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
                 "the model's validated error band (p90 of its kind), not a 95% CI, and without "
                 "a validated band they are inconclusive."
             )
-    s.tables.append(w.table("findings", tested[shown].rename(columns=FINDING_HEADERS), "Verdicts"))
+    headers = FINDING_HEADERS
+    if predicted and (tested["basis"] != "measured").any():  # a band is not called a CI
+        headers = headers | {"interval": "interval vs threshold (95% CI; predicted: error band)"}
+    s.tables.append(w.table("findings", tested[shown].rename(columns=headers), "Verdicts"))
     if here.any():
         s.lists.append(
             (

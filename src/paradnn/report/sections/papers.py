@@ -10,7 +10,7 @@ import pandas as pd
 from paradnn.analysis import papers as measured_here
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
-from paradnn.sim import papers
+from paradnn.sim import errorbands, papers
 
 _UNITS = {"paper": "number", "paradnn": "number", "paradnn_over_paper": "times"}
 _SHOWN = [
@@ -36,15 +36,16 @@ def measure(data, claim: papers.Claim) -> papers.Estimate | None:
     return papers.Estimate(value, "measured here" if value is not None else "", basis)
 
 
-def frame(rows: list[papers.Row]) -> pd.DataFrame:
-    df = pd.DataFrame(papers.rows_frame_records(rows))
+def frame(rows: list[papers.Row], bands: errorbands.Bands | None = None) -> pd.DataFrame:
+    df = pd.DataFrame(papers.rows_frame_records(rows, bands))
     return df.rename(columns={"ratio": "paradnn_over_paper"})
 
 
 def fill(inp: Inputs, w: Writer, s: Content) -> None:
     data = inp.kept
     rows = papers.compare(papers.load(), measured=lambda c: measure(data, c))
-    df = frame(rows)
+    bands = errorbands.read()
+    df = frame(rows, bands)
     counts = df["source"].value_counts()
     s.notes.append(
         f"{len(df)} claims: {counts.get('measured here', 0)} measured here, "
@@ -52,10 +53,18 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
         f"model (marked predicted), {counts.get('cannot compute', 0)} that paradnn cannot "
         "compute (with the reason). paradnn ÷ paper is the ratio of the two numbers."
     )
-    if not papers.error_bands():
+    if not bands.bands:
         s.notes.append(
-            "Error bands: not validated (no sim/error_bands.json in this installation); the "
-            "step-time model's predictions carry no stated error here."
+            f"Error bands: not validated ({bands.source}); the step-time model's predictions "
+            "carry no stated error here."
+        )
+    else:
+        s.notes.append(
+            "Error band: the step-time model's validated error on that kind of device, the 90th "
+            "percentile of |predicted − measured| ÷ measured step time (median beside it; "
+            f"{bands.source}): "
+            + bands.short(k for k in errorbands.KINDS if k in bands.bands)
+            + ". It is not a 95% CI."
         )
     titles = "; ".join(f"seed {k}: {v}" for k, v in papers.seeds().items())
     s.notes.append(f"Seeds: {titles}. Each claim's quote is in tables/paper-claims.csv.")

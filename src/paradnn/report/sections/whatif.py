@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from paradnn import analysis as A
 from paradnn import plots as P
+from paradnn import units as U
 from paradnn.analysis import whatif as W
 from paradnn.analysis.modes import heat
 from paradnn.plots import whatif as PW
@@ -18,9 +19,12 @@ from paradnn.report.writer import Writer
 MAX_PAIRS = 6  # pairs drawn (each: a scatter, a map and weights per family)
 UNITS = {
     "speedup there over here": "times",
-    "speedup low": "times",
-    "speedup high": "times",
+    "speedup band low": "times",
+    "speedup band high": "times",
 }
+# A pair's summary (analysis.speedup's columns): its geomean interval is the error bands', so
+# its columns say band, never CI (report/keyresults.py reads them as a band).
+BAND_COLUMNS = {"geomean_ci_low": "geomean_band_low", "geomean_ci_high": "geomean_band_high"}
 
 
 def fill(inp: Inputs, w: Writer, s: Content) -> None:
@@ -34,6 +38,7 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
         )
         return
     t = W.table(data)
+    bands = _bands(data)
     if len(t):
         s.figures.append(
             w.figure(
@@ -41,8 +46,8 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
                 PW.bars(t),
                 "Geometric-mean examples/s per family, at one precision measured here (fp32 "
                 "where there is one): measured here (solid) and predicted on each platform "
-                "(hatched, lighter; whiskers: the model's validated error band, none where "
-                "not validated)",
+                "(hatched, lighter; whiskers: the model's validated error band, "
+                f"{bands or 'none: not validated'})",
             )
         )
         s.tables.append(
@@ -50,8 +55,9 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
                 "whatif",
                 t,
                 "Measured here beside predicted there (predicted = yes on every row): geometric "
-                "means over the configs of each family; predicted low/high: the error band; "
-                "speedup low/high: both sides' intervals combined",
+                "means over the configs of each family; predicted band low/high: the model's "
+                "error band (not a 95% CI); speedup band low/high: both sides' intervals "
+                "combined (the measured side's 95% CI, the predicted side's error band)",
                 units=UNITS,
             )
         )
@@ -88,19 +94,29 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
                 "rests on (the interval is the error band's, not a 95% CI)",
             )
         )
-    bands = sorted(set(data.predicted["band_label"].dropna()))
+    labels = sorted(set(data.predicted["band_label"].dropna()))
     s.notes.append(
         "Every value in this section marked predicted comes from the step-time model "
         "(docs/simulate.md) at datasheet or chip-file parameters, never from a measurement, "
-        "and enters no measured statistic elsewhere in this report. Error bands: "
-        + "; ".join(bands)
-        + "."
+        "and enters no measured statistic elsewhere in this report. Error bands (not 95% "
+        "CIs): " + "; ".join(labels) + "."
     )
     why = W.unpredicted(data)
     if why:
         s.notes.append(
             "Not predicted: " + "; ".join(f"{n} × {r}" for r, n in list(why.items())[:5]) + "."
         )
+
+
+def _bands(data) -> str:
+    """The bands of the predicted platforms' kinds, each once: 'gpu ±65.1%, tpu ±81.3%'."""
+    p = data.predicted
+    kinds = p.drop_duplicates("device_kind").sort_values("device_kind", kind="stable")
+    return ", ".join(
+        f"{k} {U.band(b)}"
+        for k, b in zip(kinds["device_kind"], kinds["band"], strict=True)
+        if not U.missing(b)
+    )
 
 
 def _pair(data, a: str, b: str, w: Writer, s: Content) -> None:
@@ -116,9 +132,11 @@ def _pair(data, a: str, b: str, w: Writer, s: Content) -> None:
     s.tables.append(
         w.table(
             name,
-            c.summary.assign(predicted="yes", basis=how),
+            c.summary.rename(columns=BAND_COLUMNS).assign(
+                predicted="yes", basis=how, pair=f"{b} over {a}"
+            ),
             f"Predicted ({how}): {b} over {a} — geometric mean with the interval of the error "
-            "bands (not a 95% CI), median, 90th percentile, range",
+            "bands (a model error band, not a 95% CI), median, 90th percentile, range",
             units={"median": "times", "p90": "times", "min": "times", "max": "times"},
         )
     )
