@@ -95,7 +95,7 @@ TRANSFER_FP16_TARGET = 0.30  # fp32 → fp16 transfer (MAPE on throughput, as is
 
 # Seed 002 Table 8 device → (platform id or chip file, precision, chips).
 T8_PLATFORMS = {
-    "Titan X": ("titan-x-pascal", "fp32", 1),
+    "Titan X": (str(CHIPS / "titan-x-pascal-2019.toml"), "fp32", 1),
     "Radeon VII": ("radeon-vii", "fp32", 1),
     "P100": (str(CHIPS / "p100-pcie.toml"), "fp32", 1),
     "V100": (str(CHIPS / "v100-pcie.toml"), "fp32", 1),

@@ -209,7 +209,7 @@ def test_a_3x3_conv_op_may_run_by_winograd_at_four_times_the_maps_traffic():
     from paradnn.sim.stepparams import defaults
 
     chip = sim_chip.load("v100-sxm2")
-    sp = defaults(chip.platform)
+    sp = replace(defaults(chip.platform), fast_conv=2.25)  # a chip file offering Winograd
     conv = Conv2d("c", 2, 8, 16, 12, 12, 3, 1)  # valid padding: 10×10 outputs
     plan = opfit.op_plan(conv, True, chip, "fp32", sp)
     # maps = 2 · (8 + 16) · 10 · 10 = 4800; 2 (read, write) · 4 (tile expansion) · 4 bytes
