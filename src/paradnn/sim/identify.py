@@ -58,6 +58,22 @@ BOUNDS: Mapping[str, tuple[float, float]] = {
     "efficiency": (1e-3, 1.0),
     "conv_efficiency": (1e-2, 1.0),
 }
+# How far each parameter's prior may be off, as one standard deviation in log space (a weak,
+# log-normal prior: the fit maximises the posterior, so a direction the runs cannot see stays
+# near the prior instead of wandering to a corner that fits as well): the efficiencies and the
+# bandwidth share within ×1.5 of the defaults' published orders, the per-kernel and reduction
+# constants and the host's scale within ×4 (hosts differ that much), the rest ×2.
+PRIOR_WIDTH: Mapping[str, float] = {
+    "kernel_overhead_s": math.log(4.0),
+    "k_half": math.log(4.0),
+    "bw_efficiency": math.log(1.5),
+    "host_scale": math.log(4.0),
+    "cache_gain": math.log(2.0),
+    "efficiency": math.log(1.5),
+    "conv_efficiency": math.log(2.0),
+}
+RESIDUAL_SCALE = 0.05  # a run's log error counted in units of this in the fit's objective
+ROBUST_AT = 2.0  # … and linearly (soft-L1) beyond this many units: 10 % off
 REGIMES = ("host-bound", "device-bound", "mixed")
 DEVICE_SHARE = 0.75  # device elasticity ÷ (device + host) at or above: device-bound
 HOST_SHARE = 0.25  # at or below: host-bound
@@ -98,6 +114,9 @@ class Param:
 
     def bounds(self) -> tuple[float, float]:
         return BOUNDS[self.name]
+
+    def width(self) -> float:
+        return PRIOR_WIDTH[self.name]
 
 
 def expand(
@@ -201,7 +220,8 @@ class Report:
         v = f"{self.key} = {self.value:.4g}"
         if self.status == "identified":
             lo, hi = self.interval or (self.value, self.value)
-            s = f"{v}: identified from {self.runs} runs, 95 % interval [{lo:.4g}, {hi:.4g}]"
+            runs = f"{self.runs} run" + ("" if self.runs == 1 else "s")
+            s = f"{v}: identified from {runs}, 95 % interval [{lo:.4g}, {hi:.4g}]"
             if self.at_bound:
                 s += f"; at its {self.at_bound} bound"
             return s
@@ -269,25 +289,34 @@ def _stage(
         lo = np.log([p.bounds()[0] for p in live])
         hi = np.log([p.bounds()[1] for p in live])
         x0 = np.clip(np.log([max(p.value(prior), 1e-300) for p in live]), lo + 1e-9, hi - 1e-9)
+        width = np.array([p.width() for p in live])
 
-        def residuals(
-            x: np.ndarray, live: list[Param] = live, start: StepParams = sp
-        ) -> np.ndarray:
+        def data(x: np.ndarray, live: list[Param] = live, start: StepParams = sp) -> np.ndarray:
             return _log_pred(predict, apply(start, live, np.exp(x)), idx) - y
 
-        res = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1)
+        def residuals(x: np.ndarray, x0: np.ndarray = x0, width: np.ndarray = width) -> Any:
+            return np.concatenate([data(x) / RESIDUAL_SCALE, (x - x0) / width])
+
+        res = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=ROBUST_AT)
         fitted = apply(sp, live, np.exp(res.x))
         J = elasticities(predict, fitted, live, idx)
-        r = residuals(res.x)
+        r = data(res.x)
         n, k = len(idx), len(live)
         scatter = max(NOISE_FLOOR, float(np.sqrt(np.sum(r**2) / max(n - k, 1))))
-        cov = scatter**2 * np.linalg.pinv(J.T @ J + 1e-12 * np.eye(k))
+        info = J.T @ J / scatter**2  # what the runs say, beside the prior's 1 ÷ width²
+        cov = np.linalg.pinv(info + np.diag(1.0 / width**2))
         se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        se = np.where(np.isfinite(se), se, np.inf)
-        worst = int(np.argmax(se))
-        if se[worst] > MAX_SE:
+        # identified: the runs pin it within ×1.5 and say more than its prior does (they at
+        # least halve its variance); else back to the prior, and the rest fitted again
+        short = np.maximum(se / MAX_SE, se / (width / math.sqrt(2.0)))
+        worst = int(np.argmax(short))
+        if short[worst] > 1.0:
             p = live.pop(worst)
-            why = f"only ±×{math.exp(min(se[worst], 50.0)):.3g} from {n} runs"
+            data_only = _data_se(info, worst)
+            if data_only > math.log(1e3):
+                why = f"the {n} runs cannot tell it from the other parameters"
+            else:
+                why = f"the {n} runs pin it only within ×{math.exp(data_only):.3g}"
             reports[p.key] = _kept(p, prior, why)
             sp = apply(sp, [p], [p.value(prior)])
             continue
@@ -317,6 +346,20 @@ def _stage(
             )
         break
     return sp, reports, cost, status
+
+
+def _data_se(info: np.ndarray, j: int) -> float:
+    """The standard error the runs alone give parameter ``j`` with the others free: one over
+    the square root of what of its information the others cannot explain (the Schur
+    complement); infinite where they explain all of it."""
+    others = [i for i in range(len(info)) if i != j]
+    own = float(info[j, j])
+    if others:
+        a = info[np.ix_(others, others)]
+        b = info[others, j]
+        ridge = 1e-12 * max(float(np.max(np.diag(a))), 1e-300)
+        own -= float(b @ np.linalg.solve(a + ridge * np.eye(len(others)), b))
+    return math.inf if own <= 1e-12 * max(float(info[j, j]), 1e-300) else 1.0 / math.sqrt(own)
 
 
 def _kept(p: Param, prior: StepParams, why: str) -> Report:
