@@ -806,6 +806,14 @@ SOURCES = {
 }
 
 
+def _shown(path: Path) -> str:
+    """A path relative to the repository when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def source_of(name: str, cases: Sequence[Case]) -> str:
     """Where a dataset's rows come from: `SOURCES`, or, for a database under data/gpu/, what
     the database itself says (devices, runs, families, precisions, sweeps, host profile)."""
@@ -818,9 +826,9 @@ def source_of(name: str, cases: Sequence[Case]) -> str:
     sweeps = ", ".join(sorted({c.sweep or "?" for c in cases}))
     host = "measured host profile" if any(c.host for c in cases) else "default host profile"
     readme = path.parent / "README.md"
-    more = f"; {readme.relative_to(ROOT)} describes it" if readme.is_file() else ""
+    more = f"; {_shown(readme)} describes it" if readme.is_file() else ""
     return (
-        f"a paradnn database, {path.relative_to(ROOT)}: {len(cases)} ok runs of {devs} "
+        f"a paradnn database, {_shown(path)}: {len(cases)} ok runs of {devs} "
         f"({fams}; {precs}; sweep {sweeps}; median step time); datasheet chip, {host}{more}"
     )
 
@@ -1267,6 +1275,16 @@ def export(db: str, runs_csv: Path, ceilings_json: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The CLI; ``--gpu-dir`` replaces `GPU_DIR` for this call only."""
+    global GPU_DIR
+    kept = GPU_DIR
+    try:
+        return _main(argv)
+    finally:
+        GPU_DIR = kept
+
+
+def _main(argv: list[str] | None) -> int:
     global GPU_DIR
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -1279,7 +1297,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--gpu-dir",
         default=None,
-        help=f"the folder of GPU databases (default {GPU_DIR.relative_to(ROOT)})",
+        help="the folder of GPU databases (default benchmarks/data/gpu)",
     )
     ap.add_argument("--out-dir", default=str(OUT_JSON.parent), help="where the results go")
     ap.add_argument(
