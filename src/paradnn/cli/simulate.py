@@ -583,10 +583,11 @@ def _ops_param_rows(res: SimFit) -> list[dict[str, Any]]:
     fitted, kept = res.fitted or {}, res.kept or {}
     for k in ("kernel_overhead_s", "k_half", "bw_efficiency"):
         rows.append({"parameter": k, "value": p[k], "how": _how(fitted, kept, k)})
-    for prec, v in p["efficiency"].items():
-        k = f"efficiency.{prec}"
-        how = _how(fitted, kept, k) if k in fitted or k in kept else "base (not measured)"
-        rows.append({"parameter": k, "value": v, "how": how})
+    for table in ("efficiency", "conv_efficiency"):
+        for prec, v in p[table].items():
+            k = f"{table}.{prec}"
+            how = _how(fitted, kept, k) if k in fitted or k in kept else "base (not measured)"
+            rows.append({"parameter": k, "value": v, "how": how})
     return rows
 
 
