@@ -206,6 +206,21 @@ def test_the_optimizer_moves_every_unfused_ops_words_and_a_fused_one_pass():
         assert unfused >= spec.words_per_param
     h100 = chips.load("h100-sxm")
     cfg = {"layers": 2, "nodes": 1024, "batch": 64}
-    loop = st.predict_step("fc", cfg, h100, "fp32", optimizer="adam", optimizer_impl="foreach")
+    each = st.predict_step("fc", cfg, h100, "fp32", optimizer="adam", optimizer_impl="foreach")
     fused = st.predict_step("fc", cfg, h100, "fp32", optimizer="adam", optimizer_impl="fused")
-    assert loop.plan.optimizer_bytes == pytest.approx(fused.plan.optimizer_bytes * 18 / 7)
+    assert fused.plan.optimizer_extra_bytes == 0
+    assert each.plan.optimizer_bytes == fused.plan.optimizer_bytes
+    assert each.plan.optimizer_extra_bytes == pytest.approx(fused.plan.optimizer_bytes * 11 / 7)
+    # foreach runs each op over every tensor: its extra passes revisit the whole model's state
+    assert each.plan.optimizer_extra_set == each.plan.optimizer_extra_bytes
+    assert each.terms.optimizer_s == pytest.approx(fused.terms.optimizer_s * 18 / 7)
+    # the loop runs the ops tensor by tensor: on a CPU whose cache holds the largest tensor's
+    # state, the extra passes run at the cache's bandwidth
+    cpu = chips.load("skylake-n1-32")
+    cfg = {"layers": 16, "nodes": 512, "batch": 64}  # 151 MB of state; the largest 29 MB
+    loop = st.predict_step("fc", cfg, cpu, "fp32", optimizer="adam", optimizer_impl="loop")
+    one = st.predict_step("fc", cfg, cpu, "fp32", optimizer="adam", optimizer_impl="fused")
+    assert loop.plan.optimizer_extra_set == pytest.approx(7 * 4 * 2000 * 512)  # W1, 2000 × 512
+    gain = defaults(cpu.platform).cache_gain
+    want = one.terms.optimizer_s * (1 + 11 / 7 / gain)
+    assert loop.terms.optimizer_s == pytest.approx(want, rel=1e-9)

@@ -168,6 +168,13 @@ def defaults(plat: Platform) -> StepParams:
             # (`conv_efficiency` from `simulate fit` or `fit --from ops`); 2.25 in a chip file
             # offers Winograd F(2×2,3×3) (36 → 16 multiplies per 2×2 outputs) per convolution
             fast_conv=1.0,
+            # a convolution's GEMM below the large-matmul rate (assumptions until a fit or
+            # `fit --from ops` measures them): on the vector units 0.9 (seed 002 Fig. 7: a V100
+            # reaches 92 % of its fp32 peak on Table 4's convolutions, 97 % on its matmuls;
+            # ParaDnn's narrower layers less), on the tensor cores 0.6 (seed 002: V100's
+            # tensor-core convolutions well below its matmuls; issue 42: fits on the 19 H100 runs
+            # settle near 0.62)
+            conv_efficiency={"fp32": 0.9, "default": 0.6},
             sync_latency_s=10e-6,
             tc_align=8,
             tc_rule="graded",

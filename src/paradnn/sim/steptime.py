@@ -154,6 +154,11 @@ class Plan:
     conv: np.ndarray | None = None  # bool per GEMM: a convolution's (``conv_efficiency``)
     params: int = 0
     policy: str = "mixed"
+    # The optimizer's passes beyond one (loop and foreach run the update op by op) and the
+    # working set they revisit: the largest tensor's state under the loop, the whole model's
+    # under foreach (each op over every tensor before the next op).
+    optimizer_extra_bytes: float = 0.0
+    optimizer_extra_set: float = 0.0
 
 
 def _quantization(m: int, n: int, k: int, tile: tuple[int, int], units: int | None) -> float:
@@ -305,9 +310,14 @@ def build_plan(
     fused = chip.platform.kind == "tpu"  # XLA fuses the optimizer and the casts
     # the optimizer's words at fp32 (mixed: fp32 master weights and state) or at the 16-bit
     # itemsize (pure); `traffic` refuses an unknown optimizer
-    opt_bytes = float(mem.optimizer_bytes(params, optimizer, "fused" if fused else impl))
+    opt_bytes = float(mem.optimizer_bytes(params, optimizer))
+    extra = float(mem.optimizer_bytes(params, optimizer, "fused" if fused else impl)) - opt_bytes
     if pure:
         opt_bytes *= size / 4
+        extra *= size / 4
+    largest = max((s.weights for s in shapes if s.weights), default=0)
+    per_param = opt_bytes / params if params else 0.0
+    extra_set = extra if impl == "foreach" else per_param * largest
     per_tensor = optimizer_kernels(optimizer)
     launches = tl.optimizer_launches(impl, per_tensor, tensors, params)
     opt_kernels = 0.0 if fused else float(launches)
@@ -357,6 +367,8 @@ def build_plan(
         conv=np.array(conv, dtype=bool),
         params=params,
         policy=policy,
+        optimizer_extra_bytes=extra,
+        optimizer_extra_set=extra_set,
     )
 
 
@@ -427,6 +439,9 @@ def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
         float(_cached(np.array([plan.optimizer_bytes]), np.array([plan.optimizer_bytes]), sp)[0])
         / bw
     )
+    if plan.optimizer_extra_bytes:
+        extra = np.array([plan.optimizer_extra_bytes])
+        opt_s += float(_cached(extra, np.array([plan.optimizer_extra_set]), sp)[0]) / bw
     master_s = (
         float(_cached(np.array([plan.master_bytes]), np.array([plan.master_bytes]), sp)[0]) / bw
     )
