@@ -166,16 +166,22 @@ def default_free(chip: Chip, base: StepParams, data: list[Sample]) -> tuple[str,
 
 
 def _why_fixed(name: str, chip: Chip, base: StepParams, data: list[Sample]) -> str:
+    few = f"too few runs ({len(data)}) to free it beside the other parameters"
     if name == "host_scale":
         if chip.platform.kind != "gpu":
             return "one serial timeline on this device: the host profile is taken as measured"
-        return f"too few runs ({len(data)}) to free it beside the device's parameters"
+        return few
     if name == "conv_efficiency":
-        return "no convolution in the sweep"
+        if not any(s.plan.conv is not None and s.plan.conv.any() for s in data):
+            return "no convolution in the sweep"
+        return few
     if name == "cache_gain":
         if not base.cache_bytes:
             return "this chip has no cache term"
-        return "no working sets on both sides of the cache"
+        sets = [float(np.max(s.plan.bytes / np.maximum(s.plan.kernels, 1.0))) for s in data]
+        if not (sets and min(sets) < base.cache_bytes < max(sets)):
+            return "no working sets on both sides of the cache"
+        return few
     return "not freed for this fit"
 
 
