@@ -45,7 +45,7 @@ import inspect
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,9 +56,10 @@ import pandas as pd
 
 from paradnn import families
 from paradnn.sim import chip as sim_chip
+from paradnn.sim import identify, steptime
 from paradnn.sim import model as sim_model
-from paradnn.sim import steptime
 from paradnn.sim.chip import Chip
+from paradnn.sim.hostprofile import HostProfile
 from paradnn.sim.stepparams import FITTED, StepParams
 
 HERE = Path(__file__).resolve().parent
@@ -71,6 +72,7 @@ CEILINGS_JSON = DATA / "sim_validation_cpu_ceilings.json"
 H100_CSV = DATA / "sim_validation_h100_runs.csv"
 H100_CEILINGS = DATA / "sim_validation_h100_ceilings.json"
 H100_DB = HERE / "results" / "gpu" / "nvidia-h100-80gb-hbm3" / "work" / "runs.sqlite"
+GPU_DIR = DATA / "gpu"  # every paradnn database here is a dataset of its own (one per GPU loan)
 OUT_JSON = HERE / "results" / "sim_validation.json"
 OUT_MD = HERE / "results" / "sim_validation.md"
 BANDS_JSON = ROOT / "src" / "paradnn" / "sim" / "error_bands.json"
@@ -86,16 +88,25 @@ METHOD_LABEL = {
     "roofline": "roofline",
 }
 
-# Issue 35's targets. The GPU ones are set on the held-out public GPU set (A100/T4, checked
-# independently); beside our GPU datasets they are shown for reference with the distance.
-GPU_TARGETS = {"datasheet": 0.25, "fitted_holdout": 0.10, "cross_device": 0.12}
-CPU_FAMILY_TARGET = 0.15  # every family, held out
+# Issue 42's targets (checked independently on GPU measurements not in the repository): our own
+# GPUs (H100, H200: the datasets under data/gpu/ and h100-run) datasheet + measured host profile
+# ≤ 15 %, fitted on a quick sweep of the same machine ≤ 12 % on bigger configurations, fitted
+# 70/30 ≤ 8 %, cross-device ≤ 12 %; peer GPUs (seed 002's) datasheet ≤ 25 %, fitted ≤ 8 %,
+# cross-device ≤ 12 %; Table 8 TPUs ≤ 40 %. Beside our data they are shown with the distance.
+OWN_GPU_TARGETS = {
+    "datasheet": 0.15,
+    "fitted_holdout": 0.08,
+    "cross_device": 0.12,
+    "quick_to_bigger": 0.12,
+}
+GPU_TARGETS = {"datasheet": 0.25, "fitted_holdout": 0.08, "cross_device": 0.12}  # peer GPUs
+CPU_FAMILY_TARGET = 0.15  # every family, held out (issue 35)
 TPU_TARGET = 0.40  # seed 002 Table 8 TPUs, datasheet-only, on throughput as the seed reports it
 TRANSFER_FP16_TARGET = 0.30  # fp32 → fp16 transfer (MAPE on throughput, as issue 35's 127 %)
 
 # Seed 002 Table 8 device → (platform id or chip file, precision, chips).
 T8_PLATFORMS = {
-    "Titan X": ("titan-x-pascal", "fp32", 1),
+    "Titan X": (str(CHIPS / "titan-x-pascal-2019.toml"), "fp32", 1),
     "Radeon VII": ("radeon-vii", "fp32", 1),
     "P100": (str(CHIPS / "p100-pcie.toml"), "fp32", 1),
     "V100": (str(CHIPS / "v100-pcie.toml"), "fp32", 1),
@@ -117,7 +128,23 @@ T8_DATASETS = {
     "seed002-t8-xeon-fp32": ("cpu", ("CPU",)),
 }
 OUR_DATASETS = ("cpu-sweep-epyc", "h100-run")
-DATASETS = (*T8_DATASETS, *OUR_DATASETS)
+
+
+def gpu_databases(folder: Path | None = None) -> dict[str, Path]:
+    """Every paradnn database under ``folder`` (default `GPU_DIR`), by dataset name (its file
+    name without the suffix): a GPU loan adds one, and it is validated without a code change."""
+    folder = GPU_DIR if folder is None else folder
+    if not folder.is_dir():
+        return {}
+    found = sorted(p for p in folder.iterdir() if p.suffix in (".sqlite", ".db") and p.is_file())
+    return {p.stem: p for p in found}
+
+
+def datasets() -> tuple[str, ...]:
+    return (*T8_DATASETS, *OUR_DATASETS, *gpu_databases())
+
+
+DATASETS = datasets()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +166,10 @@ class Case:
     topology: str | None = None
     group: str = ""  # the split is drawn per device and group
     paper: float | None = None  # seed 002's throughput (samples/s), Table 8 only
+    policy: str = "mixed"  # 16-bit: fp32 master weights (autocast) or pure
+    optimizer_impl: str | None = None  # loop | foreach | fused (None: torch's default)
+    host: HostProfile | None = field(default=None, repr=False)  # measured where the data has one
+    sweep: str | None = None  # the preset or sweep file the run came from
 
     @property
     def key(self) -> str:
@@ -153,9 +184,8 @@ def _topo(case: Case) -> Any:
     return parse_topology(case.topology)
 
 
-def predict(case: Case, params: StepParams | None = None, chip: Chip | None = None) -> float:
-    """The step model's step time (seconds) for ``case``, on its own chip unless ``chip``."""
-    p = steptime.predict_step(
+def _step(case: Case, params: StepParams | None, chip: Chip | None) -> steptime.StepTime:
+    return steptime.predict_step(
         case.family,
         dict(case.config),
         chip or case.chip,
@@ -164,8 +194,39 @@ def predict(case: Case, params: StepParams | None = None, chip: Chip | None = No
         chips=case.chips,
         topology=_topo(case),
         params=params,
+        host=case.host,
+        policy=case.policy,
+        optimizer_impl=case.optimizer_impl,
     )
-    return float(p.predicted_step_s)
+
+
+def predict(case: Case, params: StepParams | None = None, chip: Chip | None = None) -> float:
+    """The step model's step time (seconds) for ``case``, on its own chip unless ``chip``."""
+    return float(_step(case, params, chip).predicted_step_s)
+
+
+# Plans by case: a plan depends on the parameters `fit` does not move (tiles, units, the tensor-
+# core rule, the convolution algorithms), so a fit evaluates one plan per case under each
+# candidate (`steptime.evaluate`) instead of rebuilding it, 20-80× faster. Multi-chip and
+# multi-core cases (their all-reduce moves with the bandwidth efficiency) take the whole step.
+_PLANS: dict[tuple[Any, ...], tuple[steptime.Plan, float] | None] = {}
+
+
+def fast_predict(case: Case, params: StepParams | None = None) -> float:
+    """`predict` on the case's own chip, with the plan built once per case and base."""
+    if params is None:
+        return predict(case, None)
+    base = steptime.params_of(case.chip)
+    key = (case.dataset, case.device, case.key, case.optimizer, case.chips, base.source)
+    if key not in _PLANS:
+        whole = _step(case, base, None)
+        simple = whole.chips == 1 and whole.cores_per_chip == 1
+        _PLANS[key] = (whole.plan, case.chip.mem_bandwidth) if simple else None
+    got = _PLANS[key]
+    if got is None:
+        return predict(case, params)
+    plan, bandwidth = got
+    return float(steptime.evaluate(plan, params, bandwidth).total_s)
 
 
 def roofline(case: Case) -> float:
@@ -305,6 +366,70 @@ def h100_cases() -> list[Case]:
     return sweep_cases("h100-run", frame, chip, "gpu", "step_time_s", by_family=False)
 
 
+def db_cases(name: str, path: Path) -> list[Case]:
+    """The ok single-process runs of a paradnn database (each config's chosen attempt, as
+    `paradnn.attempts.choose`), on the datasheet entry that matches each device (else its
+    measured ceilings), with the host profile measured on the runs' host when the database holds
+    one (`paradnn calibrate --host-only`), their precision policy and optimizer implementation;
+    the median step time. A device no chip describes is left out, with its reason (SKIPPED)."""
+    from paradnn import platforms
+    from paradnn.attempts import choose
+    from paradnn.sim import hostprofile as hp
+    from paradnn.sim.fidelity import device_chips
+    from paradnn.store import open_store
+
+    with open_store(str(path), readonly=True) as store:
+        frame = store.frame()
+        ceilings = store.rows("ceilings")
+        profiles = store.rows("host_profile")
+    if frame.empty:
+        return []
+    frame = choose(frame)
+    ok = frame[(frame["status"] == "ok") & frame["step_time_s"].notna()]
+    if "procs" in ok:
+        ok = ok[ok["procs"].fillna(1).astype(int) == 1]
+    out = []
+    for dev, rows in ok.groupby("device_name", sort=True):
+        plat = platforms.match(str(dev))
+        chip = sim_chip.from_platform(plat) if plat is not None else None
+        chip = chip or device_chips(rows, ceilings).get(dev)
+        if chip is None:
+            SKIPPED.append(
+                {"dataset": name, "device": dev, "reason": "no datasheet entry and no ceilings"}
+            )
+            continue
+        kind = chip.platform.kind
+        hosts = sorted({str(h) for h in rows.get("hostname", pd.Series(dtype=str)).dropna()})
+        host = None
+        found = hp.newest_for(profiles, hosts[0]) if len(hosts) == 1 else None
+        if found is not None:
+            host = hp.for_device(hp.from_row(found, where=f"{path.name}: host_profile"), kind)
+        for r in rows.to_dict("records"):
+            if chip.platform.peak(r["precision"]) is None:
+                continue
+            cfg = r["config"] if isinstance(r["config"], Mapping) else json.loads(r["config"])
+            flags = r.get("flags") if isinstance(r.get("flags"), Mapping) else {}
+            policy = r.get("precision_policy")
+            out.append(
+                Case(
+                    dataset=name,
+                    device=str(dev),
+                    kind=kind,
+                    family=r["family"],
+                    config=dict(cfg),
+                    precision=r["precision"],
+                    measured_s=float(r["step_time_s"]),
+                    chip=chip,
+                    optimizer=r.get("optimizer") or "rmsprop",
+                    policy=policy if policy in steptime.POLICIES else "mixed",
+                    optimizer_impl=flags.get("optimizer_impl"),
+                    host=host,
+                    sweep=r.get("sweep") if isinstance(r.get("sweep"), str) else None,
+                )
+            )
+    return out
+
+
 def cases_of(name: str) -> list[Case]:
     if name in T8_DATASETS:
         return table8_cases(name)
@@ -312,6 +437,9 @@ def cases_of(name: str) -> list[Case]:
         return cpu_cases()
     if name == "h100-run":
         return h100_cases()
+    dbs = gpu_databases()
+    if name in dbs:
+        return db_cases(name, dbs[name])
     raise ValueError(name)
 
 
@@ -334,79 +462,77 @@ def split(cases: Sequence[Case], seed: int = SEED, holdout: float = HOLDOUT) -> 
     return out
 
 
-# log-space bounds of the scalar fitted parameters (sim.fit's); k_half is fitted as k_half + 1
-_BOUNDS = {
-    "kernel_overhead_s": (1e-8, 1e-1),
-    "k_half": (1.0, 1e5 + 1.0),
-    "bw_efficiency": (1e-3, 1.0),
-}
-_EFF_BOUNDS = (1e-3, 1.0)
+@dataclass(frozen=True)
+class Fitted:
+    """A staged fit's parameters and what the rows identified (`sim.identify`)."""
+
+    params: StepParams
+    identified: dict[str, Any]
+    regimes: dict[str, int]
+    rows: int
 
 
-def _layout(base: StepParams, precisions: Iterable[str]) -> list[tuple[str, str | None]]:
-    """The free parameters: (name, None) for a scalar of `FITTED`, (name, precision) for a
-    per-precision mapping such as ``efficiency``. Keys added to FITTED later are picked up."""
-    out: list[tuple[str, str | None]] = []
-    for name in FITTED:
-        v = getattr(base, name, None)
-        if isinstance(v, Mapping):
-            out += [(name, p) for p in sorted(precisions)]
-        elif isinstance(v, (int, float)) and (name in _BOUNDS or v > 0):
-            out.append((name, None))
-    return out
+def allowed_params(cases: Sequence[Case], base: StepParams) -> list[identify.Param]:
+    """What a fit on ``cases`` may move (as `sim.fit.default_free` without its row count: the
+    staged fit drops what the rows do not identify): the four GEMM/overhead parameters with E
+    per precision; the host profile's scale where host and device are two timelines (a GPU);
+    the convolutions' efficiency per precision with convolutions; the cache gain where the chip
+    has a cache term."""
+    names = ["kernel_overhead_s", "efficiency", "k_half", "bw_efficiency"]
+    if any(c.kind == "gpu" for c in cases):
+        names.append("host_scale")
+    conv = sorted({c.precision for c in cases if _has_conv(c)})
+    if conv:
+        names.append("conv_efficiency")
+    if base.cache_bytes:
+        names.append("cache_gain")
+    return identify.expand(names, sorted({c.precision for c in cases}), conv)
 
 
-def _bounds(base: StepParams, name: str, sub: str | None) -> tuple[float, float]:
-    if sub is not None:
-        return _EFF_BOUNDS
-    if name in _BOUNDS:
-        return _BOUNDS[name]
-    v = float(getattr(base, name))
-    return v / 1e3, v * 1e3
+def _has_conv(case: Case) -> bool:
+    from paradnn.families.shapes import Conv2d
+
+    try:
+        fam = families.get(case.family)
+        return any(isinstance(s, Conv2d) for s in fam.shapes(fam.config(dict(case.config))))
+    except Exception:  # a config the family refuses has no shapes to look at
+        return False
 
 
-def _value(base: StepParams, name: str, sub: str | None) -> float:
-    if sub is not None:
-        return base.eff(sub) if name == "efficiency" else float(getattr(base, name).get(sub, 1.0))
-    v = float(getattr(base, name))
-    return v + 1.0 if name == "k_half" else v
+def fit_staged(
+    cases: Sequence[Case],
+    base: StepParams,
+    predictor: Callable[[Case, StepParams], float] = fast_predict,
+) -> Fitted:
+    """`sim.identify.fit_staged` over ``cases`` (log predicted − log measured, soft-L1, host
+    parameters on host-bound rows and device parameters on device-bound ones, each moved only
+    where the rows identify it), with ``predictor`` giving the step under candidate parameters."""
 
+    def pred(p: StepParams, idx: Sequence[int]) -> np.ndarray:
+        return np.array([predictor(cases[i], p) for i in idx])
 
-def _apply(base: StepParams, layout: list[tuple[str, str | None]], x: np.ndarray) -> StepParams:
-    new: dict[str, Any] = {}
-    for (name, sub), v in zip(layout, np.exp(x), strict=True):
-        if sub is not None:
-            d = dict(new.get(name, getattr(base, name)))
-            d[sub] = float(v)
-            new[name] = d
-        else:
-            new[name] = float(v) - 1.0 if name == "k_half" else float(v)
-    return replace(base, **new)
+    staged = identify.fit_staged(
+        pred, [c.measured_s for c in cases], base, allowed_params(cases, base)
+    )
+    fitted = replace(
+        staged.params, source=f"fitted on {len(cases)} rows by benchmarks/sim_validation.py"
+    )
+    counts = {r: staged.regimes.count(r) for r in identify.REGIMES}
+    return Fitted(
+        fitted,
+        {k: r.as_dict() for k, r in sorted(staged.reports.items())},
+        counts,
+        len(cases),
+    )
 
 
 def fit_params(
     cases: Sequence[Case],
     base: StepParams,
-    predictor: Callable[[Case, StepParams], float] = predict,
+    predictor: Callable[[Case, StepParams], float] = fast_predict,
 ) -> StepParams:
-    """Least squares on log(predicted) − log(measured) over ``cases`` (soft-L1, f_scale 0.1),
-    as `sim.fit` does, with ``predictor`` giving the step time under candidate parameters."""
-    from scipy.optimize import least_squares
-
-    layout = _layout(base, {c.precision for c in cases})
-    lo = np.log([_bounds(base, n, s)[0] for n, s in layout])
-    hi = np.log([_bounds(base, n, s)[1] for n, s in layout])
-    x0 = np.log([max(_value(base, n, s), 1e-12) for n, s in layout])
-    x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
-    meas = np.log([c.measured_s for c in cases])
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        p = _apply(base, layout, x)
-        return np.log([predictor(c, p) for c in cases]) - meas
-
-    res = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1)
-    fitted = _apply(base, layout, res.x)
-    return replace(fitted, source=f"fitted on {len(cases)} rows by benchmarks/sim_validation.py")
+    """The staged fit's parameters (`fit_staged`)."""
+    return fit_staged(cases, base, predictor).params
 
 
 def transplant(fitted: StepParams, onto: StepParams) -> StepParams:
@@ -442,7 +568,7 @@ def evaluate_dataset(
     seed: int = SEED,
     holdout: float = HOLDOUT,
     cross_pairs: Sequence[tuple[str, str]] | None = None,
-    predictor: Callable[[Case, StepParams | None], float] = predict,
+    predictor: Callable[[Case, StepParams | None], float] = fast_predict,
     roof: Callable[[Case], float] | None = roofline,
 ) -> dict[str, Any]:
     """Every method's per-row predictions and its summary for one dataset's cases."""
@@ -476,11 +602,17 @@ def evaluate_dataset(
             fits[dev] = {"fitted": None, "reason": f"{len(train)} rows to fit, need {MIN_FIT}"}
             continue
         try:
-            p = fit_params(train, base, predictor)
+            got = fit_staged(train, base, predictor)
         except Exception as e:  # a failed fit is reported, not a crash
             fits[dev] = {"fitted": None, "reason": f"{type(e).__name__}: {e}"}
             continue
-        fits[dev] = {"fitted": _param_summary(p), "fit_rows": len(train)}
+        p = got.params
+        fits[dev] = {
+            "fitted": _param_summary(p),
+            "fit_rows": len(train),
+            "regimes": got.regimes,
+            "identified": got.identified,
+        }
         for i in idx:
             if splits[i] == "holdout":
                 rows[i]["fitted_s"] = _try(predictor, cases[i], p)[0]
@@ -674,6 +806,33 @@ SOURCES = {
 }
 
 
+def _shown(path: Path) -> str:
+    """A path relative to the repository when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def source_of(name: str, cases: Sequence[Case]) -> str:
+    """Where a dataset's rows come from: `SOURCES`, or, for a database under data/gpu/, what
+    the database itself says (devices, runs, families, precisions, sweeps, host profile)."""
+    if name in SOURCES:
+        return SOURCES[name]
+    path = gpu_databases()[name]
+    devs = ", ".join(sorted({c.device for c in cases}))
+    fams = ", ".join(sorted({c.family for c in cases}))
+    precs = ", ".join(sorted({c.precision for c in cases}))
+    sweeps = ", ".join(sorted({c.sweep or "?" for c in cases}))
+    host = "measured host profile" if any(c.host for c in cases) else "default host profile"
+    readme = path.parent / "README.md"
+    more = f"; {_shown(readme)} describes it" if readme.is_file() else ""
+    return (
+        f"a paradnn database, {_shown(path)}: {len(cases)} ok runs of {devs} "
+        f"({fams}; {precs}; sweep {sweeps}; median step time); datasheet chip, {host}{more}"
+    )
+
+
 def host_profile_note() -> str:
     sig = inspect.signature(steptime.predict_step).parameters
     named = [p for p in sig if "host" in p]
@@ -682,16 +841,108 @@ def host_profile_note() -> str:
     return "none: today's steptime.predict_step has no host profile (host_s = 0)"
 
 
+def own_gpu(name: str) -> bool:
+    """One of our own GPU datasets (the 19 runs, a database under data/gpu/), not a seed's."""
+    return name == "h100-run" or name in gpu_databases()
+
+
+def is_quick(cases: Sequence[Case]) -> bool:
+    """A dataset measured with the quick preset (tiny models: the host's floor)."""
+    return bool(cases) and all(c.sweep == "quick" for c in cases)
+
+
+def across(cache: Mapping[str, list[Case]]) -> dict[str, dict[str, Any]]:
+    """Our GPU datasets against each other: each fitted on all its rows per device
+    (`fit_staged`) and predicting every other dataset — of the same device (the datasets held
+    out from each other, both ways: ``other_dataset``) and, at a precision it fitted, of another
+    device with that device's datasheet and defaults (``cross_device``)."""
+    own = [n for n in cache if own_gpu(n) and cache[n]]
+    fitted: dict[tuple[str, str], Fitted] = {}
+    for n in own:
+        for dev in sorted({c.device for c in cache[n]}):
+            rows = [c for c in cache[n] if c.device == dev]
+            if len(rows) < MIN_FIT:
+                continue
+            try:
+                fitted[(n, dev)] = fit_staged(rows, steptime.params_of(rows[0].chip))
+            except Exception:  # a failed fit predicts nothing; its dataset's own fit says why
+                continue
+    out: dict[str, dict[str, Any]] = {}
+    for n in own:
+        other: dict[str, list[dict[str, Any]]] = {}
+        cross: list[dict[str, Any]] = []
+        for (m, dev), f in fitted.items():
+            if m == n:
+                continue
+            prec = set(f.params.efficiency) - {"default"}
+            for c in cache[n]:
+                if c.device == dev:
+                    got = _try(fast_predict, c, f.params)[0]
+                    bucket = other.setdefault(m, [])
+                elif c.precision in prec:
+                    onto = transplant(f.params, steptime.params_of(c.chip))
+                    got = _try(predict, c, onto)[0]
+                    bucket = cross
+                else:
+                    continue
+                if got is not None:
+                    bucket.append(
+                        {
+                            "from": m,
+                            "from_device": dev,
+                            "family": c.family,
+                            "config": json.dumps(dict(c.config), sort_keys=True),
+                            "precision": c.precision,
+                            "measured_s": c.measured_s,
+                            "predicted_s": got,
+                            "ape": _ape(got, c.measured_s),
+                        }
+                    )
+        out[n] = {
+            "other_dataset": {
+                m: {
+                    "stats": stats([r["ape"] for r in rows]),
+                    "from_quick_sweep": is_quick(cache[m]),
+                    "fit_rows": fitted[(m, rows[0]["from_device"])].rows,
+                    "regimes": fitted[(m, rows[0]["from_device"])].regimes,
+                    "identified": fitted[(m, rows[0]["from_device"])].identified,
+                    "rows": rows,
+                }
+                for m, rows in sorted(other.items())
+                if rows
+            },
+            "cross_device_rows": cross,
+        }
+    return out
+
+
 def run(names: Sequence[str], *, extras: bool = True) -> dict[str, Any]:
     SKIPPED.clear()
+    _PLANS.clear()
     datasets: dict[str, Any] = {}
     cache: dict[str, list[Case]] = {}
     for name in names:
         cache[name] = cases_of(name)
+        if not cache[name]:
+            SKIPPED.append({"dataset": name, "reason": "no ok single-process runs"})
+            continue
         d = evaluate_dataset(cache[name], cross_pairs=CROSS.get(name))
-        d["source"] = SOURCES[name]
+        d["source"] = source_of(name, cache[name])
         d["kind"] = cache[name][0].kind
+        d["quick_sweep"] = is_quick(cache[name])
+        hosts = {c.host.source for c in cache[name] if c.host is not None}
+        d["host_profile"] = "measured host profile" if hosts else "default host profile"
         datasets[name] = d
+    for name, got in across({n: cache[n] for n in datasets}).items():
+        d = datasets[name]
+        d["other_dataset"] = got["other_dataset"]
+        every = [r["ape"] for o in got["other_dataset"].values() for r in o["rows"]]
+        d["methods"]["other_dataset"] = stats(every) if got["other_dataset"] else None
+        if d["methods"]["cross_device"] is None and got["cross_device_rows"]:
+            d["cross_rows"] = got["cross_device_rows"]
+            d["methods"]["cross_device"] = stats([r["ape"] for r in got["cross_device_rows"]])
+    for d in datasets.values():
+        d["methods"].setdefault("other_dataset", None)
     transfers = {}
     t8 = [c for n in T8_DATASETS if n in cache for c in cache[n]]
     devs = {c.device for c in t8}
@@ -713,8 +964,13 @@ def run(names: Sequence[str], *, extras: bool = True) -> dict[str, Any]:
             f"round({HOLDOUT} × n) held out"
         ),
         "host_profile": host_profile_note(),
+        "fit": (
+            "sim.identify's staged fit: host parameters on host-bound rows, device parameters "
+            "on device-bound rows, each moved only where the rows identify it"
+        ),
         "targets": {
-            "gpu": GPU_TARGETS,
+            "own_gpu": OWN_GPU_TARGETS,
+            "peer_gpu": GPU_TARGETS,
             "cpu_family_holdout": CPU_FAMILY_TARGET,
             "tpu_table8_datasheet_throughput": TPU_TARGET,
             "transfer_fp32_fp16_throughput_mape": TRANSFER_FP16_TARGET,
@@ -758,9 +1014,9 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
-def _cell(s: Mapping[str, Any] | None) -> str:
+def _cell(s: Mapping[str, Any] | None, none: str = "n/a (one device)") -> str:
     if s is None:
-        return "n/a (one device)"
+        return none
     if not s["n"]:
         return "— (n = 0)"
     return f"{_pct(s['mdape'])} (p90 {_pct(s['p90'])}, n = {s['n']})"
@@ -775,22 +1031,40 @@ def _distance(fig: float | None, target: float) -> str:
 
 
 def target_rows(res: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(what, distance) for every target of issue 35 this data can speak to."""
+    """(what, distance) for every target of issues 42 and 35 this data can speak to."""
     ds = res["datasets"]
     out = []
     for name, d in ds.items():
         if d["kind"] != "gpu":
             continue
-        for m, tgt in GPU_TARGETS.items():
+        own = own_gpu(name)
+        targets = OWN_GPU_TARGETS if own else GPU_TARGETS
+        who = "own-GPU target" if own else "peer-GPU target"
+        for m in ("datasheet", "fitted_holdout", "cross_device"):
             s = d["methods"].get(m)
             if s is None:
                 continue
+            what = METHOD_LABEL[m]
+            if m == "datasheet" and own:
+                what += " + " + d.get("host_profile", "default host profile")
             out.append(
                 (
-                    f"{name}: {METHOD_LABEL[m]} MdAPE (GPU target, set on the held-out GPU set)",
-                    _distance(s["mdape"], tgt),
+                    f"{name}: {what} MdAPE (n = {s['n']}; {who})",
+                    _distance(s["mdape"], targets[m]),
                 )
             )
+        for src, o in (d.get("other_dataset") or {}).items():
+            st = o["stats"]
+            label = f"{name}: fitted on {src} (same device, all its rows) MdAPE (n = {st['n']}"
+            if o["from_quick_sweep"] and not d.get("quick_sweep"):
+                out.append(
+                    (
+                        label + "; quick sweep → bigger configurations)",
+                        _distance(st["mdape"], OWN_GPU_TARGETS["quick_to_bigger"]),
+                    )
+                )
+            else:
+                out.append((label + "; no target for this direction)", _pct(st["mdape"])))
     if "cpu-sweep-epyc" in ds:
         for fam, f in ds["cpu-sweep-epyc"]["by_family"].items():
             s = f["fitted_holdout"]
@@ -835,16 +1109,18 @@ def markdown(res: Mapping[str, Any]) -> str:
         f"Generated {res['generated_at']}. Error: {res['error']}; each cell is MdAPE (p90, n)."
         f" Split: {res['split']}. Host profile: {res['host_profile']}.",
         "",
-        "| dataset | kind | n | datasheet-only | fitted 70 %, held-out 30 % | cross-device "
-        "(same precision) | roofline |",
-        "|---|---|---|---|---|---|---|",
+        "| dataset | kind | n | datasheet-only | fitted 70 %, held-out 30 % | fitted on the "
+        "device's other dataset(s), all rows held out | cross-device (same precision) | "
+        "roofline |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, d in ds.items():
         m = d["methods"]
         lines.append(
             f"| {name} | {d['kind']} | {d['n']} | {_cell(m['datasheet'])} | "
-            f"{_cell(m['fitted_holdout'])} | {_cell(m['cross_device'])} | "
-            f"{_cell(m['roofline'])} |"
+            f"{_cell(m['fitted_holdout'])} | "
+            f"{_cell(m.get('other_dataset'), 'n/a (no other dataset)')} | "
+            f"{_cell(m['cross_device'])} | {_cell(m['roofline'])} |"
         )
     refused = [(n, r) for n, d in ds.items() for r in d.get("refused", [])]
     skipped = res.get("skipped") or []
@@ -856,7 +1132,7 @@ def markdown(res: Mapping[str, Any]) -> str:
         ]
     lines += [
         "",
-        "## Targets (issue 35) and the distance to each",
+        "## Targets (issues 42 and 35) and the distance to each",
         "",
         "| figure | distance |",
         "|---|---|",
@@ -917,23 +1193,44 @@ def markdown(res: Mapping[str, Any]) -> str:
             f"({mc['ratio_max']:.2f}×); small FCs predicted faster on one TPU v2 core than on "
             f"eight: {sf['faster_on_one_core']} of {sf['configs']} (paper: they are).",
         ]
-    lines += ["", "## Fitted parameters (per device, on its 70 %)", ""]
+    lines += [
+        "",
+        "## What each fit identified (per device, on its 70 %; sim/identify.py)",
+        "",
+        "Fitted rows by regime (host-bound / device-bound / mixed, at the fitted parameters), "
+        "then each parameter the rows identified (value, 95 % interval) and those kept at "
+        "their priors (why).",
+        "",
+    ]
     for name, d in ds.items():
         for dev, f in d["fits"].items():
             if f["fitted"] is None:
                 lines.append(f"- {name} / {dev}: not fitted ({f['reason']})")
                 continue
-            p = f["fitted"]
-            eff = ", ".join(f"{k} {v:.3g}" for k, v in (p.get("efficiency") or {}).items())
+            lines.append(f"- {name} / {dev} ({f['fit_rows']} rows): {_fit_words(f)}")
+        for src, o in (d.get("other_dataset") or {}).items():
             lines.append(
-                f"- {name} / {dev} ({f['fit_rows']} rows): kernel overhead "
-                f"{1e6 * p['kernel_overhead_s']:.3g} µs, E {eff}, k_half {p['k_half']:.3g}, "
-                f"bw_efficiency {p['bw_efficiency']:.3g}"
+                f"- {name} predicted from {src} (all {o['fit_rows']} of its rows): {_fit_words(o)}"
             )
     lines += ["", "## Where the data come from", ""]
     lines += [f"- **{n}**: {d['source']}" for n, d in ds.items()]
     lines += [f"- Public GPU measurements: {res['public_gpu_measurements']}.", ""]
     return "\n".join(lines)
+
+
+def _fit_words(f: Mapping[str, Any]) -> str:
+    reg = ", ".join(f"{v} {k}" for k, v in (f.get("regimes") or {}).items())
+    got, kept = [], []
+    for key, r in (f.get("identified") or {}).items():
+        if r["status"] == "identified":
+            bound = f", at its {r['at_bound']} bound" if r["at_bound"] else ""
+            got.append(f"{key} {r['value']:.3g} [{r['low']:.3g}, {r['high']:.3g}]{bound}")
+        else:
+            kept.append(f"{key} ({r['reason'].removesuffix('; kept at its prior')})")
+    return (
+        f"{reg}; identified: {', '.join(got) or 'nothing'}; kept at prior: "
+        f"{', '.join(kept) or 'nothing'}"
+    )
 
 
 def export(db: str, runs_csv: Path, ceilings_json: Path) -> None:
@@ -978,13 +1275,29 @@ def export(db: str, runs_csv: Path, ceilings_json: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The CLI; ``--gpu-dir`` replaces `GPU_DIR` for this call only."""
+    global GPU_DIR
+    kept = GPU_DIR
+    try:
+        return _main(argv)
+    finally:
+        GPU_DIR = kept
+
+
+def _main(argv: list[str] | None) -> int:
+    global GPU_DIR
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
         "--datasets",
         nargs="+",
-        default=list(DATASETS),
+        default=None,
         metavar="NAME",
         help="which datasets (default: all): " + ", ".join(DATASETS),
+    )
+    ap.add_argument(
+        "--gpu-dir",
+        default=None,
+        help="the folder of GPU databases (default benchmarks/data/gpu)",
     )
     ap.add_argument("--out-dir", default=str(OUT_JSON.parent), help="where the results go")
     ap.add_argument(
@@ -1002,9 +1315,16 @@ def main(argv: list[str] | None = None) -> int:
         help="write the committed H100 CSV from DB (default: the committed run) and exit",
     )
     args = ap.parse_args(argv)
-    bad = [n for n in args.datasets if n not in DATASETS]
+    if args.gpu_dir is not None:
+        GPU_DIR = Path(args.gpu_dir)
+        if not GPU_DIR.is_dir():
+            print(f"--gpu-dir: {args.gpu_dir!r} is not a folder", file=sys.stderr)
+            return 2
+    every = datasets()
+    names = every if args.datasets is None else args.datasets
+    bad = [n for n in names if n not in every]
     if bad:
-        print(f"--datasets: {bad[0]!r} is not one of {', '.join(DATASETS)}", file=sys.stderr)
+        print(f"--datasets: {bad[0]!r} is not one of {', '.join(every)}", file=sys.stderr)
         return 2
     if args.export_cpu:
         export(args.export_cpu, RUNS_CSV, CEILINGS_JSON)
@@ -1012,7 +1332,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.export_h100:
         export(args.export_h100, H100_CSV, H100_CEILINGS)
         return 0
-    res = run(args.datasets, extras=set(args.datasets) == set(DATASETS))
+    res = run(names, extras=set(names) == set(every))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(res)

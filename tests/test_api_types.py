@@ -83,8 +83,8 @@ def _fit(**ops):
 def test_a_fit_keeps_the_keys_and_order_of_each_source():
     from_runs = _round_trips(_fit())
     assert list(from_runs) == [
-        *("device_name", "params", "fitted_runs", "holdout_runs", "status", "summary", "rows"),
-        *("chip_toml", "out"),
+        *("device_name", "params", "identified", "regimes", "fitted_runs", "holdout_runs"),
+        *("status", "summary", "rows", "chip_toml", "out"),
     ]
     ops = {"fitted": {"k_half": 1.1}, "kept": {}, "holdout_ops": ["matmul-4096"]}
     from_ops = _round_trips(_fit(source="ops", warnings=["w"], **ops))

@@ -209,7 +209,7 @@ def test_a_3x3_conv_op_may_run_by_winograd_at_four_times_the_maps_traffic():
     from paradnn.sim.stepparams import defaults
 
     chip = sim_chip.load("v100-sxm2")
-    sp = defaults(chip.platform)
+    sp = replace(defaults(chip.platform), fast_conv=2.25)  # a chip file offering Winograd
     conv = Conv2d("c", 2, 8, 16, 12, 12, 3, 1)  # valid padding: 10×10 outputs
     plan = opfit.op_plan(conv, True, chip, "fp32", sp)
     # maps = 2 · (8 + 16) · 10 · 10 = 4800; 2 (read, write) · 4 (tile expansion) · 4 bytes
@@ -282,3 +282,21 @@ def test_op_rows_the_fit_cannot_place_name_the_value():
     with pytest.raises(ConfigError) as e:
         opfit.device_chip(rows, [], None, None, db="r.db")
     assert str(e.value).startswith("--db = 'Unknown CPU': no chip describes this device")
+
+
+def test_the_conv2d_ops_measure_the_convolutions_rate_beside_the_matmuls():
+    """Issue 42: a convolution's rate comes from measurement (its conv2d ops against the matmul
+    ops of the same precision), not a fixed Winograd discount."""
+    chip = sim_chip.from_ceilings(CEILINGS, CPU)
+    truth = replace(_truth(chip), conv_efficiency={"fp32": 0.45})
+    res = opfit.fit(chip, opfit.samples(_rows(chip, truth), chip))
+    assert res.params.conv_eff("fp32") == pytest.approx(0.45, rel=0.05)
+    assert res.params.eff("fp32") == pytest.approx(0.5, rel=0.05)
+    assert "conv_efficiency.fp32" in res.fitted
+    held = res.rows[res.rows["split"] == "holdout"]
+    assert held["ape"].max() < 0.02  # conv2d-II held out: predicted at the measured conv rate
+    # matmuls alone say nothing about convolutions: their efficiency is not fitted
+    matmuls = [r for r in _rows(chip, truth) if r["op"] == "matmul"]
+    alone = opfit.fit(chip, opfit.samples(matmuls, chip))
+    assert "conv_efficiency.fp32" not in alone.fitted
+    assert alone.params.conv_eff("fp32") == params_of(chip).conv_eff("fp32")

@@ -30,6 +30,12 @@ class OptimizerSpec:
     # w, g and writes w; momentum adds a buffer read and write; RMSProp with momentum adds
     # square_avg and the momentum buffer, each read and written.
     words_per_param: int = 3
+    # The same for torch's per-parameter loop and foreach implementations, which run the update
+    # as separate elementwise ops, each reading its inputs and writing its output in full (an op
+    # reading one tensor twice, as addcmul_(g, g), counted once: the second read hits the cache).
+    # None: as `words_per_param` (a single pass). Counted from torch.optim's _single_tensor_* and
+    # _multi_tensor_* functions (torch 2.x) in `SPECS` below.
+    unfused_words_per_param: int | None = None
     # The optax function and its arguments that do the same arithmetic (the JAX backend):
     # RMSProp with ε outside the square root (eps_in_sqrt=False) and zero-initialised averages,
     # as torch; SGD's momentum as optax's trace (t = g + μ·t, w -= lr·t), as torch.
@@ -49,6 +55,9 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
             MappingProxyType({"lr": 0.1, "alpha": 0.9, "momentum": 0.9, "eps": 1.0}),
             state_copies=2,
             words_per_param=7,
+            # square_avg.mul_ (2) .addcmul_(g, g) (3); avg = sqrt (2) .add_(eps) (2);
+            # buf.mul_ (2) .addcdiv_(g, avg) (4); param.add_(buf) (3)
+            unfused_words_per_param=18,
             optax_function="rmsprop",
             optax_hyperparameters=MappingProxyType(
                 {
@@ -74,6 +83,7 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
             MappingProxyType({"lr": 0.1, "momentum": 0.9}),
             state_copies=1,
             words_per_param=5,
+            unfused_words_per_param=8,  # buf.mul_ (2) .add_(g) (3); param.add_(buf) (3)
             optax_hyperparameters=MappingProxyType({"learning_rate": 0.1, "momentum": 0.9}),
         ),
         # Adam keeps exp_avg and exp_avg_sq; a step reads w, g, both and writes w and both (7
@@ -86,6 +96,9 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
             MappingProxyType({"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8}),
             state_copies=2,
             words_per_param=7,
+            # exp_avg.lerp_(g) (3); exp_avg_sq.mul_ (2) .addcmul_(g, g) (3); denom = sqrt (2)
+            # / bias correction (2) .add_(eps) (2); param.addcdiv_(exp_avg, denom) (4)
+            unfused_words_per_param=18,
             optax_function="adam",
             optax_hyperparameters=MappingProxyType(
                 {"learning_rate": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0}
@@ -101,6 +114,7 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
             ),
             state_copies=2,
             words_per_param=7,
+            unfused_words_per_param=20,  # Adam's 18 + param.mul_(1 − lr·wd) (2)
             optax_function="adamw",
             optax_hyperparameters=MappingProxyType(
                 {

@@ -151,6 +151,7 @@ class Validation:
 
 
 OPS_ONLY = ("source", "fitted", "kept", "holdout_ops", "warnings")
+RUNS_ONLY = ("identified", "regimes")
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,10 @@ class SimFit:
     """`simulate fit`: the fitted step-time parameters of a device, the error per family (or op)
     on the fitted and the held-out part, every run's prediction, and the chip file. Fitted from
     op micro-benchmarks (`source = "ops"`) it says which parameters were fitted (± as a factor)
-    and which kept (with why); from runs those fields are None and not in `as_dict()`."""
+    and which kept (with why); from runs those fields are None and not in `as_dict()`, and
+    instead `identified` says per parameter what the runs identified (value, prior, status,
+    95 % interval or why not, `sim.identify`), `regimes` how many fitted runs were host-bound,
+    device-bound or mixed, and every row its run's `regime`."""
 
     device_name: str
     params: dict[str, Any]
@@ -174,6 +178,8 @@ class SimFit:
     kept: dict[str, str] | None = None
     holdout_ops: list[str] | None = None
     warnings: list[str] = field(default_factory=list)
+    identified: Rows | None = None  # from runs: per parameter (`sim.identify.Report.as_dict`)
+    regimes: dict[str, int] | None = None  # from runs: fitted runs per regime
 
     @property
     def from_ops(self) -> bool:
@@ -182,13 +188,16 @@ class SimFit:
     def as_dict(self) -> dict[str, Any]:
         """The keys `simulate fit --format json` prints (plus `rows`), in its order."""
         order = (
-            *("device_name", "source", "params", "fitted", "kept", "fitted_runs"),
-            *("holdout_runs", "holdout_ops", "warnings", "status", "summary", "rows"),
-            *("chip_toml", "out"),
+            *("device_name", "source", "params", "fitted", "kept", "identified", "regimes"),
+            *("fitted_runs", "holdout_runs", "holdout_ops", "warnings", "status", "summary"),
+            *("rows", "chip_toml", "out"),
         )
-        keys = order if self.from_ops else [k for k in order if k not in OPS_ONLY]
+        drop = OPS_ONLY if not self.from_ops else RUNS_ONLY
+        keys = [k for k in order if k not in drop]
         plain = {k: getattr(self, k) for k in keys}
         plain["summary"], plain["rows"] = self.summary.as_dict(), self.rows.as_dict()
+        if "identified" in plain:
+            plain["identified"] = self.identified.as_dict() if self.identified else []
         return plain
 
 

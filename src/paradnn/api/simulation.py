@@ -485,6 +485,10 @@ def simulate_fit(
         rows=rows("fit", _records(result.rows)),
         chip_toml=text,
         out=out,
+        identified=rows(
+            "fit_identified", [r.as_dict() for _, r in sorted(result.identified.items())]
+        ),
+        regimes=result.regime_counts(),
     )
 
 

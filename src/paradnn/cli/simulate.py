@@ -516,7 +516,9 @@ def fit(
     rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
     if res.from_ops:
         rows = _ops_param_rows(res)
-    out.print(sim_table(rows, title=f"fitted step-time parameters of {res.device_name}"))
+        out.print(sim_table(rows, title=f"fitted step-time parameters of {res.device_name}"))
+    else:
+        _print_identified(res)
     split = f"config hash mod 100 < {holdout}"
     if res.from_ops:
         split = "ops " + (", ".join(res.holdout_ops or ()) or "none")
@@ -547,16 +549,64 @@ FIT_SHOWN = (
 )
 
 
+def _print_identified(res: SimFit) -> None:
+    """From runs: which regime each run was in, and per parameter what the runs identified."""
+    from paradnn.sim.render import sim_table
+
+    counts = ", ".join(f"{v} {k}" for k, v in (res.regimes or {}).items())
+    runs = [
+        {
+            "family": r["family"],
+            "precision": r["precision"],
+            "config": r["config"],
+            "split": r["split"],
+            "regime": r["regime"],
+            "measured_s": r["measured_s"],
+            "predicted_s": r["predicted_s"],
+            "ape": r["ape"],
+        }
+        for r in res.rows
+    ]
+    out.print(
+        sim_table(runs, title=f"each run's regime at the fitted parameters (fitted: {counts})")
+    )
+    shown = []
+    for r in res.identified or ():
+        if r["status"] == "identified":
+            runs = f"{r['runs']} run" + ("" if r["runs"] == 1 else "s")
+            how = f"95 % [{r['low']:.4g}, {r['high']:.4g}] from {runs}"
+            how += f"; at its {r['at_bound']} bound" if r["at_bound"] else ""
+        else:
+            how = r["reason"]
+        shown.append(
+            {
+                "parameter": r["parameter"],
+                "value": r["value"],
+                "prior": r["prior"],
+                "status": r["status"],
+                "interval or why": how,
+            }
+        )
+    out.print(
+        sim_table(
+            shown,
+            title=f"fitted step-time parameters of {res.device_name}: what the runs identified",
+        )
+    )
+    out.print(f"source: {res.params['source']}", markup=False)
+
+
 def _ops_param_rows(res: SimFit) -> list[dict[str, Any]]:
     """--from ops: each GEMM parameter, its value, and fitted (± as a factor) or kept (why)."""
     p, rows = res.params, []
     fitted, kept = res.fitted or {}, res.kept or {}
     for k in ("kernel_overhead_s", "k_half", "bw_efficiency"):
         rows.append({"parameter": k, "value": p[k], "how": _how(fitted, kept, k)})
-    for prec, v in p["efficiency"].items():
-        k = f"efficiency.{prec}"
-        how = _how(fitted, kept, k) if k in fitted or k in kept else "base (not measured)"
-        rows.append({"parameter": k, "value": v, "how": how})
+    for table in ("efficiency", "conv_efficiency"):
+        for prec, v in p[table].items():
+            k = f"{table}.{prec}"
+            how = _how(fitted, kept, k) if k in fitted or k in kept else "base (not measured)"
+            rows.append({"parameter": k, "value": v, "how": how})
     return rows
 
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,13 +30,15 @@ import pandas as pd
 from paradnn.attempts import choose
 from paradnn.errors import ABSENT, ConfigError
 from paradnn.records import Status
+from paradnn.sim import identify
 from paradnn.sim.chip import Chip
 from paradnn.sim.hostprofile import HostProfile
+from paradnn.sim.identify import REGIMES, Report
 from paradnn.sim.stepparams import FITTED, StepParams
 from paradnn.sim.steptime import Plan, build_plan, evaluate, params_of
 
 HOLDOUT_PERCENT = 30
-CACHE_GAIN_MAX = 16.0  # cache ÷ DRAM bandwidth: L2/L3 reach a few times DRAM, not more
+CACHE_GAIN_MAX = identify.BOUNDS["cache_gain"][1]
 KIND = "prediction"
 
 
@@ -132,33 +133,19 @@ def _cfg(family: str, cfg: Mapping[str, Any]) -> Any:
     return families.get(family).config(dict(cfg))
 
 
-# x = log of: kernel_overhead_s, k_half + 1, bw_efficiency, host_scale, cache_gain,
-# conv_efficiency, then E per precision.
-_LO = [math.log(1e-8), 0.0, math.log(1e-3), math.log(1e-2), 0.0, math.log(1e-2)]
-_HI = [math.log(1e-1), math.log(1e5), 0.0, math.log(1e2), math.log(CACHE_GAIN_MAX), 0.0]
-_N = len(_LO)
-_X_NAMES = (
-    "kernel_overhead_s",
-    "k_half",
-    "bw_efficiency",
-    "host_scale",
-    "cache_gain",
-    "conv_efficiency",
-)
-
-
 SPARE_ROWS = 2  # an extra parameter is freed only while fitted rows exceed free ones by this
 
 
 def default_free(chip: Chip, base: StepParams, data: list[Sample]) -> tuple[str, ...]:
-    """What a sweep can pin down: the four GEMM/overhead parameters (and E per precision)
+    """What a sweep may fit at most: the four GEMM/overhead parameters (and E per precision)
     always; then, while the fitted rows outnumber the free parameters by `SPARE_ROWS` (a fit
     keeps residual freedom; a small sweep is not fitted exactly): the host profile's scale where
     host and device are two timelines (a GPU: on a CPU the host's per-op cost and the
     per-kernel overhead are one serial cost, and the profile is taken as measured), the
     convolutions' efficiency where the sweep has convolutions, and the cache gain where the
     chip has a cache term and the sweep has working sets on both sides of the cache (else gain
-    and bandwidth are one number)."""
+    and bandwidth are one number). Of these, `fit` moves only what the runs identify
+    (`sim.identify`)."""
     free = ["kernel_overhead_s", "efficiency", "k_half", "bw_efficiency"]
     count = 3 + len({s.precision for s in data})
     extra = []
@@ -178,19 +165,24 @@ def default_free(chip: Chip, base: StepParams, data: list[Sample]) -> tuple[str,
     return tuple(free)
 
 
-def _params(x: np.ndarray, precisions: list[str], base: StepParams) -> StepParams:
-    eff = dict(base.efficiency)
-    eff.update({p: float(math.exp(v)) for p, v in zip(precisions, x[_N:], strict=True)})
-    return replace(
-        base,
-        kernel_overhead_s=float(math.exp(x[0])),
-        k_half=float(math.exp(x[1]) - 1.0),
-        bw_efficiency=float(math.exp(x[2])),
-        host_scale=float(math.exp(x[3])),
-        cache_gain=float(math.exp(x[4])) if base.cache_bytes else base.cache_gain,
-        conv_efficiency=float(math.exp(x[5])),
-        efficiency=eff,
-    )
+def _why_fixed(name: str, chip: Chip, base: StepParams, data: list[Sample]) -> str:
+    few = f"too few runs ({len(data)}) to free it beside the other parameters"
+    if name == "host_scale":
+        if chip.platform.kind != "gpu":
+            return "one serial timeline on this device: the host profile is taken as measured"
+        return few
+    if name == "conv_efficiency":
+        if not any(s.plan.conv is not None and s.plan.conv.any() for s in data):
+            return "no convolution in the sweep"
+        return few
+    if name == "cache_gain":
+        if not base.cache_bytes:
+            return "this chip has no cache term"
+        sets = [float(np.max(s.plan.bytes / np.maximum(s.plan.kernels, 1.0))) for s in data]
+        if not (sets and min(sets) < base.cache_bytes < max(sets)):
+            return "no working sets on both sides of the cache"
+        return few
+    return "not freed for this fit"
 
 
 @dataclass(frozen=True)
@@ -202,7 +194,16 @@ class FitResult:
     holdout_percent: int
     cost: float
     status: str
-    rows: pd.DataFrame  # every sample: measured, predicted, ape, split
+    rows: pd.DataFrame  # every sample: measured, predicted, ape, split, regime
+    # per parameter: what the runs said about it (`sim.identify.Report`), and the rounds of
+    # regime classification the staged fit took
+    identified: dict[str, Report] = field(default_factory=dict)
+    rounds: int = 0
+
+    def regime_counts(self) -> dict[str, int]:
+        """Fitted runs per regime."""
+        fitted = self.rows[self.rows["split"] == "fit"] if len(self.rows) else self.rows
+        return {r: int((fitted["regime"] == r).sum()) for r in REGIMES} if len(fitted) else {}
 
 
 def fit(
@@ -214,11 +215,11 @@ def fit(
     holdout: int = HOLDOUT_PERCENT,
     free: tuple[str, ...] | None = None,
 ) -> FitResult:
-    """Least squares on the log step time of the ``fit`` samples; every sample predicted with
-    the result (the held-out ones were not seen). ``free``: the parameters fitted (names of
+    """The staged fit of `sim.identify` on the log step time of the ``fit`` samples: host
+    parameters from host-bound runs, device parameters from device-bound ones, each moved only
+    where the runs identify it; every sample predicted with the result (the held-out ones were
+    not seen) and classified by regime. ``free``: the parameters it may fit (names of
     `stepparams.FITTED`; None: `default_free` for the chip); the others stay at ``base``."""
-    from scipy.optimize import least_squares
-
     sp = base or params_of(chip)
     train = [s for s in data if s.split == "fit"]
     if len(train) < 5:
@@ -230,41 +231,41 @@ def fit(
             "larger sweep (`paradnn run --preset quick`)",
         )
     precisions = sorted({s.precision for s in train})
-    x0 = [
-        math.log(max(sp.kernel_overhead_s, 1e-8)),
-        math.log(sp.k_half + 1.0),
-        math.log(sp.bw_efficiency),
-        math.log(sp.host_scale) if sp.host_scale > 0 else 0.0,
-        math.log(max(sp.cache_gain, 1.0)),
-        math.log(sp.conv_efficiency),
-    ]
-    x0 += [math.log(sp.eff(p)) for p in precisions]
-    lo = _LO + [math.log(1e-3)] * len(precisions)
-    hi = _HI + [0.0] * len(precisions)
-    x0 = [min(max(v, a + 1e-9), b - 1e-9) for v, a, b in zip(x0, lo, hi, strict=True)]
-    free = default_free(chip, sp, train) if free is None else free
-    for name in free:
+    convs = sorted({s.precision for s in train if s.plan.conv is not None and s.plan.conv.any()})
+    names = default_free(chip, sp, train) if free is None else free
+    for name in names:
         if name not in FITTED:
             raise ConfigError("free", name, "must be one of " + ", ".join(FITTED))
-    for i, name in enumerate(_X_NAMES):  # a fixed parameter: its bounds pinned around x0
-        if name not in free:
-            lo[i], hi[i] = x0[i] - 1e-12, x0[i] + 1e-12
-    if "efficiency" not in free:
-        for i in range(_N, len(x0)):
-            lo[i], hi[i] = x0[i] - 1e-12, x0[i] + 1e-12
+    if not sp.cache_bytes:
+        names = tuple(n for n in names if n != "cache_gain")
+    allowed = identify.expand(names, precisions, convs)
     bw = chip.mem_bandwidth
-    meas = np.log([s.measured_s for s in train])
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        p = _params(x, precisions, sp)
-        pred = np.array([evaluate(s.plan, p, bw).total_s for s in train])
-        return np.log(pred) - meas
+    def predict(p: StepParams, idx: Sequence[int], samples: list[Sample] = train) -> np.ndarray:
+        return np.array([evaluate(samples[i].plan, p, bw).total_s for i in idx])
 
-    res = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1)
-    fitted = _params(res.x, precisions, sp)
-    fitted = replace(fitted, source=f"{source}; {len(train)} runs fitted, split by config hash")
+    staged = identify.fit_staged(predict, [s.measured_s for s in train], sp, allowed)
+    reports = dict(staged.reports)
+    left = [n for n in FITTED if n not in names]
+    fixed = identify.expand(
+        [n for n in left if n not in ("cache_gain",) or sp.cache_bytes],
+        precisions,
+        convs,
+    )
+    for prm in fixed:
+        why = _why_fixed(prm.name, chip, sp, train)
+        reports.setdefault(prm.key, identify.fixed_reports(sp, [prm], why)[prm.key])
+    fitted = replace(
+        staged.params, source=f"{source}; {len(train)} runs fitted, split by config hash"
+    )
+    every = list(range(len(data)))
+
+    def predict_all(p: StepParams, idx: Sequence[int]) -> np.ndarray:
+        return predict(p, idx, data)
+
+    regime = identify.regimes(predict_all, fitted, every)
     rows = []
-    for s in data:
+    for s, reg in zip(data, regime, strict=True):
         pred = evaluate(s.plan, fitted, bw).total_s
         rows.append(
             {
@@ -273,6 +274,7 @@ def fit(
                 "precision": s.precision,
                 "device_name": s.device_name,
                 "split": s.split,
+                "regime": reg,
                 "measured_s": s.measured_s,
                 "predicted_s": pred,
                 "ape": abs(pred - s.measured_s) / s.measured_s,
@@ -285,9 +287,11 @@ def fit(
         fitted_runs=len(train),
         holdout_runs=len(data) - len(train),
         holdout_percent=holdout,
-        cost=float(res.cost),
-        status=str(res.message),
+        cost=staged.cost,
+        status=staged.status,
         rows=pd.DataFrame(rows),
+        identified=reports,
+        rounds=staged.rounds,
     )
 
 
@@ -357,6 +361,13 @@ def chip_toml(chip: Chip, result: Any, device: str, header: list[str] | None = N
             f"(config hash mod 100 < {result.holdout_percent}); peaks and bandwidth: "
             f"{chip.origin}.",
         ]
+        header += identified_lines(result)
+    tiles = ""
+    if p.tiles:
+        tiles = ", ".join(
+            f"{k} = [{', '.join(f'[{t[0]}, {t[1]}]' for t in v)}]" for k, v in p.tiles.items()
+        )
+    conv = ", ".join(f"{k} = {v:.4g}" for k, v in p.conv_efficiency.items())
     lines = [
         *(f"# {h}" for h in header),
         f"[{pid}]",
@@ -378,8 +389,10 @@ def chip_toml(chip: Chip, result: Any, device: str, header: list[str] | None = N
         f"bw_efficiency = {p.bw_efficiency:.6g}",
     ]
     if p.tile:
-        tiles = ", ".join(f"{k} = [{v[0]}, {v[1]}]" for k, v in p.tile.items())
-        lines.append(f"tile = {{ {tiles} }}")
+        tile = ", ".join(f"{k} = [{v[0]}, {v[1]}]" for k, v in p.tile.items())
+        lines.append(f"tile = {{ {tile} }}")
+    if tiles:
+        lines.append(f"tiles = {{ {tiles} }}")
     if p.units:
         lines.append(f"units = {p.units}")
     lines += [
@@ -389,14 +402,32 @@ def chip_toml(chip: Chip, result: Any, device: str, header: list[str] | None = N
         f"sync_latency_s = {p.sync_latency_s:.6g}",
         f"tc_align = {p.tc_align}",
         f"tc_fallback = {p.tc_fallback:.6g}",
+        f"tc_rule = {json.dumps(p.tc_rule)}",
+        f"align_exponent = {p.align_exponent:.6g}",
+        f"narrow_kernel = {p.narrow_kernel:.6g}",
         f"host_scale = {p.host_scale:.6g}",
-        f"conv_efficiency = {p.conv_efficiency:.6g}",
+        f"conv_efficiency = {{ {conv} }}",
+        f"conv_layout = {json.dumps(p.conv_layout)}",
         *([f"cache_bytes = {p.cache_bytes:.6g}"] if p.cache_bytes else []),
         f"cache_gain = {p.cache_gain:.6g}",
         f"source = {json.dumps(p.source)}",
         "",
     ]
     return "\n".join(lines)
+
+
+def identified_lines(result: Any) -> list[str]:
+    """The chip file's comment lines on what the runs identified: the fitted runs per regime,
+    then one line per parameter (`identify.Report.line`)."""
+    reports = getattr(result, "identified", None) or {}
+    if not reports:
+        return []
+    counts = result.regime_counts() if hasattr(result, "regime_counts") else {}
+    out = ["What the runs identified (sim/identify.py; 95 % intervals from the Jacobian):"]
+    if counts:
+        out.append("fitted runs by regime: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    out += [f"  {r.line()}" for _, r in sorted(reports.items())]
+    return out
 
 
 def heldout_data(data: Any) -> pd.DataFrame:

@@ -129,6 +129,7 @@ def op_plan(shape: Shape, train: bool, chip: Chip, precision: str, sp: StepParam
         flops=flops,
         precision=precision,
         tensors=1,
+        conv=np.full(len(cols["t"]), isinstance(shape, Conv2d), dtype=bool),
     )
 
 
@@ -216,28 +217,41 @@ def samples(
     return out
 
 
-# x = log of: kernel_overhead_s, k_half + 1, bw_efficiency, then E per precision.
+# x = log of: kernel_overhead_s, k_half + 1, bw_efficiency, then E per precision, then the
+# convolutions' efficiency per precision with conv2d rows (their rate beside the matmuls').
 _LO = [math.log(1e-9), 0.0, math.log(1e-3)]
 _HI = [math.log(1e-1), math.log(1e5), 0.0]
+CONV_LO = math.log(1e-2)
 
 
-def _vector(sp: StepParams, precisions: list[str]) -> list[float]:
+def _bounds(precisions: list[str], convs: list[str]) -> tuple[list[float], list[float]]:
+    lo = _LO + [math.log(1e-3)] * len(precisions) + [CONV_LO] * len(convs)
+    return lo, _HI + [0.0] * (len(precisions) + len(convs))
+
+
+def _vector(sp: StepParams, precisions: list[str], convs: Sequence[str] = ()) -> list[float]:
     x = [math.log(max(sp.kernel_overhead_s, 1e-9)), math.log(sp.k_half + 1.0)]
     x += [math.log(sp.bw_efficiency)] + [math.log(sp.eff(p)) for p in precisions]
-    lo = _LO + [math.log(1e-3)] * len(precisions)
-    hi = _HI + [0.0] * len(precisions)
+    x += [math.log(max(sp.conv_eff(p), 1e-2)) for p in convs]
+    lo, hi = _bounds(precisions, list(convs))
     return [min(max(v, a + 1e-9), b - 1e-9) for v, a, b in zip(x, lo, hi, strict=True)]
 
 
-def _params(x: Sequence[float], precisions: list[str], base: StepParams) -> StepParams:
+def _params(
+    x: Sequence[float], precisions: list[str], base: StepParams, convs: Sequence[str] = ()
+) -> StepParams:
+    n = 3 + len(precisions)
     eff = dict(base.efficiency)
-    eff.update({p: float(math.exp(v)) for p, v in zip(precisions, x[3:], strict=True)})
+    eff.update({p: float(math.exp(v)) for p, v in zip(precisions, x[3:n], strict=True)})
+    conv = dict(base.conv_efficiency)
+    conv.update({p: float(math.exp(v)) for p, v in zip(convs, x[n:], strict=True)})
     return replace(
         base,
         kernel_overhead_s=float(math.exp(x[0])),
         k_half=float(math.exp(x[1]) - 1.0),
         bw_efficiency=float(math.exp(x[2])),
         efficiency=eff,
+        conv_efficiency=conv,
     )
 
 
@@ -295,15 +309,17 @@ def fit(
             "(`paradnn ops --db ...`) or hold fewer out (--holdout-ops)",
         )
     precisions = sorted({s.precision for s in train})
+    convs = sorted({s.precision for s in train if s.op == "conv2d"})
     names = [*PARAMS, *(f"efficiency.{p}" for p in precisions)]
-    x0 = np.array(_vector(sp, precisions))
-    lo = np.array(_LO + [math.log(1e-3)] * len(precisions))
-    hi = np.array(_HI + [0.0] * len(precisions))
+    names += [f"conv_efficiency.{p}" for p in convs]
+    x0 = np.array(_vector(sp, precisions, convs))
+    lo_, hi_ = _bounds(precisions, convs)
+    lo, hi = np.array(lo_), np.array(hi_)
     bw = chip.mem_bandwidth
     meas = np.log([s.measured_s for s in train])
 
     def resid_full(x: np.ndarray) -> np.ndarray:
-        p = _params(x, precisions, sp)
+        p = _params(x, precisions, sp, convs)
         return np.log([op_time(s.plan, p, bw) for s in train]) - meas
 
     free = list(range(len(names)))
@@ -346,7 +362,7 @@ def fit(
     fitted_se = (
         {names[j]: float(math.exp(s)) for j, s in zip(free, se, strict=True)} if free else {}
     )
-    params = _params(x, precisions, sp)
+    params = _params(x, precisions, sp, convs)
     held = sorted({base_name(s.name) for s in data if s.split == "holdout"})
     kept_note = "; ".join(f"{k} kept ({v})" for k, v in kept.items())
     text = (

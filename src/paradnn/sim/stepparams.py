@@ -10,6 +10,7 @@ from typing import Any
 
 from paradnn.errors import ConfigError
 from paradnn.platforms.specs import Platform
+from paradnn.sim.gemmlib import SIMT_TILES, TC_RULES, TC_TILES
 
 # Streaming multiprocessors / compute units, for wave quantization (vendor datasheets).
 UNITS = {
@@ -26,6 +27,12 @@ UNITS = {
     "b200-hgx": 148,
     "mi300x": 304,
 }
+# GPUs whose fastest GEMM kernels load through TMA (Hopper, Blackwell): an operand whose rows are
+# not 16-byte aligned falls back to the pre-Hopper mma.sync kernels at about 2/3 of the tensor-core
+# peak (FlashAttention-3 §2 for Hopper; Blackwell assumed alike). `gemmlib.alignment_efficiency`.
+TMA_GPUS = ("h100-sxm", "h200-sxm", "b200-hgx")
+NARROW_KERNEL_TMA = 2.0 / 3.0
+CONV_LAYOUTS = ("nchw", "nhwc")
 PARAM_KEYS = (
     "kernel_overhead_s",
     "efficiency",
@@ -39,8 +46,13 @@ PARAM_KEYS = (
     "sync_latency_s",
     "tc_align",
     "tc_fallback",
+    "tc_rule",
+    "align_exponent",
+    "narrow_kernel",
+    "tiles",
     "host_scale",
     "conv_efficiency",
+    "conv_layout",
     "cache_bytes",
     "cache_gain",
     "source",
@@ -76,17 +88,32 @@ class StepParams:
     host_s_per_step: float = 0.0
     host_s_per_example: float = 0.0
     sync_latency_s: float = 0.0
-    # Tensor cores take a 16-bit GEMM only when m, n and k are multiples of `tc_align` (cuBLAS
-    # and cuDNN before CUDA 11); otherwise it runs on the vector units at `tc_fallback` × the
-    # fp32 peak (2 on Pascal P100/Volta: paired fp16). 0 or 1: no such rule.
+    # Tensor cores and alignment (`gemmlib`). ``tc_rule = "strict"`` (cuBLAS < 11.0, cuDNN <
+    # 7.6.3, the seeds' era): a 16-bit GEMM takes the tensor cores only when m, n and k are
+    # multiples of `tc_align`, otherwise it runs on the vector units at `tc_fallback` × the fp32
+    # peak (2 on Pascal P100/Volta: paired fp16); `tc_align` 0 or 1: no such rule.
+    # ``"graded"`` (cuBLAS ≥ 11.0): always on the tensor cores, at `gemmlib.pad_efficiency` ×
+    # `gemmlib.alignment_efficiency(a, exponent=align_exponent, narrow_kernel=narrow_kernel)`
+    # for rows aligned to only a bytes.
     tc_align: int = 0
     tc_fallback: float = 2.0
+    tc_rule: str = "graded"
+    align_exponent: float = 1.0
+    narrow_kernel: float = 1.0
+    # precision → the tiles the library chooses among (`gemmlib.choose_tile`); empty: the one
+    # fixed `tile` (a CPU's register tile).
+    tiles: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # The host's dispatch costs (`hostprofile.HostProfile`) × this: 1 takes the profile as it is;
     # `sim.fit` fits it where a sweep says the profile's host is faster or slower.
     host_scale: float = 1.0
-    # A convolution's GEMM reaches this × E_prec: direct and implicit-GEMM convolution kernels
-    # (oneDNN's on few channels, cuDNN's) run below the large-matmul rate `calibrate` measures.
-    conv_efficiency: float = 1.0
+    # A convolution's GEMM reaches this × E_prec, per precision ("default" for the rest): direct
+    # and implicit-GEMM convolution kernels (oneDNN's on few channels, cuDNN's) run below the
+    # large-matmul rate `calibrate` measures; `simulate fit` and `fit --from ops` measure it.
+    conv_efficiency: Mapping[str, float] = field(default_factory=lambda: {"default": 1.0})
+    # The activations' memory format: cuDNN runs tensor-core convolutions in NHWC and transposes
+    # NCHW tensors (PyTorch's default) in and out around each (NVIDIA's Convolutional Layers
+    # User's Guide, "Tensor Layouts in Memory"): memory-bound passes the step pays.
+    conv_layout: str = "nchw"
     # A kernel whose working set fits in ``cache_bytes`` moves it at ``cache_gain`` × the memory
     # bandwidth (partly, in proportion, when it fits partly): small convolutions and recurrent
     # cells on a CPU are not charged DRAM bandwidth. None: no cache term (GPUs, TPUs).
@@ -98,6 +125,15 @@ class StepParams:
         e = self.efficiency
         return float(e.get(precision, e.get("default", next(iter(e.values()), 1.0))))
 
+    def conv_eff(self, precision: str) -> float:
+        c = self.conv_efficiency
+        return float(c.get(precision, c.get("default", 1.0)))
+
+    def tiles_of(self, precision: str) -> tuple[tuple[int, int], ...]:
+        """The candidate tiles for ``precision``; the fixed `tile_of` when none are given."""
+        got = self.tiles.get(precision, self.tiles.get("default"))
+        return tuple(got) if got else (self.tile_of(precision),)
+
     def tile_of(self, precision: str) -> tuple[int, int]:
         t = self.tile
         got = t.get(precision, t.get("default"))
@@ -107,6 +143,8 @@ class StepParams:
         d = asdict(self)
         d["efficiency"] = dict(self.efficiency)
         d["tile"] = {k: list(v) for k, v in self.tile.items()}
+        d["tiles"] = {k: [list(t) for t in v] for k, v in self.tiles.items()}
+        d["conv_efficiency"] = dict(self.conv_efficiency)
         return d
 
 
@@ -123,11 +161,24 @@ def defaults(plat: Platform) -> StepParams:
             efficiency={"fp32": 0.85, "tf32": 0.7, "default": 0.7},  # SGEMM / tensor-core GEMM
             k_half=32.0,
             bw_efficiency=0.8,  # STREAM-like copy ÷ datasheet bandwidth
-            tile={"fp32": (128, 128), "default": (128, 256)},
+            tile={"fp32": (128, 128), "default": (128, 256)},  # the largest of `tiles`
+            tiles={"fp32": SIMT_TILES, "default": TC_TILES},
             units=UNITS.get(plat.id),
-            fast_conv=2.25,  # Winograd F(2×2,3×3): 36 → 16 multiplies per 2×2 outputs
+            # no Winograd assumed: which algorithm cuDNN picks, and its rate, is measured
+            # (`conv_efficiency` from `simulate fit` or `fit --from ops`); 2.25 in a chip file
+            # offers Winograd F(2×2,3×3) (36 → 16 multiplies per 2×2 outputs) per convolution
+            fast_conv=1.0,
+            # a convolution's GEMM below the large-matmul rate (assumptions until a fit or
+            # `fit --from ops` measures them): on the vector units 0.9 (seed 002 Fig. 7: a V100
+            # reaches 92 % of its fp32 peak on Table 4's convolutions, 97 % on its matmuls;
+            # ParaDnn's narrower layers less), on the tensor cores 0.6 (seed 002: V100's
+            # tensor-core convolutions well below its matmuls; issue 42: fits on the 19 H100 runs
+            # settle near 0.62)
+            conv_efficiency={"fp32": 0.9, "default": 0.6},
             sync_latency_s=10e-6,
             tc_align=8,
+            tc_rule="graded",
+            narrow_kernel=NARROW_KERNEL_TMA if plat.id in TMA_GPUS else 1.0,
             source=f"defaults for a {kind} (assumptions, not fitted)",
         )
     if kind == "tpu":
@@ -179,6 +230,24 @@ def parse_params(pid: str, data: Mapping[str, Any], base: StepParams) -> StepPar
                     raise ConfigError(f"{where}.{p}", t, "must be [m, n], integers in [1, 65536]")
                 tiles[str(p)] = (t[0], t[1])
             out[key] = tiles
+        elif key == "tiles":
+            out[key] = _tiles(where, v)
+        elif key == "conv_efficiency":
+            if isinstance(v, Mapping):
+                if not v:
+                    raise ConfigError(where, v, "must be a number or a table precision = fraction")
+                out[key] = {str(p): _number(f"{where}.{p}", x, 0.0, 1.0) for p, x in v.items()}
+            else:
+                out[key] = {"default": _number(where, v, 0.0, 1.0)}
+        elif key in ("tc_rule", "conv_layout"):
+            allowed = TC_RULES if key == "tc_rule" else CONV_LAYOUTS
+            if v not in allowed:
+                raise ConfigError(where, v, "must be one of " + ", ".join(allowed))
+            out[key] = v
+        elif key == "align_exponent":
+            out[key] = _number(where, v, 0.0, 8.0, low_ok=True)
+        elif key == "narrow_kernel":
+            out[key] = _number(where, v, 0.0, 1.0)
         elif key in ("units", "tc_align"):
             low = 0 if key == "tc_align" else 1
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1 << 20:
@@ -186,8 +255,6 @@ def parse_params(pid: str, data: Mapping[str, Any], base: StepParams) -> StepPar
             out[key] = v
         elif key == "tc_fallback":
             out[key] = _number(where, v, 0.0, 64.0)
-        elif key == "conv_efficiency":
-            out[key] = _number(where, v, 0.0, 1.0)
         elif key == "host_scale":
             out[key] = _number(where, v, 0.0, 1000.0)
         elif key == "cache_bytes":
@@ -205,6 +272,26 @@ def parse_params(pid: str, data: Mapping[str, Any], base: StepParams) -> StepPar
         else:
             out[key] = _number(where, v, 0.0, 1e6 if key == "k_half" else 10.0, low_ok=True)
     return replace(base, **out)
+
+
+def _tiles(where: str, v: Any) -> dict[str, tuple[tuple[int, int], ...]]:
+    if not isinstance(v, Mapping) or not v:
+        raise ConfigError(where, v, "must be a table precision = [[m, n], ...]")
+    out = {}
+    for p, ts in v.items():
+        ok = isinstance(ts, list) and bool(ts)
+        ok = ok and all(isinstance(t, list) and len(t) == 2 for t in ts)
+        ok = ok and all(
+            isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 65536
+            for t in ts
+            for x in t
+        )
+        if not ok:
+            raise ConfigError(
+                f"{where}.{p}", ts, "must be a list of [m, n] tiles, integers in [1, 65536]"
+            )
+        out[str(p)] = tuple((t[0], t[1]) for t in ts)
+    return out
 
 
 def _number(where: str, v: Any, low: float, high: float, *, low_ok: bool = False) -> float:

@@ -10,23 +10,35 @@ Per lowered GEMM (`families.lowering`), repeated ``count`` times:
 * ``E_prec`` — the best fraction of the peak a large GEMM reaches at that precision;
 * ``q_tile``, ``q_wave`` — tile quantization (m, n rounded up to the kernel's tile) and wave
   quantization (tiles rounded up to a multiple of the device's parallel units): small and badly
-  shaped GEMMs waste part of the machine; on a chip with systolic arrays the SCALE-Sim cycle
-  count (`systolic`) plays both roles;
+  shaped GEMMs waste part of the machine. On a GPU the tile is the one a library would choose
+  among its candidates for the shape (`gemmlib.choose_tile`, times the tile's own efficiency),
+  and a tensor-core GEMM whose rows are not 16-byte aligned pays `gemmlib`'s graded alignment
+  and padding penalties (``tc_rule = "graded"``, today's libraries) or leaves the tensor cores
+  (``"strict"``, before CUDA 11); on a chip with systolic arrays the SCALE-Sim cycle count
+  (`systolic`) plays these roles;
 * ``k ÷ (k + k_half)`` — the pipeline fill and epilogue of a GEMM with a short reduction: a fixed
   cost per output element, equivalent to ``k_half`` extra steps of the reduction loop.
 
-Where a backend would use a fast convolution (a 3×3, stride-1 convolution; Winograd F(2×2,3×3):
-``fast_conv`` × fewer multiplies, and the transformed input and output tiles written and read
-once more), the cheaper of the two algorithms is taken, as cuDNN's heuristics do.
+A convolution's GEMM runs at ``conv_efficiency`` (per precision) × the GEMM rate. Where a chip's
+parameters offer a fast convolution (``fast_conv`` > 1: a 3×3, stride-1 convolution as Winograd
+F(2×2,3×3), ``fast_conv`` × fewer multiplies, the transformed input and output tiles written and
+read once more), the cheaper of the two algorithms is taken, as cuDNN's heuristics do; GPU
+defaults offer none (the measured conv rate decides). Under a tensor-core precision with NCHW
+activations (``conv_layout``) cuDNN transposes each convolution's input and output to NHWC and
+back, forward and backward: memory-bound passes added to the layer's elementwise work. cuDNN's
+recurrent layers run one pointwise kernel per time step forward and one backward besides their
+GEMMs (`RECURRENT_STEP_KERNELS`).
 
 Beside the GEMMs: elementwise traffic around each GEMM output (`traffic.ELEMENTWISE_PASSES`) and
-its kernels; the optimizer's traffic and kernels (one per parameter tensor); under a low precision
-the fp32 master weights (the weights cast down and the gradients cast up every step: 12 bytes a
-parameter); a host/input term (``host_s_per_step + host_s_per_example × examples``; zero until a
-measured infeed feeds it); and the data-parallel all-reduce of the fp32 gradients: α–β over the
-links, its HBM traffic (every byte sent is read, received and reduced: 3 bytes of HBM traffic a
-byte sent), and a synchronisation latency per gradient tensor. On a chip with several cores
-(TPU v2/v3: two) the per-chip batch is split across the cores, each core a replica.
+its kernels; the optimizer's traffic and kernels (one per parameter tensor; its words per
+parameter one pass when fused, every elementwise op's reads and writes under torch's loop and
+foreach implementations, `optimizers.OptimizerSpec.unfused_words_per_param`); under a low
+precision the fp32 master weights (the weights cast down and the gradients cast up every step: 12
+bytes a parameter); a host/input term (``host_s_per_step + host_s_per_example × examples``; zero
+until a measured infeed feeds it); and the data-parallel all-reduce of the fp32 gradients: α–β
+over the links, its HBM traffic (every byte sent is read, received and reduced: 3 bytes of HBM
+traffic a byte sent), and a synchronisation latency per gradient tensor. On a chip with several
+cores (TPU v2/v3: two) the per-chip batch is split across the cores, each core a replica.
 
 Every term is a prediction (``kind = "prediction"``); parameters say where they came from
 (``StepParams.source``).
@@ -47,7 +59,7 @@ from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
 from paradnn.optimizers import SPECS
 from paradnn.precisions import itemsize
-from paradnn.sim import hostprofile
+from paradnn.sim import gemmlib, hostprofile
 from paradnn.sim import rounding as prec
 from paradnn.sim import timeline as tl
 from paradnn.sim import traffic as mem
@@ -61,13 +73,20 @@ from paradnn.validate import int_at_least, one_of
 KIND = "prediction"
 MASTER_BYTES_PER_PARAM = 12  # fp32 → low cast of the weight (4 + 2), low → fp32 gradient (2 + 4)
 HBM_BYTES_PER_SENT_BYTE = 3  # all-reduce: read to send, write received, read both to reduce
-SPLIT_K_MIN = 256  # shortest reduction chunk a split-K GEMM gives one unit
+SPLIT_K_MIN = gemmlib.SPLIT_K_MIN  # shortest reduction chunk a split-K GEMM gives one unit
 WINOGRAD_TILE_EXPANSION = 4  # F(2×2,3×3): a 4×4 transformed tile per 2×2 outputs
 # Elementwise kernels launched per forward GEMM output, forward and backward (an assumption, like
 # the passes: FC bias + ReLU and their gradients; CNN BatchNorm + ReLU (+ residual) and theirs;
 # RNN gate nonlinearities per step are inside the cell's fused call).
 ELEMENTWISE_KERNELS = {"gemm": 4, "conv2d": 6, "recurrent": 4, "attention": 4}
 OPTIMIZER_KERNELS = {"sgd": 1, "momentum": 2, "rmsprop": 4}  # per parameter tensor, unfused
+# cuDNN's recurrent layers (the standard algorithm PyTorch calls): per time step, one pointwise
+# kernel forward (gate nonlinearities and the state update) and one backward, besides the GEMMs.
+RECURRENT_STEP_KERNELS = 2
+# cuDNN's NCHW ↔ NHWC transposes around a tensor-core convolution: the input and the output of
+# each GEMM phase (forward: x and y; data-gradient: dy and dx; weight-gradient: x and dy), each
+# read and written once.
+TRANSPOSE_PASSES_PER_PHASE = 2
 POLICIES = ("mixed", "pure")  # 16-bit: fp32 master weights (autocast), or all 16-bit (.half())
 
 
@@ -135,41 +154,61 @@ class Plan:
     conv: np.ndarray | None = None  # bool per GEMM: a convolution's (``conv_efficiency``)
     params: int = 0
     policy: str = "mixed"
+    # The optimizer's passes beyond one (loop and foreach run the update op by op) and the
+    # working set they revisit: the largest tensor's state under the loop, the whole model's
+    # under foreach (each op over every tensor before the next op).
+    optimizer_extra_bytes: float = 0.0
+    optimizer_extra_set: float = 0.0
 
 
 def _quantization(m: int, n: int, k: int, tile: tuple[int, int], units: int | None) -> float:
-    """q_tile × q_wave of an (m, n, k) GEMM; with fewer tiles than units the reduction is split
-    (split-K, as cuBLAS does) into chunks of at least `SPLIT_K_MIN` to fill the machine."""
-    tm, tn = tile
-    tiles_m, tiles_n = -(-m // tm), -(-n // tn)
-    q = (m * n) / (tiles_m * tm * tiles_n * tn)
-    if units:
-        tiles = tiles_m * tiles_n
-        if tiles < units:
-            tiles *= max(1, min(units // tiles, k // SPLIT_K_MIN))
-        q *= tiles / (-(-tiles // units) * units)
-    return q
+    """q_tile × q_wave of an (m, n, k) GEMM on one tile (`gemmlib.quantization`: with fewer
+    tiles than units the reduction is split, as cuBLAS does)."""
+    q_tile, q_wave, _ = gemmlib.quantization(m, n, k, tile, units)
+    return q_tile * q_wave
 
 
 def _off_tensor_cores(op: Op, chip: Chip, precision: str, sp: StepParams) -> bool:
+    """The strict (pre-CUDA 11) rule: a 16-bit GEMM with a dimension not a multiple of
+    ``tc_align`` runs on the vector units."""
     a = sp.tc_align
-    if a <= 1 or chip.platform.kind != "gpu" or precision not in ("fp16", "bf16"):
+    if sp.tc_rule != "strict" or a <= 1 or chip.platform.kind != "gpu":
         return False
-    if chip.platform.peak("fp32") is None:
+    if precision not in ("fp16", "bf16") or chip.platform.peak("fp32") is None:
         return False
     return bool(op.m % a or op.n % a or op.k % a)
 
 
+def tensor_core_alignment(op: Op, chip: Chip, precision: str, sp: StepParams) -> float:
+    """Today's graded rule (`gemmlib`): a GEMM on a GPU's matrix units at its padding
+    efficiency (the reduction padded to whole 16-byte vectors) × its alignment efficiency (the
+    byte alignment its rows have); 1 off the matrix units, under the strict rule, or elsewhere."""
+    plat = chip.platform
+    if sp.tc_rule != "graded" or plat.kind != "gpu":
+        return 1.0
+    if not gemmlib.on_matrix_units(plat.peak(precision), plat.peak("fp32")):
+        return 1.0
+    size = itemsize(precision)
+    a = gemmlib.alignment_bytes(gemmlib.row_dims(op.phase, op.m, op.n, op.k), size)
+    granule = max(1, gemmlib.VECTOR_BYTES // size)
+    eff = gemmlib.alignment_efficiency(
+        a, exponent=sp.align_exponent, narrow_kernel=sp.narrow_kernel
+    )
+    return gemmlib.pad_efficiency(op.k, granule) * eff
+
+
 def _op_peak(op: Op, chip: Chip, precision: str, sp: StepParams) -> tuple[float, float, bool]:
+    """(seconds at the peak after quantization, that quantization, off the tensor cores)."""
     arrays: Arrays | None = chip.arrays
     if arrays is not None:
         cycles = array_cycles(op.m, op.n, op.k, arrays, chip.dataflow) * op.count
         return cycles / chip.clock(precision), op.macs / (cycles * arrays.macs), False
     if _off_tensor_cores(op, chip, precision, sp):
-        q = _quantization(op.m, op.n, op.k, sp.tile_of("fp32"), sp.units)
+        q = gemmlib.choose_tile(op.m, op.n, op.k, sp.tiles_of("fp32"), sp.units).quant
         rate = min(chip.peak(precision), chip.peak("fp32") * sp.tc_fallback)
         return op.flops / (rate * q), q, True
-    q = _quantization(op.m, op.n, op.k, sp.tile_of(precision), sp.units)
+    q = gemmlib.choose_tile(op.m, op.n, op.k, sp.tiles_of(precision), sp.units).quant
+    q *= tensor_core_alignment(op, chip, precision, sp)
     return op.flops / (chip.peak(precision) * q), q, False
 
 
@@ -206,6 +245,12 @@ def build_plan(
     tensors = 0
     flops = 0
     cpu = chip.platform.kind == "cpu"
+    gpu = chip.platform.kind == "gpu"
+    transposes = (
+        gpu
+        and sp.conv_layout == "nchw"
+        and gemmlib.on_matrix_units(chip.platform.peak(precision), chip.platform.peak("fp32"))
+    )
     for i, s in enumerate(shapes):
         fast = _fast_eligible(s) and sp.fast_conv > 1.0
         for op in lower(s):
@@ -238,8 +283,17 @@ def build_plan(
             out = s.seq * s.batch * s.gates * s.hidden
         else:  # pragma: no cover - the Shape union is closed
             continue
-        l_ew_bytes.append(float(mem.elementwise_bytes(out, s.kind, size)))
-        l_ew_kernels.append(float(ELEMENTWISE_KERNELS.get(s.kind, 4)))
+        ew_bytes = float(mem.elementwise_bytes(out, s.kind, size))
+        ew_kernels = float(ELEMENTWISE_KERNELS.get(s.kind, 4))
+        if transposes and isinstance(s, Conv2d):  # NCHW ↔ NHWC around each GEMM phase
+            phases = 3 if s.input_grad else 2
+            maps = s.batch * (s.in_ch * s.in_h * s.in_w + s.out_ch * s.out_h * s.out_w)
+            ew_bytes += TRANSPOSE_PASSES_PER_PHASE * phases * maps * size
+            ew_kernels += 2 * phases
+        if gpu and isinstance(s, Recurrent):  # cuDNN's pointwise kernel per time step
+            ew_kernels = max(ew_kernels, float(RECURRENT_STEP_KERNELS * s.seq))
+        l_ew_bytes.append(ew_bytes)
+        l_ew_kernels.append(ew_kernels)
         l_out.append(float(out * size))
         ops = tl.FORWARD_OPS.get(s.kind, 2.0)
         nodes = tl.AUTOGRAD_NODES.get(s.kind, 2.0)
@@ -257,8 +311,13 @@ def build_plan(
     # the optimizer's words at fp32 (mixed: fp32 master weights and state) or at the 16-bit
     # itemsize (pure); `traffic` refuses an unknown optimizer
     opt_bytes = float(mem.optimizer_bytes(params, optimizer))
+    extra = float(mem.optimizer_bytes(params, optimizer, "fused" if fused else impl)) - opt_bytes
     if pure:
         opt_bytes *= size / 4
+        extra *= size / 4
+    largest = max((s.weights for s in shapes if s.weights), default=0)
+    per_param = opt_bytes / params if params else 0.0
+    extra_set = extra if impl == "foreach" else per_param * largest
     per_tensor = optimizer_kernels(optimizer)
     launches = tl.optimizer_launches(impl, per_tensor, tensors, params)
     opt_kernels = 0.0 if fused else float(launches)
@@ -308,6 +367,8 @@ def build_plan(
         conv=np.array(conv, dtype=bool),
         params=params,
         policy=policy,
+        optimizer_extra_bytes=extra,
+        optimizer_extra_set=extra_set,
     )
 
 
@@ -353,8 +414,9 @@ def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
     """The plan's terms with parameters ``sp`` on a memory of ``bandwidth`` bytes/s, and the
     host and device timelines they make."""
     best = np.where(plan.fallback, sp.eff("fp32"), sp.eff(plan.precision))
-    if plan.conv is not None and sp.conv_efficiency != 1.0:
-        best = best * np.where(plan.conv, sp.conv_efficiency, 1.0)
+    conv_eff = sp.conv_eff(plan.precision)
+    if plan.conv is not None and conv_eff != 1.0:
+        best = best * np.where(plan.conv, conv_eff, 1.0)
     eff = best * plan.k / (plan.k + sp.k_half)
     bw = bandwidth * sp.bw_efficiency
     reps = np.maximum(plan.kernels, 1.0)
@@ -377,6 +439,9 @@ def evaluate(plan: Plan, sp: StepParams, bandwidth: float) -> Terms:
         float(_cached(np.array([plan.optimizer_bytes]), np.array([plan.optimizer_bytes]), sp)[0])
         / bw
     )
+    if plan.optimizer_extra_bytes:
+        extra = np.array([plan.optimizer_extra_bytes])
+        opt_s += float(_cached(extra, np.array([plan.optimizer_extra_set]), sp)[0]) / bw
     master_s = (
         float(_cached(np.array([plan.master_bytes]), np.array([plan.master_bytes]), sp)[0]) / bw
     )

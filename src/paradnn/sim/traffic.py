@@ -59,11 +59,17 @@ def attainable(intensity: float, peak: float, bandwidth: float) -> float:
     return min(peak, bandwidth * intensity)
 
 
-def optimizer_bytes(params: int, optimizer: str) -> int:
-    """fp32 words each parameter moves in one optimizer step (`paradnn.optimizers`)."""
+def optimizer_bytes(params: int, optimizer: str, impl: str = "fused") -> int:
+    """Bytes of fp32 words the parameters move in one optimizer step (`paradnn.optimizers`):
+    one pass when the update is ``fused`` (a fused kernel, or XLA), every elementwise op's reads
+    and writes under torch's ``loop`` and ``foreach`` implementations."""
     if optimizer not in SPECS:
         raise ConfigError("--optimizer", optimizer, "must be one of " + ", ".join(OPTIMIZERS))
-    return SPECS[optimizer].words_per_param * 4 * params
+    spec = SPECS[optimizer]
+    words = spec.words_per_param
+    if impl != "fused" and spec.unfused_words_per_param is not None:
+        words = spec.unfused_words_per_param
+    return words * 4 * params
 
 
 def elementwise_bytes(fwd_outputs: int, kind: str, itemsize: int) -> int:
