@@ -12,7 +12,7 @@ from paradnn import families, presets
 from paradnn.api.devices import device_capacity, native_precisions
 from paradnn.api.returns import DryRunRow, Rows, StoreInfo, SweepPlan, rows
 from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
-from paradnn.errors import ConfigError
+from paradnn.errors import ConfigError, Refused
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
 from paradnn.records import RunRecord, Status
@@ -45,6 +45,7 @@ def bench(
     remeasure: int = 0,
     remeasure_backoff_s: float | None = None,
     load: LoadSample | None = None,
+    force: bool = False,
     **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
@@ -54,7 +55,12 @@ def bench(
     `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
     `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases.
     `load` (host.sample_load) is the machine's load the thread count is chosen from; without
-    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores)."""
+    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores).
+
+    Refused before any work (no worker, no database): a precision the device does not run
+    natively (ConfigError; `allow_emulated` runs an emulatable one, labelled), and a config
+    whose memory cannot fit in what the device has free (errors.Refused, the check `run`
+    stores `predicted_oom` by); `force` runs the second anyway."""
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
@@ -72,14 +78,53 @@ def bench(
     )
     _check_study(study)
     options = dataclasses.replace(options, **study)
-    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
+    if not isinstance(force, bool):
+        raise ConfigError("force", force, "must be true or false")
     backoff = {} if remeasure_backoff_s is None else {"remeasure_backoff_s": remeasure_backoff_s}
     settings = SweepSettings(
-        timeout_s=timeout_s, predict=False, force=True, remeasure=remeasure, **backoff
+        timeout_s=timeout_s, predict=not force, force=True, remeasure=remeasure, **backoff
     )
+    check_can_run(family, cfg, options, force=force)
+    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
     with open_store(db) as store:
         records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return records[-1]
+
+
+def check_can_run(family: str, cfg: Any, options: RunOptions, *, force: bool = False) -> None:
+    """Refuse, before any work, a run that would measure nothing: its precision is not native
+    on the device (ConfigError naming what it runs natively and how to ask for emulation) or,
+    unless `force`, its predicted memory cannot fit in what the device has free now
+    (errors.Refused; memory.check, the rule `run` stores `predicted_oom` by). Torch-free, in
+    milliseconds. What cannot be read here (a GPU NVML cannot see) the worker decides."""
+    from paradnn import memory
+    from paradnn.api.devices import free_memory, unsupported_precision
+
+    device = options.device
+    why = unsupported_precision(options.precision, device, allow_emulated=options.allow_emulated)
+    if why:
+        raise ConfigError("precision", options.precision, why)
+    if force:
+        return
+    _, device_type = device_capacity(device)
+    est = memory.predict(
+        family,
+        cfg,
+        options.precision,
+        options.optimizer,
+        device_type=device_type,
+        policy=options.precision_policy,
+        implementation=options.optimizer_impl,
+    )
+    free, where = free_memory(device)
+    ranks = memory.copies(device_type, options.procs, options.scaling)
+    verdict = memory.check(est, free, where, copies=ranks)
+    if verdict.fits is False:
+        shape = " ".join(f"{k}={v}" for k, v in cfg.__dict__.items())
+        raise Refused(
+            f"{family} {shape} at {options.precision} {verdict.words()}: refused before any "
+            "work (the lower bound of docs/memory.md); --force runs it anyway"
+        )
 
 
 def plan(
