@@ -217,6 +217,22 @@ def test_run_refuses_a_precision_asked_for_by_name_even_in_a_dry_run(capsys, mon
     assert code == 0, err
 
 
+def test_the_api_refuses_the_same_precisions(monkeypatch, tmp_path):
+    monkeypatch.setenv(host.FLAGS_ENV, AVX2)
+    sweep = write_sweep(tmp_path / "s.toml", [("fc", TINY["fc"])])
+    db = str(tmp_path / "r.db")
+    with pytest.raises(ConfigError, match="precision = 'bf16': this CPU has no native bf16"):
+        api.run(str(sweep), precisions=["fp32", "bf16"], device="cpu", db=db)
+    with pytest.raises(ConfigError, match="precision = 'fp16'"):
+        api.bench("fc", TINY["fc"], precision="fp16", device="cpu", db=db)
+    with pytest.raises(Built):
+        api.run(str(sweep), precisions=["bf16"], device="cpu", db=db, allow_emulated=True)
+    with pytest.raises(ConfigError, match="precision = 'fp8'"):
+        api.unsupported_precision("fp8")
+    with pytest.raises(ConfigError, match="device = 'tpu'"):
+        api.unsupported_precision("fp32", "tpu")
+
+
 def test_a_native_precision_passes_and_the_isa_cap_counts(monkeypatch):
     monkeypatch.setenv(host.FLAGS_ENV, "avx2 fma avx512f avx512_bf16")
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)

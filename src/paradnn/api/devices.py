@@ -87,7 +87,11 @@ def unsupported_precision(
     that exists, or when the device's precisions are unknown (a GPU NVML cannot see: the
     worker decides, and stores `unsupported`)."""
     from paradnn import precisions as precs
+    from paradnn.config import check_device
+    from paradnn.validate import one_of
 
+    one_of("precision", precision, precs.PRECISIONS)
+    check_device(device)
     _, device_type = device_capacity(device)
     capability = None
     if device_type == "cuda":

@@ -187,10 +187,18 @@ def run(
     the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
     `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
     cluster or Slurm instead (docs/cluster.md); this process still stores every result.
-    `load`: as for `bench` (`paradnn run` measures it for a second before the sweep)."""
+    `load`: as for `bench` (`paradnn run` measures it for a second before the sweep).
+    A precision named in `precisions` that the device does not run natively raises
+    ConfigError before any work (`unsupported_precision`); the sweep's own precisions are
+    stored `unsupported` where the device lacks them."""
+    from paradnn.api.devices import unsupported_precision
     from paradnn.runner.supervisor import Supervisor
 
-    planned = _planned(preset, precisions, optimizer, axes)
+    planned = _planned(preset, precisions, optimizer, axes)  # checks each precision's name
+    for p in precisions or ():
+        why = unsupported_precision(p, device, allow_emulated=allow_emulated)
+        if why:
+            raise ConfigError("precision", p, why)
     sweep, specs = planned.sweep, list(planned.specs)
     options = RunOptions(
         device=device,
