@@ -455,6 +455,18 @@ def memory_bytes() -> int:
     return total
 
 
+def process_age_s(proc: str = PROC) -> float | None:
+    """Seconds since this process started (its start-up, imports included), from the kernel's
+    start time of the process and the system's uptime; None where /proc cannot say."""
+    stat, uptime = read_text(f"{proc}/self/stat"), read_text(f"{proc}/uptime")
+    try:
+        # the command name (field 2) may hold spaces: the fields after its ')' are plain
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # type: ignore[union-attr]
+        return max(0.0, float(uptime.split()[0]) - start_ticks / _ticks_per_s())  # type: ignore[union-attr]
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
 MEMINFO = "/proc/meminfo"
 CGROUP_MEMORY = (  # (limit, usage, stat) of cgroup v2, then v1
     ("memory.max", "memory.current", "memory.stat", "inactive_file"),

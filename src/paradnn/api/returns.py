@@ -130,7 +130,9 @@ class DoctorReport(_Plain):
     checks: list[dict[str, Any]]
     summary: dict[str, int] | None
     nulls: dict[str, str]
-    seconds: float
+    seconds: float  # the whole report's, its start-up (startup_s) included
+    budget_s: float  # what it was given (--budget, or the device type's default)
+    startup_s: float  # seconds before the doctor started (the command's start-up)
 
     @property
     def failed(self) -> bool:
