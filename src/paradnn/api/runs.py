@@ -284,8 +284,9 @@ def dry_run(
     axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[DryRunRow]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
-    predicted memory (whether it can fit this machine's device: `fits`, the lower bound the
-    runner skips on; and whether the best estimate does: `fits_estimate`), whether `db` holds
+    predicted memory (whether it can fit in what this machine's device has free now: `fits`,
+    memory.check's verdict on the lower bound, the one `run` stores `predicted_oom` by; and
+    whether the best estimate does: `fits_estimate`), whether `db` holds
     it already (`stored`: the newest attempt's status; a resumed run skips it) and a time
     estimate.
 
@@ -301,16 +302,22 @@ def dry_run(
     `limit`: only the first `limit` runs; `sample`: an even sample of that many runs across the
     whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
     from paradnn import memory
+    from paradnn.api.devices import free_memory
 
     planned = _planned(preset, precisions, optimizer, axes)
     specs = list(planned.specs)
     options = RunOptions(device=device, timing=timing or planned.sweep.timing)
     policy = options.timing
-    capacity, device_type = device_capacity(device)
+    _, device_type = device_capacity(device)
+    free, where = free_memory(device)  # what `run`'s memory check holds each config against
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
     specs = _pick(specs, limit, sample)
     history = _history(db, device_type)
     overhead = history.overhead_s if history.overhead_s is not None else RUN_OVERHEAD_S
+
+    def copies(o: RunOptions) -> int:
+        return memory.copies(device_type, o.procs, o.scaling)
+
     found = []
     for spec in specs:
         fam = families.get(spec.family)
@@ -345,8 +352,8 @@ def dry_run(
                 flops_per_step=flops,
                 predicted_mem_bytes=est.total,
                 predicted_mem_lower_bytes=est.lower_bound,
-                fits=None if capacity is None else memory.fits(est, capacity),
-                fits_estimate=None if capacity is None else est.total <= capacity,
+                fits=memory.check(est, free, where, copies=copies(spec_options)).fits,
+                fits_estimate=None if free is None else est.total <= free,
                 stored=stored,
                 est_time_s=0.0 if stored else overhead + step + warm + timed,
                 est_time_is_floor=rate is None and not stored,
