@@ -268,7 +268,9 @@ def run(
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
     Run the same command again to resume: finished configs are skipped (whichever executor
-    ran them).
+    ran them). A config whose predicted memory cannot fit in what the device has free is
+    stored predicted_oom (--force runs it); -p naming a precision the device lacks is refused
+    before any work. Exit 1 when no run measured anything.
     """
     sweep = presets.get(preset)
     where = _executor(
