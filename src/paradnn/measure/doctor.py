@@ -7,13 +7,18 @@ key → reason). They reuse the probes the runs use (`environment.collect`, `pla
 passed in (`pynvml` by default), so tests drive them with a fake.
 
 Checks, each `pass`, `warn`, `fail` or `skip` (could not check: the reason says why, and a skip
-never counts as a pass), with what to do:
+never counts as a pass), with what to do — advice that matches the finding and the device
+(measure/sanity.py decides on intervals, never on a point):
 * `timer`: the device clock against a synchronised wall clock on the same matmul loop;
-* `matmul:<precision>`: every native precision's large-matmul rate against the datasheet peak
-  (a CPU without an entry: the derived peak, labelled so); below 50 % warns;
-* `copy`: the memory copy against the datasheet bandwidth;
+* `matmul:<precision>`: every native precision's matmul rate, after warm calls, at the largest
+  size that fits its share of the budget, against the datasheet peak (a CPU without an entry:
+  the derived peak, labelled so): wholly above it blames the peak, wholly below half warns;
+* `copy`: the memory copy, at calibrate's array size, against the datasheet bandwidth;
+* `stored`: the matmuls and copy against the ceilings `calibrate` stored for this device;
 * `power`: one reading, plausible when above zero and not over the enforced limit;
 * `others`: other processes on the GPU (NVML) and other processes' CPU time (/proc/stat).
+The whole report keeps to its budget, its start-up included (sanity.Budget): each check is
+planned from what is left, and a timing stops at its deadline; what no longer fits is skipped.
 """
 
 from __future__ import annotations
