@@ -152,7 +152,7 @@ GPU_SIZES: dict[str, Any] = {
     },
     "calibrate_budget": "4",
     "overhead_rounds": "2",
-    "doctor_budget": "6",
+    "doctor_budget": "12",  # the whole command's, its CUDA start-up included (docs/gpu.md)
 }
 _TINY = {
     "fc": {"layers": 2, "nodes": 32, "input": 16, "output": 8, "batch": 8},

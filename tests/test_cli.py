@@ -76,34 +76,15 @@ def test_bench_json_output(capsys, tmp_path):
 
 def test_results_csv_and_filters(capsys, tmp_path):
     db = str(tmp_path / "r.db")
-    run_cli(
-        capsys,
-        "bench",
-        "fc",
-        "layers=1",
-        "nodes=4",
-        "input=4",
-        "output=2",
-        "batch=2",
-        "--db",
-        db,
-        *FAST,
-    )
-    run_cli(
-        capsys,
-        "bench",
-        "fc",
-        "layers=1",
-        "nodes=4",
-        "input=4",
-        "output=2",
-        "batch=2",
-        "--precision",
-        "tf32",
-        "--db",
-        db,
-        *FAST,
-    )
+    tiny = {"layers": 1, "nodes": 4, "input": 4, "output": 2, "batch": 2}
+    code, _, err = run_cli(capsys, "bench", "fc", *[f"{k}={v}" for k, v in tiny.items()],
+                           "--db", db, *FAST)  # fmt: skip
+    assert code == 0, err
+    # a sweep file's precision the CPU lacks is stored `unsupported` (and the sweep, having
+    # measured nothing, exits 1); `bench -p tf32` would be refused before any work
+    sweep = write_sweep(tmp_path / "t.toml", [("fc", tiny)], ("tf32",))
+    code, _, err = run_cli(capsys, "run", "--preset", str(sweep), "--db", db, *FAST[:4])
+    assert code == 1 and "nothing was measured: the run ended unsupported" in err, err
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "csv")
     lines = out.strip().splitlines()
     assert code == 0 and len(lines) == 3 and lines[0].startswith("id,run_key")
@@ -143,11 +124,22 @@ def test_run_a_preset(capsys, tmp_path):
         statuses[4] = "ok"
     assert statuses == ["ok"] * 3 + [bf16] * 3
     assert all((r["error"] is None) == (r["status"] == "ok") for r in rows)
-    # --precision overrides the preset's precisions
-    code, out, _ = run_cli(capsys, "run", "--preset", str(sweep), "-p", "tf32", "--db", db,
-                           "--device", "cpu", "--quiet")  # fmt: skip
+    # --precision overrides the preset's precisions; one the CPU lacks is refused, before any
+    # work, naming what it runs natively
+    before = len(export_rows(run_cli(capsys, "results", "--db", db, "-f", "json")[1]))
+    code, out, err = run_cli(capsys, "run", "--preset", str(sweep), "-p", "tf32", "--db", db,
+                             "--device", "cpu", "--quiet")  # fmt: skip
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+    assert "--precision = 'tf32': tf32 is a tensor-core mode" in err and "runs fp32" in err
+    assert len(export_rows(run_cli(capsys, "results", "--db", db, "-f", "json")[1])) == before
+    # a sweep file's own precision is stored `unsupported` (the sweep runs anywhere); having
+    # measured nothing, it exits 1
+    tf32 = write_sweep(tmp_path / "tf32.toml", runs, ("tf32",))
+    code, out, err = run_cli(capsys, "run", "--preset", str(tf32), "--db", db, "--device", "cpu",
+                             "--quiet")  # fmt: skip
+    assert code == 1 and "nothing was measured: all 3 runs ended unsupported" in err, err
     # the three runs share their status: named once above the table, not in a column
-    assert code == 0 and out.count("unsupported") == 1
+    assert out.count("unsupported") == 1
     assert re.search(r"status\s+unsupported", out) and re.search(r"prec\s+tf32", out)
 
 

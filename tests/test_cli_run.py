@@ -52,7 +52,7 @@ def test_jsonl_progress_and_predicted_oom(capsys, tmp_path):
     ok = next(e for e in results if e["status"] == "ok")
     assert ok["ci_rel"] > 0 and isinstance(ok["converged"], bool) and ok["quality"]
     assert huge["ci_rel"] is None and huge["converged"] is None
-    assert "--no-predict runs it anyway" in huge["error"]
+    assert "--force runs it anyway" in huge["error"] and "of host memory is free" in huge["error"]
     code, out, _ = run_cli(capsys, "results", "--db", db, "-f", "json", "--status", "predicted_oom")
     (row,) = export_rows(out)
     assert row["predicted_mem_lower_bytes"] > 30 * 2**30 and row["step_time_s"] is None

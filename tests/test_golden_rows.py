@@ -80,7 +80,9 @@ def _sweep(tmp: Path) -> dict[str, list[dict[str, Any]]]:
     settings = SweepSettings(timeout_s=300.0)
     api.run(str(path), device="cpu", threads=1, timing=TINY_POLICY, db=db, settings=settings)
     bench = dict(device="cpu", threads=1, timing=TINY_POLICY, db=db, timeout_s=300.0)
-    api.bench("fc", TINY["fc"], precision="tf32", **bench)  # unsupported on a CPU
+    # unsupported on a CPU: a sweep file's precision is stored so (`bench -p tf32` is refused)
+    tf32 = write_sweep(tmp / "tf32.toml", [("fc", TINY["fc"])], precisions=("tf32",))
+    api.run(str(tf32), device="cpu", threads=1, timing=TINY_POLICY, db=db, settings=settings)
     api.bench("fc", TINY["fc"], data_source="host", **bench)
     # invalid (strong scaling of a batch 2 ranks do not split): never reaches a worker
     api.bench("fc", {**TINY["fc"], "batch": 3}, procs=2, scaling="strong", **bench)

@@ -626,6 +626,7 @@ COMMANDS_WITH_DB = [
     VERSIONS,
     ("simulate", "validate"),
     ("simulate", "fit"),
+    ("doctor",),
 ]
 OPTIONS += [Opt(c, "--db", "path") for c in COMMANDS_WITH_DB]
 # Repeatable options (and --procs lists) naming a value twice: a typo, refused.

@@ -210,13 +210,17 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
 
 
 def test_predicted_oom_skips_the_run_unless_prediction_is_off(store, monkeypatch):
-    from paradnn import memory
+    from paradnn.runner import supervisor
 
-    monkeypatch.setattr(memory, "fits", lambda est, capacity, **kw: False)
+    real = supervisor.memory_for
+    # a worker whose host has 1 KiB free: even the tiny config's lower bound cannot fit
+    monkeypatch.setattr(
+        supervisor, "memory_for", lambda hello, sharing=1: real({**hello, "free_bytes": 1024})
+    )
     spec = RunSpec("fc", TINY["fc"], "fp32")
     (skipped,), _ = _run(store, [spec])
     assert skipped.status == "predicted_oom" and skipped.worker_pid is None
-    assert "--no-predict" in skipped.error
+    assert "0.00 GiB of host memory is free; --force runs it anyway" in skipped.error
     (ran,), _ = _run(store, [spec], predict=False, retry_failed=True)
     assert ran.status == "ok" and ran.attempt == 2
     assert ran.predicted_mem_bytes >= ran.predicted_mem_lower_bytes > 0

@@ -55,3 +55,8 @@ class OptionError(ParadnnError):
 
 class StoreError(ParadnnError):
     """The result database cannot be used (e.g. written by a newer paradnn)."""
+
+
+class Refused(ParadnnError):
+    """The device cannot do what was asked (the run's memory exceeds what is free): said in one
+    line before any work, with the option that asks for it anyway."""

@@ -455,6 +455,54 @@ def memory_bytes() -> int:
     return total
 
 
+def process_age_s(proc: str = PROC) -> float | None:
+    """Seconds since this process started (its start-up, imports included), from the kernel's
+    start time of the process and the system's uptime; None where /proc cannot say."""
+    stat, uptime = read_text(f"{proc}/self/stat"), read_text(f"{proc}/uptime")
+    try:
+        # the command name (field 2) may hold spaces: the fields after its ')' are plain
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # type: ignore[union-attr]
+        return max(0.0, float(uptime.split()[0]) - start_ticks / _ticks_per_s())  # type: ignore[union-attr]
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
+MEMINFO = "/proc/meminfo"
+CGROUP_MEMORY = (  # (limit, usage, stat) of cgroup v2, then v1
+    ("memory.max", "memory.current", "memory.stat", "inactive_file"),
+    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes", "memory/memory.stat",
+     "total_inactive_file"),
+)  # fmt: skip
+
+
+def available_memory_bytes(meminfo: str = MEMINFO, cgroup: str = CGROUP) -> int | None:
+    """Host memory a new process can take without pushing other programs out (into swap, or
+    to the OOM killer): the kernel's MemAvailable (free memory plus the cache it can drop), or
+    what the cgroup's limit leaves when that is less (its usage less its inactive file cache).
+    None when /proc/meminfo has no MemAvailable (kernels before 3.14)."""
+    avail = None
+    with contextlib.suppress(OSError, ValueError, IndexError), open(meminfo) as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+                break
+    if avail is None:
+        return None
+    for limit_file, usage_file, stat_file, cache_key in CGROUP_MEMORY:
+        limit = read_text(Path(cgroup) / limit_file)
+        usage = read_text(Path(cgroup) / usage_file)
+        if not (limit and usage and limit.strip().isdigit() and usage.strip().isdigit()):
+            continue
+        cache = 0
+        for line in (read_text(Path(cgroup) / stat_file) or "").splitlines():
+            key, _, value = line.partition(" ")
+            if key == cache_key and value.strip().isdigit():
+                cache = int(value)
+        left = int(limit) - max(0, int(usage) - cache)
+        return max(0, min(avail, left))
+    return avail
+
+
 class NvmlUnavailable(Exception):
     """NVML cannot be used here; the message is the reason."""
 

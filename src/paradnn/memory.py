@@ -162,6 +162,75 @@ def fits(
     return estimate.lower_bound <= capacity_bytes * (1 + headroom)
 
 
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """One run's predicted memory against the memory free for it: `fits` is False only when
+    even the lower bound exceeds what is free (`fits`), None when the free memory is unknown.
+    `bench`, `scale` and `run` judge through `check`, so they refuse (or store
+    `predicted_oom`) on the same numbers with the same words."""
+
+    estimate: MemoryEstimate
+    free_bytes: int | None  # what the run's device has free now (None: unknown)
+    where: str  # "host memory", "GPU memory": whose memory `free_bytes` is
+    copies: int = 1  # runs sharing that memory (ranks of one host), each needing the estimate
+    headroom: float = DEFAULT_HEADROOM
+
+    @property
+    def lower_bytes(self) -> int:
+        return self.copies * self.estimate.lower_bound
+
+    @property
+    def predicted_bytes(self) -> int:
+        return self.copies * self.estimate.total
+
+    @property
+    def fits(self) -> bool | None:
+        if self.free_bytes is None:
+            return None
+        return self.lower_bytes <= self.free_bytes * (1 + self.headroom)
+
+    def words(self) -> str:
+        """'needs at least X GiB (predicted Y GiB) and Z GiB of host memory is free'."""
+        ranks = f" for {self.copies} ranks" if self.copies > 1 else ""
+        free = "unknown" if self.free_bytes is None else f"{self.free_bytes / GiB:.2f} GiB"
+        return (
+            f"needs at least {self.lower_bytes / GiB:.2f} GiB{ranks} (predicted "
+            f"{self.predicted_bytes / GiB:.2f} GiB) and {free} of {self.where} is free"
+        )
+
+
+def copies(device_type: str, procs: int = 1, scaling: str = "weak") -> int:
+    """How many runs of a config's estimate one device's memory must hold: the N ranks of a
+    CPU run share the host's memory, each running the whole config under weak scaling (under
+    strong scaling one estimate of the whole config is already a lower bound of the N ranks'
+    sum); a GPU rank has its own GPU."""
+    if device_type == "cpu" and procs > 1 and scaling == "weak":
+        return procs
+    return 1
+
+
+def check(
+    estimate: MemoryEstimate,
+    free_bytes: int | None,
+    where: str,
+    *,
+    copies: int = 1,
+    headroom: float = DEFAULT_HEADROOM,
+) -> MemoryCheck:
+    """Whether `copies` runs of `estimate` can fit in `free_bytes` of `where` (`fits`'s rule:
+    the lower bound against what is free, with `headroom`)."""
+    if headroom < 0:
+        raise ValueError(
+            f"headroom = {headroom!r}: must be ≥ 0, or a fitting config may be skipped"
+        )
+    if copies < 1:
+        raise ValueError(f"copies = {copies!r}: must be ≥ 1")
+    return MemoryCheck(estimate, free_bytes, where, copies, headroom)
+
+
 def _backward(
     shapes: list[Shape], activations: int, grads: int, precision: str, device_type: str
 ) -> tuple[int, int]:

@@ -15,10 +15,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.analysis import compare, report
     from paradnn.api.catalog import family_info
     from paradnn.api.ceilings import calibrate, calibrate_host, ops
-    from paradnn.api.devices import device_capacity, native_precisions
+    from paradnn.api.devices import (
+        device_capacity,
+        free_memory,
+        native_precisions,
+        unsupported_precision,
+    )
     from paradnn.api.doctor import doctor
     from paradnn.api.runs import (
         bench,
+        check_can_run,
         dry_run,
         dry_run_count,
         dry_run_total,
@@ -50,9 +56,12 @@ _HOMES = {
     "calibrate_host": "ceilings",
     "ops": "ceilings",
     "device_capacity": "devices",
+    "free_memory": "devices",
     "native_precisions": "devices",
+    "unsupported_precision": "devices",
     "doctor": "doctor",
     "bench": "runs",
+    "check_can_run": "runs",
     "dry_run": "runs",
     "dry_run_count": "runs",
     "dry_run_total": "runs",
@@ -90,6 +99,7 @@ __all__ = [
     "bench",
     "calibrate",
     "calibrate_host",
+    "check_can_run",
     "compare",
     "device_capacity",
     "doctor",
@@ -97,6 +107,7 @@ __all__ = [
     "dry_run_count",
     "dry_run_total",
     "family_info",
+    "free_memory",
     "native_precisions",
     "ops",
     "plan",
@@ -113,5 +124,6 @@ __all__ = [
     "simulate_scaling",
     "simulate_validate",
     "store_info",
+    "unsupported_precision",
     "versions",
 ]

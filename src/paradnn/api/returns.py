@@ -85,9 +85,9 @@ class FamilyInfo(_Plain):
 @dataclass(frozen=True)
 class DryRunRow:
     """One run a sweep would make (`run --dry-run`): its size, predicted memory and whether it
-    fits (`fits`: even the lower bound; `fits_estimate`: the best estimate; None: unknown
-    capacity), the stored status a resumed run skips on, and the time estimate
-    (`api.dry_run`'s docstring says how it is made)."""
+    fits in the device's free memory (`fits`: even the lower bound, memory.check;
+    `fits_estimate`: the best estimate; None: unknown free memory), the stored status a
+    resumed run skips on, and the time estimate (`api.dry_run`'s docstring says how)."""
 
     family: str
     config: dict[str, Any]
@@ -130,7 +130,9 @@ class DoctorReport(_Plain):
     checks: list[dict[str, Any]]
     summary: dict[str, int] | None
     nulls: dict[str, str]
-    seconds: float
+    seconds: float  # the whole report's, its start-up (startup_s) included
+    budget_s: float  # what it was given (--budget, or the device type's default)
+    startup_s: float  # seconds before the doctor started (the command's start-up)
 
     @property
     def failed(self) -> bool:

@@ -12,7 +12,7 @@ from paradnn import families, presets
 from paradnn.api.devices import device_capacity, native_precisions
 from paradnn.api.returns import DryRunRow, Rows, StoreInfo, SweepPlan, rows
 from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
-from paradnn.errors import ConfigError
+from paradnn.errors import ConfigError, Refused
 from paradnn.measure.timer import TimingPolicy
 from paradnn.presets import RunSpec
 from paradnn.records import RunRecord, Status
@@ -45,6 +45,7 @@ def bench(
     remeasure: int = 0,
     remeasure_backoff_s: float | None = None,
     load: LoadSample | None = None,
+    force: bool = False,
     **study: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
@@ -54,7 +55,12 @@ def bench(
     `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
     `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases.
     `load` (host.sample_load) is the machine's load the thread count is chosen from; without
-    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores)."""
+    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores).
+
+    Refused before any work (no worker, no database): a precision the device does not run
+    natively (ConfigError; `allow_emulated` runs an emulatable one, labelled), and a config
+    whose memory cannot fit in what the device has free (errors.Refused, the check `run`
+    stores `predicted_oom` by); `force` runs the second anyway."""
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
@@ -72,14 +78,53 @@ def bench(
     )
     _check_study(study)
     options = dataclasses.replace(options, **study)
-    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
+    if not isinstance(force, bool):
+        raise ConfigError("force", force, "must be true or false")
     backoff = {} if remeasure_backoff_s is None else {"remeasure_backoff_s": remeasure_backoff_s}
     settings = SweepSettings(
-        timeout_s=timeout_s, predict=False, force=True, remeasure=remeasure, **backoff
+        timeout_s=timeout_s, predict=not force, force=True, remeasure=remeasure, **backoff
     )
+    check_can_run(family, cfg, options, force=force)
+    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
     with open_store(db) as store:
         records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return records[-1]
+
+
+def check_can_run(family: str, cfg: Any, options: RunOptions, *, force: bool = False) -> None:
+    """Refuse, before any work, a run that would measure nothing: its precision is not native
+    on the device (ConfigError naming what it runs natively and how to ask for emulation) or,
+    unless `force`, its predicted memory cannot fit in what the device has free now
+    (errors.Refused; memory.check, the rule `run` stores `predicted_oom` by). Torch-free, in
+    milliseconds. What cannot be read here (a GPU NVML cannot see) the worker decides."""
+    from paradnn import memory
+    from paradnn.api.devices import free_memory, unsupported_precision
+
+    device = options.device
+    why = unsupported_precision(options.precision, device, allow_emulated=options.allow_emulated)
+    if why:
+        raise ConfigError("precision", options.precision, why)
+    if force:
+        return
+    _, device_type = device_capacity(device)
+    est = memory.predict(
+        family,
+        cfg,
+        options.precision,
+        options.optimizer,
+        device_type=device_type,
+        policy=options.precision_policy,
+        implementation=options.optimizer_impl,
+    )
+    free, where = free_memory(device)
+    ranks = memory.copies(device_type, options.procs, options.scaling)
+    verdict = memory.check(est, free, where, copies=ranks)
+    if verdict.fits is False:
+        shape = " ".join(f"{k}={v}" for k, v in cfg.__dict__.items())
+        raise Refused(
+            f"{family} {shape} at {options.precision} {verdict.words()}: refused before any "
+            "work (the lower bound of docs/memory.md); --force runs it anyway"
+        )
 
 
 def plan(
@@ -142,10 +187,18 @@ def run(
     the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
     `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
     cluster or Slurm instead (docs/cluster.md); this process still stores every result.
-    `load`: as for `bench` (`paradnn run` measures it for a second before the sweep)."""
+    `load`: as for `bench` (`paradnn run` measures it for a second before the sweep).
+    A precision named in `precisions` that the device does not run natively raises
+    ConfigError before any work (`unsupported_precision`); the sweep's own precisions are
+    stored `unsupported` where the device lacks them."""
+    from paradnn.api.devices import unsupported_precision
     from paradnn.runner.supervisor import Supervisor
 
-    planned = _planned(preset, precisions, optimizer, axes)
+    planned = _planned(preset, precisions, optimizer, axes)  # checks each precision's name
+    for p in precisions or ():
+        why = unsupported_precision(p, device, allow_emulated=allow_emulated)
+        if why:
+            raise ConfigError("precision", p, why)
     sweep, specs = planned.sweep, list(planned.specs)
     options = RunOptions(
         device=device,
@@ -231,8 +284,9 @@ def dry_run(
     axes: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[DryRunRow]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
-    predicted memory (whether it can fit this machine's device: `fits`, the lower bound the
-    runner skips on; and whether the best estimate does: `fits_estimate`), whether `db` holds
+    predicted memory (whether it can fit in what this machine's device has free now: `fits`,
+    memory.check's verdict on the lower bound, the one `run` stores `predicted_oom` by; and
+    whether the best estimate does: `fits_estimate`), whether `db` holds
     it already (`stored`: the newest attempt's status; a resumed run skips it) and a time
     estimate.
 
@@ -248,16 +302,22 @@ def dry_run(
     `limit`: only the first `limit` runs; `sample`: an even sample of that many runs across the
     whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
     from paradnn import memory
+    from paradnn.api.devices import free_memory
 
     planned = _planned(preset, precisions, optimizer, axes)
     specs = list(planned.specs)
     options = RunOptions(device=device, timing=timing or planned.sweep.timing)
     policy = options.timing
-    capacity, device_type = device_capacity(device)
+    _, device_type = device_capacity(device)
+    free, where = free_memory(device)  # what `run`'s memory check holds each config against
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
     specs = _pick(specs, limit, sample)
     history = _history(db, device_type)
     overhead = history.overhead_s if history.overhead_s is not None else RUN_OVERHEAD_S
+
+    def copies(o: RunOptions) -> int:
+        return memory.copies(device_type, o.procs, o.scaling)
+
     found = []
     for spec in specs:
         fam = families.get(spec.family)
@@ -292,8 +352,8 @@ def dry_run(
                 flops_per_step=flops,
                 predicted_mem_bytes=est.total,
                 predicted_mem_lower_bytes=est.lower_bound,
-                fits=None if capacity is None else memory.fits(est, capacity),
-                fits_estimate=None if capacity is None else est.total <= capacity,
+                fits=memory.check(est, free, where, copies=copies(spec_options)).fits,
+                fits_estimate=None if free is None else est.total <= free,
                 stored=stored,
                 est_time_s=0.0 if stored else overhead + step + warm + timed,
                 est_time_is_floor=rate is None and not stored,

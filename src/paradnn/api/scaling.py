@@ -64,13 +64,20 @@ def scale(
     timeout_s: float = 900.0,
     db: str = DEFAULT_DB,
     on_event: Callable[[Event], None] | None = None,
+    force: bool = False,
+    allow_emulated: bool = False,
 ) -> Scaled:
     """Measure `family`'s config at each N in `procs` (a new attempt of each), every rank with
     the same device: on CPU `threads` cores each (default: the usable cores // max(procs)), so
     the N = 1 run is the baseline of the others. Bad input (a batch that strong scaling cannot
-    split, more ranks than cores) raises before any work starts."""
+    split, more ranks than cores, a precision the device lacks, ranks whose memory cannot fit
+    in what is free unless `force`: api.check_can_run) raises before any work starts;
+    `allow_emulated` runs an emulatable precision the device lacks, labelled emulated."""
+    import dataclasses
+
     from paradnn import host
     from paradnn.api.devices import device_capacity
+    from paradnn.api.runs import check_can_run
     from paradnn.runner.supervisor import Supervisor
 
     ns = check_procs(procs)
@@ -103,9 +110,14 @@ def scale(
         device=device,
         threads=threads,
         timing=timing or TimingPolicy(),
+        allow_emulated=allow_emulated,
     )
+    if not isinstance(force, bool):
+        raise ConfigError("force", force, "must be true or false")
+    most = dataclasses.replace(options, procs=max(ns), scaling=scaling)
+    check_can_run(family, cfg, most, force=force)  # the most ranks need the most memory
     values = dict(cfg.__dict__)
-    settings = SweepSettings(timeout_s=timeout_s, predict=False, force=True)
+    settings = SweepSettings(timeout_s=timeout_s, predict=not force, force=True)
     records: list[RunRecord] = []
     with open_store(db) as store:
         for group in ([n for n in ns if n == 1], [n for n in ns if n > 1]):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from paradnn import api
-from paradnn.cli.common import DeviceOpt, err, number, out
+from paradnn.cli.common import DeviceOpt, err, number, out, path
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.returns import DoctorReport
@@ -21,17 +21,28 @@ STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 def doctor(
     device: DeviceOpt = "auto",
     budget: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--budget",
             parser=number("--budget", 1.0, 600.0),
-            help="Seconds the checks aim for (1–600; at least 1 s of matmuls per native "
-            "precision).",
+            help="Seconds for the whole command, its start-up included (1–600; default 5 on "
+            "a CPU, 10 on a GPU); a check that would not fit in what is left is skipped.",
+            show_default=False,
         ),
-    ] = 5.0,
+    ] = None,
     checks: Annotated[
         bool, typer.Option("--checks/--no-checks", help="Run the sanity checks after the facts.")
     ] = True,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            parser=path("--db"),
+            help="The database whose stored ceilings the checks compare with (default: "
+            "paradnn.db when it exists here).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="One JSON object (stable keys; null with a reason in nulls)."),
@@ -41,9 +52,15 @@ def doctor(
     native precisions, clocks, power limit, persistence, MIG, ECC, free memory, whether power
     can be read — then checks, each pass/warn/fail/skip with what to do: the timer against a
     synchronised wall clock, a matmul per native precision and the memory copy against the
-    datasheet, a power reading, other processes. Exit status 1 when a check fails."""
+    datasheet or derived peak and against the ceilings `calibrate` stored, a power reading,
+    other processes. Exit status 1 when a check fails."""
+    from paradnn import host
+
+    startup = host.process_age_s() or 0.0  # Python and its imports: part of the budget
     say = None if as_json else (lambda msg: err.print(f"[dim]{msg}[/]", highlight=False))
-    report = api.doctor(device, budget_s=budget, checks=checks, progress=say)
+    report = api.doctor(
+        device, budget_s=budget, checks=checks, progress=say, db=db, startup_s=startup
+    )
     if as_json:
         sys.stdout.write(json.dumps(report.as_dict(), indent=1, default=str) + "\n")
     else:
@@ -135,8 +152,11 @@ def _print(r: DoctorReport) -> None:
             out.print(f"      → {c['advice']}", highlight=False)
     if r.summary:
         s = r.summary
+        over = r.seconds - r.budget_s
         out.print(
             f"{s['pass']} passed, {s['warn']} warned, {s['fail']} failed, "
-            f"{s['skip']} skipped in {r.seconds:.1f} s",
+            f"{s['skip']} skipped in {r.seconds:.1f} s of the {r.budget_s:g} s budget "
+            f"({r.startup_s:.1f} s of it starting Python and torch)"
+            + (f"; over it by {over:.1f} s" if over > 0.05 * r.budget_s else ""),
             highlight=False,
         )

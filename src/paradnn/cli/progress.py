@@ -48,6 +48,33 @@ def warn_noisy(rows: list[dict[str, Any]]) -> None:
             error_line(line, "warning:", "yellow")
 
 
+# a failure during the work (docs/limits.md#a-command-that-measured-nothing)
+NOTHING_MEASURED_EXIT = 1
+
+
+def exit_if_nothing_measured(statuses: Iterable[str]) -> None:
+    """After a measuring command printed what it stored: when it attempted runs and none ended
+    `ok`, one `error:` line on stderr counting how they ended, and exit status 1. A command
+    that had nothing left to do (a resumed sweep) measured nothing wrongly and exits 0."""
+    from collections import Counter
+
+    import typer
+
+    from paradnn.records import Status
+
+    counts = Counter(statuses)
+    total = sum(counts.values())
+    if not total or counts[Status.OK]:
+        return
+    runs = "the run" if total == 1 else f"all {total} runs"
+    if len(counts) == 1:
+        how = next(iter(counts))
+    else:
+        how = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    error_line(f"nothing was measured: {runs} ended {how} (the reasons are above)")
+    raise typer.Exit(NOTHING_MEASURED_EXIT)
+
+
 QUIET_WINDOW_S = 1.0  # `paradnn run`'s load sample before a sweep
 WAIT_SAY_EVERY_S = 10.0  # --wait-for-idle says how it waits at most this often
 MAX_WAIT_S = 7 * 86_400.0

@@ -53,6 +53,7 @@ from paradnn.cli.common import (
 from paradnn.cli.progress import (
     MAX_WAIT_S,
     ProgressMode,
+    exit_if_nothing_measured,
     quiet_check,
     reporter,
     say,
@@ -163,8 +164,11 @@ def run(
     predict: Annotated[
         bool,
         typer.Option(
-            "--predict/--no-predict",
-            help="Skip configs the memory model says cannot fit (stored as predicted_oom).",
+            "--predict/--force",
+            " /--no-predict",
+            help="Store configs whose predicted memory cannot fit in what the device has free "
+            "as predicted_oom without running them (default); --force (or its old name "
+            "--no-predict) runs them anyway.",
         ),
     ] = True,
     retry_failed: Annotated[
@@ -264,7 +268,9 @@ def run(
     """Run a sweep in isolated worker processes, storing each result as it lands.
 
     Run the same command again to resume: finished configs are skipped (whichever executor
-    ran them).
+    ran them). A config whose predicted memory cannot fit in what the device has free is
+    stored predicted_oom (--force runs it); -p naming a precision the device lacks is refused
+    before any work. Exit 1 when no run measured anything.
     """
     sweep = presets.get(preset)
     where = _executor(
@@ -293,10 +299,16 @@ def run(
     # planned once, here: one line, exit 2, before any work; the dry run and api.run take it
     planned = api.plan(sweep, precisions=precision, optimizer=optimizer, axes=axes)
     from paradnn.config import RunOptions
+    from paradnn.errors import ConfigError
 
     RunOptions(  # checked before the dry run and the load check: one line, exit 2, no work
         device=device, threads=threads, energy_period_s=energy_period, energy_idle_s=energy_idle
     )
+    for p in precision or ():  # asked for by name: one the device lacks is refused (a sweep
+        # file's own precisions are stored `unsupported`, so a shared sweep runs anywhere)
+        why = api.unsupported_precision(p, device, allow_emulated=allow_emulated)
+        if why:
+            raise ConfigError("--precision", p, why)
     if dry_run:
         return _show_dry_run(
             planned, device=device, timing=policy, db=db, recycle_every=recycle_every
@@ -332,6 +344,7 @@ def run(
         _show_runs([r.as_dict() for r in records], sweep.name, report.skipped, db, energy)
         if where.kind != "local":
             _show_nodes(records)
+    exit_if_nothing_measured(r.status for r in records)
 
 
 # The presets are listed in the command's description (full width): an option's help column is
@@ -439,6 +452,14 @@ def bench(
         bool, typer.Option("--json", help="Print the whole record as JSON.")
     ] = False,
     allow_emulated: EmulatedOpt = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Run the config even when its predicted memory cannot fit in what the device "
+            "has free (without it: refused, exit 2, before any work).",
+        ),
+    ] = False,
     mode: ModeOpt = "eager",
     procs: ProcsOpt = 1,
     data: DataOpt = "device",
@@ -450,7 +471,12 @@ def bench(
     optimizer_impl: OptimizerImplOpt = "auto",
     precision_policy: PolicyOpt = "mixed",
 ) -> None:
-    """Measure one configuration; unspecified fields take the family's defaults."""
+    """Measure one configuration; unspecified fields take the family's defaults.
+
+    Refused before any work (one line, exit 2): a precision this device does not run natively
+    (--allow-emulated runs an emulatable one), a config whose predicted memory cannot fit in
+    what is free (--force runs it anyway). Exit 1 when the run measured nothing (its status is
+    not ok)."""
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
@@ -473,6 +499,7 @@ def bench(
         on_event=_heartbeat(f"bench {family}"),
         remeasure=remeasure,
         remeasure_backoff_s=remeasure_backoff,
+        force=force,
         mode=mode,
         **({"procs": procs} if procs != 1 else {}),
         **_infeed(data, loader_workers, pin_memory, prefetch_factor, persistent_workers),
@@ -484,6 +511,7 @@ def bench(
         sys.stdout.write(tables.to_json([rec.as_dict()], **api.store_info(db).as_dict()) + "\n")
     else:
         _show_bench(rec, db, energy)
+    exit_if_nothing_measured([rec.status])
 
 
 def _infeed(data: str, workers: int, pin: Any, prefetch: Any, persistent: Any) -> dict[str, Any]:

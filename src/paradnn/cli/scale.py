@@ -17,6 +17,7 @@ from paradnn.cli.common import (
     AssignmentsArg,
     DbOpt,
     DeviceOpt,
+    EmulatedOpt,
     MaxTimeOpt,
     MinTimeOpt,
     OptimizerOpt,
@@ -26,7 +27,7 @@ from paradnn.cli.common import (
     out,
     timing,
 )
-from paradnn.cli.progress import say, warn_noisy
+from paradnn.cli.progress import exit_if_nothing_measured, say, warn_noisy
 from paradnn.config import MAX_PROCS, SCALINGS, STRATEGIES
 from paradnn.errors import ConfigError, OptionError
 from paradnn.measure.timer import progress_words
@@ -125,9 +126,20 @@ def scale(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the scaling table as JSON.")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Run even when the ranks' predicted memory cannot fit in what the device has "
+            "free (without it: refused, exit 2, before any work).",
+        ),
+    ] = False,
+    allow_emulated: EmulatedOpt = False,
 ) -> None:
     """Measure one configuration at each N data-parallel processes; print speedup, efficiency,
-    Karp–Flatt, the all-reduce's bandwidth and the simulator's error against them."""
+    Karp–Flatt, the all-reduce's bandwidth and the simulator's error against them. Refused
+    before any work like `bench` (a precision the device lacks, memory that cannot fit); exit
+    1 when no run measured anything."""
     from paradnn.validate import parse_assignments
 
     values = parse_assignments(assignments or [], what=f"{family} config")
@@ -155,11 +167,14 @@ def scale(
         timeout_s=timeout,
         db=db,
         on_event=heard,
+        force=force,
+        allow_emulated=allow_emulated,
     )
     rows = [r.as_dict() for r in res.records]
     if as_json:
         shown = res.table.drop(columns=["allreduce_ladder"], errors="ignore")
         sys.stdout.write(shown.to_json(orient="records") + "\n")
+        exit_if_nothing_measured(r["status"] for r in rows)
         return
     out.print(tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs"))
     for r in rows:
@@ -170,6 +185,7 @@ def scale(
     warn_noisy(rows)
     db = escape(db)
     out.print(f"Stored in [bold]{db}[/]. The report's scaling section: `paradnn report --db {db}`.")
+    exit_if_nothing_measured(r["status"] for r in rows)
 
 
 def _ms(x: Any) -> str:

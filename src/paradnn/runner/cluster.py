@@ -22,7 +22,7 @@ from paradnn.errors import ConfigError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import RunRecord
 from paradnn.runner.engine import Engine
-from paradnn.runner.supervisor import Event, Supervisor
+from paradnn.runner.supervisor import Event, Supervisor, memory_for
 from paradnn.runner.units import RunUnit
 from paradnn.store import Store
 
@@ -86,11 +86,9 @@ class ClusterSupervisor(Supervisor):
                 f"--remeasure {self.settings.remeasure}: noisy runs are not re-measured on a "
                 "cluster (local workers only); `paradnn bench` one again to measure it anew"
             )
-        capacity = hello["capacity_bytes"]
-        if hello["capacity_kind"] == "host":  # tasks on one node share its memory
-            per_node = max(1, int(hello.get("tasks_per_node", 1)))
-            capacity //= per_node
-        units, skipped = self.plan(specs, hello["env"], (capacity, hello["env"]["device_type"]))
+        # tasks on one node share its memory
+        capacity = memory_for(hello, int(hello.get("tasks_per_node", 1)))
+        units, skipped = self.plan(specs, hello["env"], capacity)
         self.total, self.cost_left = len(units), sum(u.cost for u in units)
         results: list[RunRecord] = []
         self._emit("start", None, skipped)

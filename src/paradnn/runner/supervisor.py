@@ -182,6 +182,26 @@ def _next_due(queue: list[Unit]) -> Unit | None:
     return None
 
 
+@dataclass(frozen=True)
+class Memory:
+    """The memory free for one run, from a worker's hello (`memory_for`)."""
+
+    free_bytes: int | None
+    device_type: str
+    where: str  # "host memory" or "GPU memory", for the words of memory.check
+
+
+def memory_for(hello: dict[str, Any], sharing: int = 1) -> Memory:
+    """What one of `sharing` runs that share the worker's memory may take: the free memory the
+    hello reports (its total when an older worker reports none), split evenly when the memory
+    is the host's (parallel CPU workers, cluster tasks on one node)."""
+    free = hello.get("free_bytes", hello["capacity_bytes"])
+    host_memory = hello["capacity_kind"] == "host"
+    if free is not None and host_memory:
+        free //= max(1, sharing)
+    return Memory(free, hello["env"]["device_type"], "host memory" if host_memory else "GPU memory")
+
+
 def _cpu_sets(workers: int) -> list[tuple[int, ...] | None]:
     """Disjoint CPU sets, one per worker, so parallel CPU workers don't share cores."""
     if workers == 1:
@@ -238,11 +258,11 @@ class Supervisor:
         )
 
     def plan(
-        self, specs: Sequence[RunSpec], env: dict[str, Any], capacity: tuple[int, str]
+        self, specs: Sequence[RunSpec], env: dict[str, Any], capacity: Memory
     ) -> tuple[list[RunUnit], int]:
         """The runs still to do, each with its record prepared (identity, run key, analytic
         counts, the memory prediction: what a worker never writes), and how many specs were
-        skipped as already finished. `capacity`: the worker's memory and device type."""
+        skipped as already finished. `capacity`: the memory free for one run (`memory_for`)."""
         latest = self.store.latest_status()
         seen: set[str] = set()
         records: list[tuple[RunRecord, RunOptions]] = []
@@ -256,7 +276,7 @@ class Supervisor:
                 skipped += 1
                 continue
             seen.add(rec.run_key)
-            records.append((self._predict(rec, options, *capacity), options))
+            records.append((self._predict(rec, options, capacity), options))
         flops = sorted(rec.flops_analytic or 0 for rec, _ in records)
         typical = max(flops[len(flops) // 2], 1) if flops else 1
         # relative cost: a fixed part (warm-up, minimum time) plus the work
@@ -266,11 +286,9 @@ class Supervisor:
         ]
         return units, skipped
 
-    def _predict(
-        self, rec: RunRecord, options: RunOptions, capacity: int, device_type: str
-    ) -> RunRecord:
+    def _predict(self, rec: RunRecord, options: RunOptions, capacity: Memory) -> RunRecord:
         """The record with its memory prediction; `predicted_oom` when the config cannot fit
-        and must not run."""
+        in the memory free for it (memory.check, as `bench` refuses) and must not run."""
         if rec.status != Status.OK:
             return rec
         from paradnn import families, memory
@@ -281,20 +299,18 @@ class Supervisor:
             cfg,
             options.precision,
             options.optimizer,
-            device_type=device_type,
+            device_type=capacity.device_type,
             policy=options.precision_policy,
             implementation=options.optimizer_impl,
         )
         rec = rec.with_part(Prediction(int(est.total), int(est.lower_bound)))
-        if not self.settings.predict or memory.fits(est, capacity):
+        ranks = memory.copies(capacity.device_type, options.procs, options.scaling)
+        verdict = memory.check(est, capacity.free_bytes, capacity.where, copies=ranks)
+        if not self.settings.predict or verdict.fits is not False:
             return rec
         return rec.replace(
             status=Status.PREDICTED_OOM,
-            error=(
-                f"needs at least {est.lower_bound / 2**30:.2f} GiB (predicted "
-                f"{est.total / 2**30:.2f} GiB) and the worker has {capacity / 2**30:.2f} GiB; "
-                "--no-predict runs it anyway"
-            ),
+            error=f"{verdict.words()}; --force runs it anyway",
         )
 
     # -- running -----------------------------------------------------------------------------
@@ -380,10 +396,9 @@ class Supervisor:
             specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
             if self.threads_choice is not None:
                 self.notes += self._threads_notes(self.threads_choice)
-            capacity = hello["capacity_bytes"]
-            if hello["capacity_kind"] == "host":  # parallel CPU workers share the host's memory
-                capacity //= self.settings.workers
-            units, skipped = self.plan(specs, hello["env"], (capacity, hello["env"]["device_type"]))
+            # parallel CPU workers share the host's memory
+            capacity = memory_for(hello, self.settings.workers)
+            units, skipped = self.plan(specs, hello["env"], capacity)
             self.total, self.cost_left = len(units), sum(u.cost for u in units)
             if self.options.energy and units and self.options.energy_idle_s > 0:
                 self.idle = self._idle_baseline(hello["env"]["device"])

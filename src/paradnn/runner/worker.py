@@ -42,6 +42,12 @@ def host_memory_bytes() -> int:
     return host.memory_bytes()
 
 
+def host_free_bytes() -> int | None:
+    from paradnn import host
+
+    return host.available_memory_bytes()
+
+
 def main(conn: Connection, settings: WorkerSettings) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
@@ -65,8 +71,10 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
         return
     if device.type == "cuda":
         capacity, kind = torch.cuda.get_device_properties(device).total_memory, "device"
+        free: int | None = int(torch.cuda.mem_get_info(device)[0])
     else:
         capacity, kind = host_memory_bytes(), "host"
+        free = host_free_bytes()
     conn.send(
         {
             "type": "hello",
@@ -74,6 +82,7 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
             "env": env,
             "capacity_bytes": capacity,
             "capacity_kind": kind,
+            "free_bytes": free,  # what a run can take now: the memory check's (memory.check)
         }
     )
     index = 0
