@@ -228,10 +228,16 @@ ROW_OPTIMIZER["fused"] = "optimizer_fused_s"
 MAX_HOST_S = 1.0  # seconds per op, node, tensor or launch: a figure past it is a unit mistake
 
 
+REQUIRED = ("forward_op_s", "autograd_node_s", "optimizer_step_s", "sync_s")
+ROW_FIGURES = ("step_s", "cast_s", "rnn_call_s", "scaler_s")
+
+
 def from_row(row: Mapping[str, Any], *, where: str = "host_profile row") -> HostProfile:
     """A stored `host_profile` row (the store's columns, `paradnn results --table host_profile
     --format json`) as a measured HostProfile; an implementation measured as NULL is left out
-    of ``optimizer_tensor_s`` (its reason stays in ``detail['nulls']``)."""
+    of ``optimizer_tensor_s`` (its reason stays in ``detail['nulls']``), a once-a-step or
+    per-call figure measured as NULL is composed by the model, and a per-op figure measured as
+    NULL (its ladder failed) is the device kind's default, named in ``detail['assumed']``."""
     if not isinstance(row, Mapping):
         raise ConfigError(where, type(row).__name__, "a row of the host_profile table")
     per = {impl: row[col] for impl, col in ROW_OPTIMIZER.items() if row.get(col) is not None}
@@ -243,17 +249,25 @@ def from_row(row: Mapping[str, Any], *, where: str = "host_profile row") -> Host
             if row.get(k) is not None
         }
     )
+    kind = row.get("device_type") or "cpu"
+    fallback = default(kind if kind in ("cpu", "cuda") else "cuda")
+    assumed = {k: getattr(fallback, k) for k in REQUIRED if row.get(k) is None and k in row}
+    if not per and "optimizer_loop_s" in row:
+        per = dict(fallback.optimizer_tensor_s)
+        assumed["optimizer_tensor_s"] = per
+    if assumed:
+        detail["assumed"] = {**detail.get("assumed", {}), **assumed}
     return HostProfile.from_mapping(
         {
-            "forward_op_s": row.get("forward_op_s"),
-            "autograd_node_s": row.get("autograd_node_s"),
+            **{k: row.get(k) for k in REQUIRED},
+            **assumed,
             "optimizer_tensor_s": per,
-            "optimizer_step_s": row.get("optimizer_step_s"),
-            "sync_s": row.get("sync_s"),
             "kernel_launch_s": row.get("kernel_launch_s"),
+            **{k: row.get(k) for k in ROW_FIGURES},
+            "launches_included": bool(row.get("launches_included") or False),
             "source": "measured",
             "host": row.get("host"),
-            "device_type": row.get("device_type") or "cpu",
+            "device_type": kind,
             "measured_at": row.get("measured_at"),
             "detail": detail,
         },
@@ -339,6 +353,7 @@ def check_bounds(p: HostProfile, where: str) -> None:
         "optimizer_step_s": p.optimizer_step_s,
         "sync_s": p.sync_s,
         "kernel_launch_s": p.kernel_launch_s or 0.0,
+        **{k: getattr(p, k) or 0.0 for k in ROW_FIGURES},
         **{f"optimizer_tensor_s.{k}": v for k, v in p.optimizer_tensor_s.items()},
     }
     for name, v in figures.items():
@@ -364,7 +379,9 @@ def for_device(p: HostProfile, device_type: str) -> HostProfile:
         kernel_launch_s=d.kernel_launch_s,
         sync_s=d.sync_s,
         device_type="cuda",
-        detail=MappingProxyType({**p.detail, "assumed": assumed}),
+        detail=MappingProxyType(
+            {**p.detail, "assumed": {**p.detail.get("assumed", {}), **assumed}}
+        ),
     )
 
 
@@ -384,6 +401,8 @@ def describe(p: HostProfile, origin: str | None = None) -> str:
     where = f" from {origin}" if origin else ""
     kind = "measured," if p.source == "measured" else "read"
     line = f"host profile: {kind}{where} ({', '.join(bits)})"
-    if p.detail.get("assumed"):
-        line += f"; launch and sync assumed ({p.device_type} defaults)"
+    assumed = p.detail.get("assumed") or {}
+    if assumed:
+        names = " and ".join(n.removesuffix("_s").replace("kernel_", "") for n in assumed)
+        line += f"; {names} assumed ({p.device_type} defaults)"
     return line
