@@ -145,9 +145,14 @@ class Validation:
 
     rows: Rows
     summary: Rows
+    host_profile: str | None = None  # which host profile the step model used, in words
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows.as_dict(), "summary": self.summary.as_dict()}
+        return {
+            "rows": self.rows.as_dict(),
+            "summary": self.summary.as_dict(),
+            "host_profile": self.host_profile,
+        }
 
 
 OPS_ONLY = ("source", "fitted", "kept", "holdout_ops", "warnings")

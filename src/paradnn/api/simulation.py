@@ -372,22 +372,79 @@ def simulate_precision_study() -> Rows:
 
 
 def simulate_validate(
-    db: str = DEFAULT_DB, platform: str | None = None, model: str = "step"
+    db: str = DEFAULT_DB,
+    platform: str | None = None,
+    model: str = "step",
+    host_profile: str | None = None,
 ) -> Validation:
     """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
     MdAPE rows). ``model``: step (the step-time model, as `simulate step` and `fit`) or
-    roofline."""
+    roofline. ``host_profile`` (the step model's): a TOML/JSON file or "defaults"; by default
+    the platform file's [ID.host], else the newest ok profile `paradnn calibrate` stored in
+    ``db`` on the machine of each device's runs (same device name), else the defaults for the
+    chip's kind. The result says which (``host_profile``)."""
+    from paradnn.sim import chip as chips
+    from paradnn.sim import hostprofile as hp
     from paradnn.sim.curve import check_options
     from paradnn.sim.fidelity import validate_frame
     from paradnn.store import open_store
 
     check_options(model)
+    given = None
+    if host_profile is not None and host_profile != "defaults":
+        given = hp.load_file(host_profile)
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
-    df, summary = validate_frame(frame, ceilings, platform, db=db, model=model)
+        stored = store.rows("host_profile") if host_profile is None else []
+    host: HostProfile | dict[str, HostProfile] | None = given
+    words = None if given is None else hp.describe(given, f"--host-profile {host_profile}")
+    if host_profile == "defaults":
+        words = "host profile: the assumed defaults for each chip's kind (--host-profile defaults)"
+        if platform:  # over the platform file's own [ID.host]
+            kind = chips.load(platform).platform.kind
+            host = hp.default("cpu" if kind == "cpu" else "cuda")
+    elif given is None and stored and model == "step":
+        host, words = _stored_hosts(stored, db, platform)
+    if words is None and model == "step":
+        chip = chips.load(platform) if platform else None
+        if chip is not None and chip.host is not None:
+            words = hp.describe(chip.host, f"the platform {chip.origin} [{chip.platform.id}.host]")
+        elif chip is not None:
+            words = hp.describe(hp.default("cpu" if chip.platform.kind == "cpu" else "cuda"))
+        else:
+            words = "host profile: the assumed defaults for each chip's kind"
+    df, summary = validate_frame(frame, ceilings, platform, db=db, model=model, host=host)
     return Validation(
-        rows("validation", _records(df)), rows("validation_summary", _records(summary))
+        rows("validation", _records(df)), rows("validation_summary", _records(summary)), words
     )
+
+
+def _stored_hosts(
+    stored: list[dict[str, Any]], db: str, platform: str | None
+) -> tuple[dict[str, HostProfile] | None, str | None]:
+    """Per device name, the newest ok host profile stored in ``db`` (measured on that device's
+    machine), and a line naming them; a platform file's own [ID.host] wins."""
+    from paradnn.sim import chip as chips
+    from paradnn.sim import hostprofile as hp
+
+    if platform and chips.load(platform).host is not None:
+        return None, None
+    newest: dict[str, dict[str, Any]] = {}
+    for r in stored:  # oldest first: a later one of the same device replaces it
+        name = r.get("device_name")
+        if r.get("status", "ok") == "ok" and name:
+            newest[name] = r
+    if not newest:
+        return None, None
+    host = {
+        name: hp.from_row(r, where=f"{db}: host_profile row {r.get('id')}")
+        for name, r in newest.items()
+    }
+    words = "; ".join(
+        hp.describe(p, f"{db} row {newest[name].get('id')}") + f" for {name}"
+        for name, p in sorted(host.items())
+    )
+    return host, words
 
 
 def simulate_fit(

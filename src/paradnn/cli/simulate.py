@@ -412,15 +412,29 @@ def validate(
         ),
     ] = None,
     model: ModelOpt = "step",
+    host_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--host-profile",
+            parser=path("--host-profile"),
+            help="The step model's host dispatch costs: a TOML/JSON file of a host profile, or "
+            "`defaults` (default: the platform file's [ID.host], else the profile `paradnn "
+            "calibrate` stored in --db on the runs' machine, else the documented defaults).",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
     """Predict every ok run measured in --db and compare: error per run and per family (the
     step-time model by default, the one `fit` fits)."""
     _csv(csv_path)
-    found = api.simulate_validate(db, platform, model=model)
+    found = api.simulate_validate(db, platform, model=model, host_profile=host_profile)
     title = f"predicted vs measured ({model} model): {len(found.rows)} runs from {db}"
     emit(found.rows, title, fmt, csv_path, found.summary)
+    if found.host_profile and fmt is Format.table:
+        out.print(escape(found.host_profile))
+    elif found.host_profile:  # the JSON/CSV stays data; a person reading stderr sees which
+        print(found.host_profile, file=sys.stderr)
 
 
 @app.command()

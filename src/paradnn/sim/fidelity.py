@@ -30,6 +30,7 @@ from paradnn.precisions import PRECISIONS
 from paradnn.records import Status
 from paradnn.sim import chip as chips
 from paradnn.sim.chip import Chip
+from paradnn.sim.hostprofile import HostProfile, for_device
 from paradnn.sim.model import KIND, predict
 from paradnn.sim.steptime import predict_step
 
@@ -54,7 +55,10 @@ def _config(value: Any) -> dict[str, Any]:
 
 
 def predicted_vs_measured(
-    frame: pd.DataFrame, platform: Chip | str | Mapping[str, Chip], model: str = "roofline"
+    frame: pd.DataFrame,
+    platform: Chip | str | Mapping[str, Chip],
+    model: str = "roofline",
+    host: HostProfile | Mapping[str, HostProfile] | None = None,
 ) -> pd.DataFrame:
     """One row per ok run of ``frame`` (runs as `Store.frame()` returns them; of several
     attempts of a run key, the one paradnn.attempts.choose picks, if ok) whose device the chip
@@ -62,7 +66,9 @@ def predicted_vs_measured(
     mapping device_name → Chip.
     Runs at a precision the chip has no peak for are left out. ``model``: ``roofline``
     (`model.predict`, the report's) or ``step`` (`steptime.predict_step`, what `simulate fit`
-    fits and `simulate validate` uses by default)."""
+    fits and `simulate validate` uses by default). ``host``: the step model's host profile, one
+    for every run or per device name (None, or a device it does not name: the chip file's
+    [ID.host], else the defaults for the chip's kind)."""
     from paradnn.sim.curve import check_options
 
     check_options(model)
@@ -82,7 +88,11 @@ def predicted_vs_measured(
         cfg = _config(r["config"])
         opt = r.get("optimizer") or "rmsprop"
         if model == "step":
-            p = predict_step(r["family"], cfg, chip, r["precision"], optimizer=opt)
+            prof = host.get(r.get("device_name")) if isinstance(host, Mapping) else host
+            prof = prof or chip.host
+            if prof is not None:
+                prof = for_device(prof, "cpu" if chip.platform.kind == "cpu" else "cuda")
+            p = predict_step(r["family"], cfg, chip, r["precision"], optimizer=opt, host=prof)
         else:
             p = predict(r["family"], cfg, chip, r["precision"], optimizer=opt)
         measured = float(r["step_time_s"])
@@ -177,11 +187,12 @@ def validate_frame(
     *,
     db: str | None = None,
     model: str = "roofline",
+    host: HostProfile | Mapping[str, HostProfile] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, per-family summary) for every ok run of ``frame`` (`Store.frame()`, with
     the store's ``ceilings`` rows; the caller reads the store, ``db`` names it in errors).
     ``platform`` forces one chip for all runs; by default each device gets `device_chips`.
-    ``model``: as `predicted_vs_measured`."""
+    ``model`` and ``host``: as `predicted_vs_measured`."""
     if frame.empty:
         shown = ABSENT if db is None else db
         raise ConfigError("--db", shown, "holds no runs: run `paradnn run --db ...` first")
@@ -196,5 +207,5 @@ def validate_frame(
             f"no chip describes its devices ({names}): run `paradnn calibrate --db {db}` on "
             "that machine, or pass --platform",
         )
-    df = predicted_vs_measured(frame, target, model)
+    df = predicted_vs_measured(frame, target, model, host)
     return df, summary(df)
