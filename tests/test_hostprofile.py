@@ -508,3 +508,44 @@ def test_a_v12_database_gains_the_host_floor_columns(tmp_path):
     assert row["step_s"] is None and row["launches_included"] == 0
     p = hp.from_row(row)
     assert p.step_s is None and p.launches_included is False and p.forward_op_s == 8e-6
+
+
+H100_DB = "benchmarks/results/gpu/nvidia-h100-80gb-hbm3/work/runs.sqlite"
+
+
+def test_simulate_validate_uses_the_host_profile_stored_with_the_runs_and_says_so(
+    capsys, tmp_path, row
+):
+    """`simulate validate`: a database from a GPU machine holds its runs and the host profile
+    `calibrate` measured there (same device name): validate prices those runs with it, else the
+    defaults; `--host-profile FILE|defaults` overrides; the line under the table says which."""
+    import shutil
+    from pathlib import Path
+
+    db = tmp_path / "h100.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / H100_DB, db)
+    args = ("simulate", "validate", "--db", str(db), "--platform", "h100-sxm", "-f", "json")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    base = {r["config"] + r["precision"]: r["predicted_s"] for r in json.loads(out)["rows"]}
+    assert "assumed defaults for cuda" in err
+    slow = {**row, "device_name": "NVIDIA H100 80GB HBM3", "device_type": "cuda"}
+    slow |= {"step_s": 0.5, "launches_included": True, "kernel_launch_s": 5e-6}
+    with open_store(db) as store:
+        (rid,) = store.insert_rows("host_profile", [slow])
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert f"host profile: measured, from {db} row {rid}" in err and "NVIDIA H100" in err
+    got = json.loads(out)["rows"]
+    assert all(r["predicted_s"] >= 0.5 > base[r["config"] + r["precision"]] for r in got)
+    code, out, err = run_cli(capsys, *args, "--host-profile", "defaults")
+    assert code == 0 and "--host-profile defaults" in err
+    again = {r["config"] + r["precision"]: r["predicted_s"] for r in json.loads(out)["rows"]}
+    assert again == base
+    f = tmp_path / "h.toml"
+    f.write_text(_toml({**GOOD, "step_s": 2e-3}))
+    code, out, err = run_cli(capsys, *args, "--host-profile", str(f))
+    assert code == 0 and f"read from --host-profile {f}" in err
+    assert all(r["predicted_s"] >= 2e-3 for r in json.loads(out)["rows"])
+    code, _, err = run_cli(capsys, *args, "--host-profile", str(tmp_path / "none.toml"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--host-profile" in err
