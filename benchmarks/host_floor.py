@@ -17,7 +17,7 @@ fitted; the rest is held as the GPU defaults hold it (`sim.hostprofile.CUDA_DERI
   ``autograd_node_s`` with ``forward_op_s`` = 1.25 × it (one FC layer's calls and nodes always
   come together: the split is the defaults' assumption), ``cast_s`` (bf16 and fp16 runs),
   ``scaler_s`` (fp16 runs) and ``rnn_call_s`` (RNN runs); a figure with no run where it
-  matters is not fitted and says so;
+  matters is not fitted, says so (``not_identified``) and keeps the default's value;
 * held: the foreach optimizer tensor (5 µs), the launch (5 µs, only cuDNN's per-time-step
   kernels pay it) and the sync (15 µs), as in the defaults.
 
@@ -25,7 +25,7 @@ Then `simulate validate`'s error (median |predicted − measured| / measured and
 predicted / measured) for the runs under 5 ms, all runs and the CNN check, with (a) the default
 host profile and (b) the derived one, each on the datasheet chip.
 
-    PYTHONPATH=src python benchmarks/host_floor.py --db DB   # e.g. shared/data/gpu/h100-quick-…
+    PYTHONPATH=src python benchmarks/host_floor.py --db DB [--check DB2]
 
 Writes benchmarks/results/host_floor.{json,md} and the derived profile as a `--host-profile`
 file, benchmarks/results/gpu/nvidia-h100-80gb-hbm3/host_profile_derived.toml.
@@ -142,10 +142,11 @@ def derive(runs: list[dict[str, Any]], families: tuple[str, ...]) -> dict[str, A
         base,
         forward_op_s=node * base.forward_op_s / base.autograd_node_s,
         autograd_node_s=node,
+        # a figure no run identifies stays the default's (listed in ``not_identified``)
         step_s=got["step_s"] if got["step_s"] is not None else base.step_s,
         cast_s=got["cast_s"] if got["cast_s"] is not None else base.cast_s,
-        scaler_s=got["scaler_s"],
-        rnn_call_s=got["rnn_call_s"],
+        scaler_s=got["scaler_s"] if got["scaler_s"] is not None else base.scaler_s,
+        rnn_call_s=got["rnn_call_s"] if got["rnn_call_s"] is not None else base.rnn_call_s,
         source="file",
         detail=MappingProxyType({}),
     )
@@ -208,6 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True, help="a paradnn database of GPU runs")
     ap.add_argument("--families", default="fc,rnn", help="families the derivation uses")
+    ap.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="DB",
+        help="another database of the same kind of GPU: its error with both profiles too",
+    )
     ap.add_argument("--out", default=str(RESULTS / "host_floor"), help="results (.json, .md)")
     ap.add_argument("--profile", default=str(PROFILE), help="where the derived profile goes")
     args = ap.parse_args(argv)
@@ -223,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, profile in (("defaults", "defaults"), ("derived", args.profile)):
         v = api.simulate_validate(args.db, PLATFORM, model="step", host_profile=profile)
         res[name] = errors(list(v.rows))
+    res["checks"] = {}
+    for db in args.check:
+        res["checks"][Path(db).name] = {
+            name: errors(list(api.simulate_validate(db, PLATFORM, host_profile=prof).rows))
+            for name, prof in (("defaults", "defaults"), ("derived", args.profile))
+        }
     res["derivation"] = {k: v for k, v in d.items() if k != "profile"}
     res["derived_profile"] = {
         k: v for k, v in d["profile"].as_dict().items() if k not in ("detail", "measured_at")
@@ -249,6 +263,18 @@ def markdown(res: dict[str, Any]) -> str:
                 lines.append(
                     f"| {key} | {name} | {b['n']} | {b['mdape']:.1%} | {b['median_ratio']:.3f} |"
                 )
+    for db, got in res.get("checks", {}).items():
+        lines += ["", f"Check on {db} (not used in the derivation):", ""]
+        lines += ["| runs | host profile | n | median abs. error | median predicted/measured |"]
+        lines += ["|---|---|---|---|---|"]
+        for key in ("under_5ms", "all"):
+            for name in ("defaults", "derived"):
+                b = got[name].get(key, {"n": 0})
+                if b["n"]:
+                    lines.append(
+                        f"| {key} | {name} | {b['n']} | {b['mdape']:.1%} "
+                        f"| {b['median_ratio']:.3f} |"
+                    )
     f = res["derivation"]["fitted"]
     lines += [
         "",
