@@ -9,12 +9,11 @@ import json
 import math
 import platform
 import sqlite3
-import sys
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from fake_cuda import FIXED_S, fake_measure  # a timer whose medians are a known line
 from paradnn.measure import hostprofile as mh
 from paradnn.sim import hostprofile as hp
 from paradnn.store import open_store
@@ -22,40 +21,6 @@ from paradnn.store.db import schema_version
 from paradnn.store.schema import LATEST, MIGRATIONS
 
 from conftest import TINY_POLICY, export_rows, run_cli
-
-FIXED_S = 50e-6  # the fake timer's fixed cost a step: must land in the intercept
-PER_OP_S = 1e-6  # and its cost per aten op the step dispatches
-
-
-def fake_measure(step, clock, policy, **kw):
-    """A timer whose median is FIXED_S + PER_OP_S × the work one step does (aten ops it
-    dispatches, a tenth for each Python or C call it makes): a line with a large intercept,
-    the same on every machine whatever its load."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Count(TorchDispatchMode):
-        ops = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            Count.ops += 1
-            return func(*args, **(kwargs or {}))
-
-    calls = [0]
-
-    def profile(frame, event, arg):
-        if event in ("call", "c_call"):
-            calls[0] += 1
-
-    with Count():
-        sys.setprofile(profile)
-        try:
-            step()
-        finally:
-            sys.setprofile(None)
-    m = FIXED_S + PER_OP_S * (Count.ops + calls[0] / 10)
-    return SimpleNamespace(
-        summary=SimpleNamespace(median=m, ci_low=m * 0.999, ci_high=m * 1.001, n=9)
-    )
 
 
 class Probe:
@@ -70,7 +35,7 @@ class Probe:
         self.result.update(others_cpu_frac=self.others, steal_frac=0.0, window_s=1.0)
 
 
-SMALL = {"forward": (2, 4, 6), "autograd": (2, 4, 6), "optimizer": (2, 4, 6)}
+SMALL = {"forward": (2, 4, 6), "autograd": (2, 4, 6), "optimizer": (2, 4, 6), "step": (1, 3)}
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +80,13 @@ def test_every_figure_is_positive_finite_and_a_slope(measured):
     assert all(0 < f < math.inf for f in figures), p
     assert p["sync_s"] == 0.0 and p["kernel_launch_s"] is None  # a CPU: one timeline
     assert "a CPU launches no kernels" in p["nulls"]["kernel_launch_s"]
+    # the once-a-step, per-cast and per-call figures, measured on the CPU too (GradScaler: GPU)
+    for k in ("step_s", "cast_s", "rnn_call_s"):
+        assert p[k] is not None and 0 < p[k] < math.inf, (k, p["nulls"].get(k))
+    assert p["scaler_s"] is None and "GPU only" in p["nulls"]["scaler_s"]
+    assert p["launches_included"] is False and p["detail"]["intra_op_threads"] == 1
+    assert p["detail"]["cast"]["casts_per_layer"] == 2  # a Linear's weight and bias
+    assert p["detail"]["step"]["implementation"] == "loop"  # torch's default on a CPU
     assert set(p["optimizer_tensor_s"]) <= {"loop", "foreach", "fused"}
     assert {"loop", "foreach"} <= set(p["optimizer_tensor_s"])
     for name, key in (("forward_op", "forward_op_s"), ("autograd_node", "autograd_node_s")):
@@ -141,16 +113,19 @@ def test_units_are_counted_calls_and_graph_nodes(measured):
     nodes = [q["units"] for q in measured["detail"]["autograd_node"]["points"]]
     assert fwd[1] - fwd[0] == fwd[2] - fwd[1] > 0  # the same calls a layer, every layer
     assert nodes[1] - nodes[0] == nodes[2] - nodes[1] > fwd[1] - fwd[0]  # nodes: more a layer
-    step, calls = mh._forward(3)
+    step, calls = mh._forward("cpu")(3)
     assert calls == mh.count_calls(step) == fwd[0] * 3 / 2
 
 
 def test_the_real_timer_gives_positive_finite_figures_on_this_cpu(monkeypatch):
-    tiny = {"forward": (1, 2), "autograd": (1, 2), "optimizer": (1, 2)}
+    tiny = {k: (1, 2) for k in ("forward", "autograd", "optimizer", "rnn", "step")}
     p = mh.measure_profile("cpu", policy=TINY_POLICY, sizes=tiny, rounds=1)
     figures = [p["forward_op_s"], p["autograd_node_s"], p["optimizer_step_s"]]
     assert all(0 < f < math.inf for f in [*figures, *p["optimizer_tensor_s"].values()]), p
     assert p["quality"] in ("good", "noisy") and "others_cpu_frac" in p["detail"]["load"]
+    # a difference or an intercept that noise hides is NULL with its reason, never 0
+    for k in ("step_s", "cast_s", "rnn_call_s"):
+        assert (p[k] is not None and 0 < p[k] < math.inf) or p["nulls"][k], (k, p)
     # noise may bend a slope below zero: then the figure is a labelled upper bound, never 0
     for name in ("forward_op", "autograd_node"):
         if p["detail"][name]["per_unit_s"] <= 0:
@@ -362,7 +337,7 @@ def test_calibrate_host_only_stores_a_profile_results_shows_it(capsys, tmp_path,
     # the worker measures at tiny sizes with a short policy (they travel in the unit's params)
     from paradnn.runner import tasks
 
-    tiny = {"forward": (1, 2), "autograd": (1, 2), "optimizer": (1, 2)}
+    tiny = {k: (1, 2) for k in ("forward", "autograd", "optimizer", "rnn", "step")}
     policy = dataclasses.asdict(TINY_POLICY)
     real = tasks.host_unit
     monkeypatch.setattr(
@@ -371,14 +346,14 @@ def test_calibrate_host_only_stores_a_profile_results_shows_it(capsys, tmp_path,
     db = str(tmp_path / "r.db")
     code, out, err = run_cli(capsys, "calibrate", "--host-only", "--device", "cpu", "--db", db)
     assert code == 0, err
-    assert "host profile" in out and "µs/fwd op" in out
+    assert "host profile" in out and "fwd op" in out and "µs per unit" in out
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "host_profile", "-f", "json")
     (r,) = export_rows(out)
     assert r["status"] == "ok" and r["quality"] in ("good", "noisy") and r["task_key"]
     for k in ("forward_op_s", "autograd_node_s", "optimizer_loop_s", "optimizer_step_s"):
         assert r[k] is not None and r[k] > 0 and math.isfinite(r[k]), (k, r[k])
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "host_profile")
-    assert code == 0 and "µs/autograd" in out
+    assert code == 0 and "node" in out and "train step" in out
     code, _, err = run_cli(capsys, "calibrate", "--host-only", "--no-host", "--db", db)
     assert code == 2 and "--no-host" in err
 
@@ -400,7 +375,8 @@ def test_the_cuda_costs_path_runs_with_a_fake_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda dev=None: synced.append(dev))
     detail: dict = {}
     args = ("cpu", (2, 4, 6), fake_measure, TINY_POLICY, print, detail)
-    sync_s, launch_s = mh._cuda_costs(*args, rounds=2)  # 2: the fake's first call imports
+    sync_s, launch = mh._cuda_costs(*args, rounds=2)  # 2: the fake's first call imports
+    launch_s = launch.value
     assert sync_s == pytest.approx(FIXED_S, rel=0.05) and synced  # no aten op: the fixed cost
     k = detail["kernel_launch"]
     assert [q["units"] for q in k["cuda_op"]["points"]] == [2.0, 4.0, 6.0]
@@ -409,3 +385,167 @@ def test_the_cuda_costs_path_runs_with_a_fake_device(monkeypatch):
     if gpu <= cpu:  # equal ladders: the GPU op's own per-call cost, labelled
         assert launch_s == gpu and "GPU op ≤ CPU op" in k["note"]
     assert detail["sync"]["median_s"] == sync_s
+
+
+# -- the crash of the first H100 loan, and every term on a (fake) GPU (issue 42) -------------
+
+
+def test_a_ladder_whose_units_do_not_grow_is_null_with_its_reason_not_a_crash(monkeypatch):
+    """The H100 crash: "a slope needs two or more distinct sizes, got units [5.0, 5.0, 5.0]".
+    A counter that sees the same units at every size (here the autograd graph walk) leaves that
+    one figure NULL with the reason; every other figure is measured, and the stored row reads
+    back with the default named as assumed."""
+    monkeypatch.setattr(mh, "count_nodes", lambda root: 5)
+    p = mh.measure_profile("cpu", measure_fn=fake_measure, sizes=SMALL, probe=Probe())
+    assert p["autograd_node_s"] is None
+    assert "two or more distinct sizes, got units [5.0, 5.0, 5.0]" in p["nulls"]["autograd_node_s"]
+    assert p["forward_op_s"] > 0 and p["rnn_call_s"] > 0 and p["cast_s"] > 0
+    assert p["step_s"] is None and "head's share" in p["nulls"]["step_s"]  # needs the node
+    assert p["detail"]["autograd_node"]["why"] == p["nulls"]["autograd_node_s"]
+    row = mh.host_row("cpu", 1, measure_fn=fake_measure, sizes=SMALL, probe=Probe())
+    row = {**row, "autograd_node_s": None, "nulls": p["nulls"]}
+    with open_store(":memory:") as store:
+        store.insert_rows("host_profile", [row])
+        (back,) = store.rows("host_profile")
+    prof = hp.from_row(back)
+    assert prof.autograd_node_s == hp.default("cpu").autograd_node_s
+    assert prof.detail["assumed"] == {"autograd_node_s": prof.autograd_node_s}
+    assert "autograd_node assumed (cpu defaults)" in hp.describe(prof)
+
+
+def test_a_ladder_that_fails_on_the_device_is_null_with_its_reason(monkeypatch):
+    def broken(device):
+        def make(n):
+            raise RuntimeError("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED\nmore text")
+
+        return make
+
+    monkeypatch.setattr(mh, "_rnn", broken)
+    p = mh.measure_profile("cpu", measure_fn=fake_measure, sizes=SMALL, probe=Probe())
+    assert p["rnn_call_s"] is None
+    assert "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED" in p["nulls"]["rnn_call_s"]
+    assert p["step_s"] > 0 and p["forward_op_s"] > 0  # the rest is measured
+
+
+@pytest.mark.parametrize("bad", [(4,), (4, 4), (8, 4), (0, 2), (2.0, 4)])
+def test_every_ladders_sizes_are_distinct_by_construction(bad):
+    mh.check_sizes(mh.SIZES)
+    with pytest.raises(ValueError, match="two or more increasing sizes"):
+        mh.check_sizes({"forward": bad})
+
+
+@pytest.fixture
+def cuda_fake():
+    import fake_cuda
+
+    fake_cuda.install()
+    yield fake_cuda
+    fake_cuda.uninstall()
+
+
+def test_every_term_is_measured_on_a_fake_cuda_device(cuda_fake):
+    import torch
+
+    assert torch.cuda.is_available()
+    p = mh.measure_profile("cuda:0", measure_fn=fake_measure, sizes=SMALL, probe=Probe())
+    terms = ("forward_op_s", "autograd_node_s", "optimizer_step_s", "sync_s", "kernel_launch_s")
+    terms += ("step_s", "cast_s", "rnn_call_s", "scaler_s")
+    for k in terms:
+        assert p[k] is not None and 0 < p[k] < math.inf, (k, p["nulls"].get(k))
+    assert set(p["optimizer_tensor_s"]) == {"loop", "foreach", "fused"}
+    assert p["nulls"] == {} and p["launches_included"] is True
+    assert p["detail"]["step"]["implementation"] == "foreach"  # torch's default on CUDA
+    assert p["detail"]["cast"]["precision"] == "bf16" and p["detail"]["cast"]["casts_per_layer"]
+    assert p["detail"]["device"] == "cuda:0"
+
+
+def test_calibrate_host_only_on_a_fake_cuda_device_stores_every_term(capsys, tmp_path, monkeypatch):
+    """`paradnn calibrate --host-only --device cuda`, the whole path: the CLI, the supervisor, a
+    spawned worker on the fake device (tests/fake_cuda.py, with its fake clock), the store and
+    `results`; then `simulate step` prices a GPU step with the stored profile."""
+    import fake_cuda
+
+    for k, v in fake_cuda.worker_env().items():
+        monkeypatch.setenv(k, v)
+    db = str(tmp_path / "gpu.db")
+    code, out, err = run_cli(capsys, "calibrate", "--host-only", "--device", "cuda", "--db", db)
+    assert code == 0, err
+    assert "host profile: launch:" in err and "training step, autocast bf16" in err  # on CUDA
+    code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "host_profile", "-f", "json")
+    (r,) = export_rows(out)
+    assert r["status"] == "ok" and r["device"] == "cuda:0" and r["device_type"] == "cuda"
+    from paradnn.tables import HOST_FIGURES  # every figure column the table shows
+
+    assert len(HOST_FIGURES) == 12 and set(HOST_FIGURES) <= set(r)
+    for k in HOST_FIGURES:
+        assert r[k] is not None and r[k] > 0 and math.isfinite(r[k]), (k, r["nulls"])
+    assert r["nulls"] == {} and r["launches_included"] == 1
+    prof = hp.from_row(r)
+    assert prof.launches_included and prof.step_s == r["step_s"] and prof.device_type == "cuda"
+    args = (*STEP, "--platform", "h100-sxm", "--db", db, "-f", "json")
+    code, out, err = run_cli(capsys, *args)  # this host's profile, measured on its GPU
+    assert code == 0, err
+    (pred,) = json.loads(out)
+    assert pred["host_profile"].startswith(f"host profile: measured, from {db} row 1")
+    assert "assumed" not in pred["host_profile"]
+
+
+def test_a_v12_database_gains_the_host_floor_columns(tmp_path):
+    """A profile stored before issue 42 keeps its figures; the new ones read as NULL (composed
+    by the model) and its per-op figures as not holding launches."""
+    db = tmp_path / "v12.db"
+    conn = sqlite3.connect(db)
+    conn.executescript("".join(MIGRATIONS[:12]) + "\nPRAGMA user_version = 12;")
+    conn.execute(
+        "INSERT INTO host_profile (device, device_type, device_name, fingerprint, hostname, "
+        "forward_op_s, autograd_node_s, optimizer_loop_s, optimizer_step_s, sync_s, "
+        "measured_at) VALUES ('cpu', 'cpu', 'Old', 'f', 'h', 8e-6, 9e-6, 2e-5, 2e-5, 0, 'x')"
+    )
+    conn.commit()
+    conn.close()
+    with open_store(db) as store:
+        (row,) = store.rows("host_profile")
+    assert row["step_s"] is None and row["launches_included"] == 0
+    p = hp.from_row(row)
+    assert p.step_s is None and p.launches_included is False and p.forward_op_s == 8e-6
+
+
+H100_DB = "benchmarks/results/gpu/nvidia-h100-80gb-hbm3/work/runs.sqlite"
+
+
+def test_simulate_validate_uses_the_host_profile_stored_with_the_runs_and_says_so(
+    capsys, tmp_path, row
+):
+    """`simulate validate`: a database from a GPU machine holds its runs and the host profile
+    `calibrate` measured there (same device name): validate prices those runs with it, else the
+    defaults; `--host-profile FILE|defaults` overrides; the line under the table says which."""
+    import shutil
+    from pathlib import Path
+
+    db = tmp_path / "h100.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / H100_DB, db)
+    args = ("simulate", "validate", "--db", str(db), "--platform", "h100-sxm", "-f", "json")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    base = {r["config"] + r["precision"]: r["predicted_s"] for r in json.loads(out)["rows"]}
+    assert "assumed defaults for cuda" in err
+    slow = {**row, "device_name": "NVIDIA H100 80GB HBM3", "device_type": "cuda"}
+    slow |= {"step_s": 0.5, "launches_included": True, "kernel_launch_s": 5e-6}
+    with open_store(db) as store:
+        (rid,) = store.insert_rows("host_profile", [slow])
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert f"host profile: measured, from host_profile row {rid} of {slow['hostname']}" in err
+    got = json.loads(out)["rows"]
+    assert all(r["predicted_s"] >= 0.5 > base[r["config"] + r["precision"]] for r in got)
+    code, out, err = run_cli(capsys, *args, "--host-profile", "defaults")
+    assert code == 0 and "--host-profile defaults" in err
+    again = {r["config"] + r["precision"]: r["predicted_s"] for r in json.loads(out)["rows"]}
+    assert again == base
+    f = tmp_path / "h.toml"
+    f.write_text(_toml({**GOOD, "step_s": 2e-3}))
+    code, out, err = run_cli(capsys, *args, "--host-profile", str(f))
+    assert code == 0 and f"read from --host-profile {f}" in err
+    assert all(r["predicted_s"] >= 2e-3 for r in json.loads(out)["rows"])
+    code, _, err = run_cli(capsys, *args, "--host-profile", str(tmp_path / "none.toml"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--host-profile" in err

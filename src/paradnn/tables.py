@@ -695,20 +695,28 @@ HOST_FIGURES = (
     "optimizer_step_s",
     "sync_s",
     "kernel_launch_s",
+    "step_s",
+    "cast_s",
+    "rnn_call_s",
+    "scaler_s",
 )
 SIDE_COLUMNS = {
     "host_profile": (
         "id",
         "host",
         "device",
-        "µs/fwd op",
-        "µs/autograd node",
-        "µs/tensor loop",
-        "µs/tensor foreach",
-        "µs/tensor fused",
-        "µs/step()",
-        "µs/sync",
-        "µs/launch",
+        "fwd op",
+        "node",
+        "loop",
+        "foreach",
+        "fused",
+        "step()",
+        "sync",
+        "launch",
+        "train step",
+        "cast",
+        "RNN call",
+        "scaler",
         "quality",
         "measured",
     ),
@@ -747,6 +755,12 @@ def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = N
         t.add_column(col, overflow="fold")
     for r in rows:
         t.add_row(*_side_cells(table, r))
+    if table == "host_profile":
+        t.caption = (
+            "µs per unit: forward call, autograd node, optimizer tensor (loop, foreach, fused), "
+            "step() call, sync, launch, training step once, autocast cast, recurrent call, "
+            "GradScaler; — not measured (the reason: -f json, nulls)"
+        )
     return t
 
 

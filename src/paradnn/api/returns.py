@@ -147,9 +147,13 @@ class Validation:
 
     rows: Rows
     summary: Rows
+    host_profile: str | None = None  # which host profile the step model used, in words
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows.as_dict(), "summary": self.summary.as_dict()}
+        d = {"rows": self.rows.as_dict(), "summary": self.summary.as_dict()}
+        if self.host_profile is not None:  # the step model's: which host profile, in words
+            d["host_profile"] = self.host_profile
+        return d
 
 
 OPS_ONLY = ("source", "fitted", "kept", "holdout_ops", "warnings")

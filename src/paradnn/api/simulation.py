@@ -394,32 +394,44 @@ def simulate_validate(
     platform: str | None = None,
     model: str = "step",
     include_noisy: bool = False,
+    host_profile: str | None = None,
 ) -> Validation:
     """Predict every measured ok run in ``db`` on its device's chip: (per-run rows, per-family
-    MdAPE rows). ``model``: step (the step-time model, as `simulate step` and `fit`, each run
-    with the host profile `paradnn calibrate` stored for the host that measured it) or
+    MdAPE rows). ``model``: step (the step-time model, as `simulate step` and `fit`) or
     roofline. Each config's chosen attempt; noisy runs left out unless ``include_noisy`` (as
-    `compare`). The report's "Predicted vs measured" section is the same computation
-    (`sim.fidelity.validate_frame`) and prints the same numbers."""
+    `compare`). ``host_profile`` (the step model's): a TOML/JSON file or "defaults"; by default
+    the platform file's [ID.host], else the newest ok profile `paradnn calibrate` stored in
+    ``db`` for the host that measured each run, else the defaults for the chip's kind; each row
+    and the result say which (``host_profile``). The report's "Predicted vs measured" section
+    is the same computation (`sim.fidelity.validate_frame`) and prints the same numbers."""
+    from paradnn.sim import hostprofile as hp
     from paradnn.sim.curve import check_options
     from paradnn.sim.fidelity import validate_frame
     from paradnn.store import open_store
 
     check_options(model)
+    given = None
+    if host_profile is not None and host_profile != "defaults":
+        given = hp.load_file(host_profile)
     with open_store(db, readonly=True) as store:  # sim never opens the store: its caller reads
         frame, ceilings = store.frame(), store.rows("ceilings")
         profiles = store.rows("host_profile")
+    host = "defaults" if host_profile == "defaults" else given
     df, summary = validate_frame(
         frame,
         ceilings,
         platform,
         db=db,
         model=model,
+        host=host,
         host_profiles=profiles,
         include_noisy=include_noisy,
     )
+    words = None
+    if model == "step" and len(df):
+        words = "; ".join(dict.fromkeys(str(w) for w in df["host_profile"] if w))
     return Validation(
-        rows("validation", _records(df)), rows("validation_summary", _records(summary))
+        rows("validation", _records(df)), rows("validation_summary", _records(summary)), words
     )
 
 

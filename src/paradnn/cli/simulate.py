@@ -427,6 +427,16 @@ def validate(
         bool,
         typer.Option("--include-noisy", help="Keep runs flagged noisy (left out, as compare)."),
     ] = False,
+    host_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--host-profile",
+            parser=path("--host-profile"),
+            help="The step model's host dispatch costs: a TOML/JSON file of a host profile, or "
+            "`defaults` (default: the platform file's [ID.host], else the profile `paradnn "
+            "calibrate` stored in --db on the runs' machine, else the documented defaults).",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
@@ -434,12 +444,16 @@ def validate(
     step-time model by default, the one `fit` fits, each run with the host profile stored
     for its host). The report's "Predicted vs measured" section prints the same numbers."""
     _csv(csv_path)
-    found = api.simulate_validate(db, platform, model=model, include_noisy=include_noisy)
+    found = api.simulate_validate(
+        db, platform, model=model, include_noisy=include_noisy, host_profile=host_profile
+    )
     title = f"predicted vs measured ({model} model): {len(found.rows)} runs from {db}"
     emit(found.rows, title, fmt, csv_path, found.summary)
     if fmt is Format.table:
         for used in dict.fromkeys(r["host_profile"] for r in found.rows if r.get("host_profile")):
             out.print(escape(str(used)))  # which host profile (the step model's rows name it)
+    elif found.host_profile:  # the JSON/CSV stays data; a person reading stderr sees which
+        print(found.host_profile, file=sys.stderr)
 
 
 @app.command()

@@ -193,9 +193,11 @@ class Memory:
 
 def memory_for(hello: dict[str, Any], sharing: int = 1) -> Memory:
     """What one of `sharing` runs that share the worker's memory may take: the free memory the
-    hello reports (its total when an older worker reports none), split evenly when the memory
+    hello reports (its total when a worker reports none), split evenly when the memory
     is the host's (parallel CPU workers, cluster tasks on one node)."""
-    free = hello.get("free_bytes", hello["capacity_bytes"])
+    free = hello.get("free_bytes")
+    if free is None:  # an older worker, or a device that cannot say: judged on its total
+        free = hello["capacity_bytes"]
     host_memory = hello["capacity_kind"] == "host"
     if free is not None and host_memory:
         free //= max(1, sharing)

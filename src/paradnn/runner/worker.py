@@ -71,7 +71,9 @@ def main(conn: Connection, settings: WorkerSettings) -> None:
         return
     if device.type == "cuda":
         capacity, kind = torch.cuda.get_device_properties(device).total_memory, "device"
-        free: int | None = int(torch.cuda.mem_get_info(device)[0])
+        free: int | None = None  # unreadable (an old driver, a fake device): the run's check
+        with contextlib.suppress(Exception):  # decides without it, as documented
+            free = int(torch.cuda.mem_get_info(device)[0])
     else:
         capacity, kind = host_memory_bytes(), "host"
         free = host_free_bytes()

@@ -40,6 +40,10 @@ from paradnn.sim.chip import Chip
 from paradnn.sim.model import KIND, predict
 from paradnn.sim.steptime import predict_step
 
+# The step model's host profile forced on every run: one profile, one per device name, or
+# "defaults" (each chip's kind's documented defaults); None: each run's own (`_host_of`).
+Host = hp.HostProfile | Mapping[str, hp.HostProfile] | str | None
+
 DEFAULT_MODEL = "step"  # the model `simulate validate`, `simulate step` and the report use
 MODEL_NAMES = {"step": "step-time model", "roofline": "roofline model"}
 
@@ -70,6 +74,7 @@ def predicted_vs_measured(
     platform: Chip | str | Mapping[str, Chip],
     model: str = DEFAULT_MODEL,
     *,
+    host: Host = None,
     host_profiles: Sequence[Mapping[str, Any]] = (),
     include_noisy: bool = False,
 ) -> pd.DataFrame:
@@ -78,9 +83,11 @@ def predicted_vs_measured(
     ``include_noisy`` — not flagged noisy, as `compare` and the report) whose device the chip
     describes. ``platform``: a `Chip` (used for every run), a database id or TOML path, or a
     mapping device_name → Chip. Runs at a precision the chip has no peak for are left out.
-    ``model``: ``step`` (`steptime.predict_step`, with each run's host profile from
-    ``host_profiles``, the store's `host_profile` rows: `host_for`) or ``roofline``
-    (`model.predict`)."""
+    ``model``: ``step`` (`steptime.predict_step`) or ``roofline`` (`model.predict`). The step
+    model's host profile, first found: ``host`` (a profile for every run, one per device name,
+    or "defaults": each chip's kind's; `simulate validate --host-profile`), the chip file's own
+    [ID.host], the profile stored for the host that measured the run (``host_profiles``, the
+    store's `host_profile` rows: `host_for`), else the assumed defaults."""
     from paradnn.sim.curve import check_options
 
     check_options(model)
@@ -92,7 +99,7 @@ def predicted_vs_measured(
     frame = choose(frame)  # a re-measured config counts once: the attempt compare uses
     keep = (frame["status"] == Status.OK) if include_noisy else good(frame)
     ok = frame[keep & frame["step_time_s"].notna()]
-    hosts: dict[tuple[str, str], tuple[hp.HostProfile, str]] = {}
+    hosts: dict[tuple[Any, ...], tuple[hp.HostProfile, str]] = {}
     for r in ok.to_dict("records"):
         chip = platform.get(r.get("device_name")) if isinstance(platform, Mapping) else platform
         if chip is None or r["precision"] not in PRECISIONS:
@@ -103,11 +110,11 @@ def predicted_vs_measured(
         opt = r.get("optimizer") or "rmsprop"
         words = None
         if model == "step":
-            key = (str(r.get("hostname") or ""), _device_type(chip))
+            key = (str(r.get("hostname") or ""), _device_type(chip), r.get("device_name"))
             if key not in hosts:
-                hosts[key] = host_for(host_profiles, *key)
-            host, words = hosts[key]
-            p = predict_step(r["family"], cfg, chip, r["precision"], optimizer=opt, host=host)
+                hosts[key] = _host_of(chip, key, host, host_profiles)
+            prof, words = hosts[key]
+            p = predict_step(r["family"], cfg, chip, r["precision"], optimizer=opt, host=prof)
         else:
             p = predict(r["family"], cfg, chip, r["precision"], optimizer=opt)
         measured = float(r["step_time_s"])
@@ -131,6 +138,25 @@ def predicted_vs_measured(
         rows, columns=[c for c in COLUMNS if c not in ("calibrated_s", "ape_calibrated")]
     )
     return _leave_one_out(df)[list(COLUMNS)]
+
+
+def _host_of(
+    chip: Chip, key: tuple[Any, ...], host: Host, profiles: Sequence[Mapping[str, Any]]
+) -> tuple[hp.HostProfile, str]:
+    """The host profile one run is predicted with and the line naming it (see
+    `predicted_vs_measured` for the order)."""
+    hostname, device, device_name = key
+    if isinstance(host, str):  # "defaults", asked for by name
+        p = hp.default(device)
+        return p, hp.describe(p) + " (--host-profile defaults)"
+    given = host.get(device_name) if isinstance(host, Mapping) else host
+    if given is not None:
+        origin = str(given.detail.get("origin") or "--host-profile")
+        return hp.for_device(given, device), hp.describe(given, origin)
+    if chip.host is not None:
+        origin = f"the platform {chip.origin} [{chip.platform.id}.host]"
+        return hp.for_device(chip.host, device), hp.describe(chip.host, origin)
+    return host_for(profiles, hostname, device)
 
 
 def _device_type(chip: Chip) -> str:
@@ -223,14 +249,15 @@ def validate_frame(
     *,
     db: str | None = None,
     model: str = DEFAULT_MODEL,
+    host: Host = None,
     host_profiles: Sequence[Mapping[str, Any]] = (),
     include_noisy: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, per-family summary) for every ok run of ``frame`` (`Store.frame()`, with
     the store's ``ceilings`` and ``host_profiles`` rows; the caller reads the store, ``db``
     names it in errors). ``platform`` forces one chip for all runs; by default each device
-    gets `device_chips`. ``model``, ``include_noisy``: as `predicted_vs_measured`. The one
-    computation of `simulate validate` and of the report's prediction section."""
+    gets `device_chips`. ``model``, ``host``, ``include_noisy``: as `predicted_vs_measured`.
+    The one computation of `simulate validate` and of the report's prediction section."""
     if frame.empty:
         shown = ABSENT if db is None else db
         raise ConfigError("--db", shown, "holds no runs: run `paradnn run --db ...` first")
@@ -246,7 +273,12 @@ def validate_frame(
             "that machine, or pass --platform",
         )
     df = predicted_vs_measured(
-        frame, target, model, host_profiles=host_profiles, include_noisy=include_noisy
+        frame,
+        target,
+        model,
+        host=host,
+        host_profiles=host_profiles,
+        include_noisy=include_noisy,
     )
     return df, summary(df)
 

@@ -241,7 +241,7 @@ def build_plan(
     layer, phase, shp = [], [], []
     peak_s, quant, ks, nbytes, kern, fpeak, fbytes = [], [], [], [], [], [], []
     fallback, group, conv = [], [], []
-    l_ew_bytes, l_ew_kernels, l_out, fwd_ops, bwd_nodes = [], [], [], [], []
+    l_ew_bytes, l_ew_kernels, l_out = [], [], []
     tensors = 0
     flops = 0
     cpu = chip.platform.kind == "cpu"
@@ -295,13 +295,6 @@ def build_plan(
         l_ew_bytes.append(ew_bytes)
         l_ew_kernels.append(ew_kernels)
         l_out.append(float(out * size))
-        ops = tl.FORWARD_OPS.get(s.kind, 2.0)
-        nodes = tl.AUTOGRAD_NODES.get(s.kind, 2.0)
-        if cpu and isinstance(s, Recurrent):  # ATen's decomposed cell, op by op per time step
-            cell = tl.CELL_OPS_CPU.get(s.cell, 0.0) * s.seq * tl.CPP_OP_SHARE
-            ops, nodes = ops + cell, nodes + cell
-        fwd_ops.append(ops)
-        bwd_nodes.append(nodes)
         if s.weights:
             tensors += 2 if s.kind != "attention" else 0
     params = fam.params(cfg)
@@ -323,20 +316,7 @@ def build_plan(
     opt_kernels = 0.0 if fused else float(launches)
     casts = low and not pure and not fused  # autocast: the weights cast down every step
     scaler = casts and precision == "fp16" and not cpu  # GradScaler reads its inf check
-    mode = "compiled" if fused else ("serial" if cpu else "async")
-    prof = host or hostprofile.default(device_type(chip))
-    hp = tl.HostPlan(
-        profile=prof,
-        mode=mode,
-        fwd_ops=np.array(fwd_ops, dtype=float) * (0.0 if fused else 1.0),
-        bwd_nodes=np.array(bwd_nodes, dtype=float) * (0.0 if fused else 1.0),
-        step_ops=0.0 if fused else tl.STEP_OPS + (tl.SCALER_OPS if scaler else 0.0),
-        step_nodes=0.0 if fused else tl.STEP_NODES,
-        cast_ops=float(tensors) if casts else 0.0,
-        optimizer_impl=impl,
-        optimizer_tensors=0 if fused else tensors,
-        waits=1 if scaler else 0,
-    )
+    hp = _host_plan(shapes, chip, host, impl, cpu, fused, casts, scaler)
     return Plan(
         layer=tuple(layer),
         phase=tuple(phase),
@@ -369,6 +349,39 @@ def build_plan(
         policy=policy,
         optimizer_extra_bytes=extra,
         optimizer_extra_set=extra_set,
+    )
+
+
+def _host_plan(
+    shapes: list[Any],
+    chip: Chip,
+    host: HostProfile | None,
+    impl: str,
+    cpu: bool,
+    fused: bool,
+    casts: bool,
+    scaler: bool,
+) -> tl.HostPlan:
+    """The host side of the step (`timeline.layer_counts`): what PyTorch's modules dispatch
+    for the shapes, once a step and per layer; none under XLA (``fused``)."""
+    c = tl.layer_counts(shapes, cpu)
+    on = 0.0 if fused else 1.0
+    return tl.HostPlan(
+        profile=host or hostprofile.default(device_type(chip)),
+        mode="compiled" if fused else ("serial" if cpu else "async"),
+        fwd_ops=c["calls"] * on,
+        bwd_nodes=c["nodes"] * on,
+        step_ops=on * tl.STEP_OPS,
+        step_nodes=on * tl.STEP_NODES,
+        cast_ops=float(c["casts"].sum()) if casts else 0.0,
+        optimizer_impl=impl,
+        optimizer_tensors=0 if fused else int(c["tensors"].sum()),
+        waits=1 if scaler else 0,
+        rnn_calls=c["rnn_calls"] * on,
+        rnn_ops=c["rnn_ops"] * on,
+        rnn_nodes=c["rnn_nodes"] * on,
+        scaler=scaler,
+        inner_launches=c["inner"],
     )
 
 
@@ -488,7 +501,7 @@ def _items(
     forward, each layer's backward in reverse, the optimizer (after the wait, if any)."""
     hp = plan.host
     assert hp is not None and plan.group is not None and plan.layer_ew_kernels is not None
-    prof, scale, launch = hp.profile, sp.host_scale, hp.launch_s()
+    prof, scale = hp.profile, sp.host_scale
     ko = sp.kernel_overhead_s
     layers = len(layer_ew)
     fwd = np.array([p == "fwd" for p in plan.phase], dtype=bool)
@@ -502,21 +515,12 @@ def _items(
     kb = per_layer(~fwd, plan.kernels) + ew_k
     df = per_layer(fwd, t) + kf * ko + layer_ew / 2
     db = per_layer(~fwd, t) + kb * ko + layer_ew / 2
-    hf = scale * (hp.fwd_ops * prof.forward_op_s + kf * launch)
-    hb = scale * (hp.bwd_nodes * prof.autograd_node_s + kb * launch)
-    step_h = scale * (hp.step_ops * prof.forward_op_s + hp.step_nodes * prof.autograd_node_s)
-    cast_h = scale * (
-        hp.cast_ops * (prof.forward_op_s + prof.autograd_node_s) + plan.master_kernels * launch
-    )
+    h = tl.host_seconds(hp, kf, kb, plan.master_kernels, plan.optimizer_kernels)
     cast_d = master_s + plan.master_kernels * ko
-    opt_h = 0.0
-    if hp.optimizer_tensors:
-        opt_h = scale * (
-            prof.optimizer_s(hp.optimizer_impl, hp.optimizer_tensors)
-            + plan.optimizer_kernels * launch
-        )
     opt_d = opt_s + plan.optimizer_kernels * ko
-    host = np.concatenate([[step_h, cast_h], hf, hb[::-1], [opt_h]])
+    host = scale * np.concatenate(
+        [[h.step_s, h.casts_s], h.forward_s, h.backward_s[::-1], [h.optimizer_s]]
+    )
     dev = np.concatenate([[0.0, cast_d], df, db[::-1], [opt_d]])
     kern = np.concatenate([[0.0, plan.master_kernels], kf, kb[::-1], [plan.optimizer_kernels]])
     wait = len(host) - 1 if hp.waits else None

@@ -298,6 +298,17 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN precision_policy TEXT NOT NULL DEFAULT 'mixed';
     """,
+    # the host floor (issue 42, docs/simulate.md "The host profile"): what a step costs once,
+    # an autocast cast, a fused recurrent call and GradScaler, measured on the device itself
+    # (whose figures then hold their kernels' launches). Earlier rows measured none of them on
+    # the CPU's tensors: NULL (the model composes them) and launches not included.
+    """
+    ALTER TABLE host_profile ADD COLUMN step_s REAL;        -- s once a training step
+    ALTER TABLE host_profile ADD COLUMN cast_s REAL;        -- s per autocast cast, fwd + bwd
+    ALTER TABLE host_profile ADD COLUMN rnn_call_s REAL;    -- s per fused RNN call, fwd + bwd
+    ALTER TABLE host_profile ADD COLUMN scaler_s REAL;      -- s, GradScaler once a step
+    ALTER TABLE host_profile ADD COLUMN launches_included INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
