@@ -3,12 +3,19 @@
 One home for the formatting the CLI's tables (`paradnn.tables`) and the HTML report
 (`paradnn.report`) share, so `3.485e+10` reads `34.9 GFLOP/s` in both. Pure Python, imported by
 every layer: no pandas, no torch. A missing value (None or NaN) is `—` everywhere.
+
+No figure shown may hinge on a float's last bit (paradnn.rounding): a number that rounds to
+zero at the digits shown has no sign (never `-0.00`), and `number`/`signed` given the `scale`
+of the inputs a value was computed from show a residue of rounding next to zero (5.6e-17 where
+the true value is 0) as 0, like the 0 another CPU computes.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from paradnn import rounding
 
 MISSING = "—"
 
@@ -81,23 +88,25 @@ def count(n: float | None) -> str:
     return MISSING if missing(n) else f"{round(float(n)):,}"
 
 
-def number(x: float | None, digits: int = 3) -> str:
+def number(x: float | None, digits: int = 3, scale: tuple[float | None, ...] = ()) -> str:
     """A plain quantity: integers as integers, others to `digits` significant digits, big ones
-    with an SI prefix (never scientific notation)."""
+    with an SI prefix (never scientific notation). `scale`: the numbers `x` was computed from
+    or is shown beside (an interval's ends): a residue of rounding next to zero reads 0."""
     if missing(x):
         return MISSING
     if isinstance(x, bool):
         return "yes" if x else "no"
-    v = float(x)
+    v = rounding.settle(float(x), *scale)
     if math.isinf(v):
         return "∞" if v > 0 else "-∞"
     if abs(v) >= 1e3:
         return si(v, digits=digits)
     if v.is_integer():
         return f"{int(v)}"
-    return f"{v:.{digits}g}"
+    return f"{v:z.{digits}g}"
 
 
-def signed(x: float | None, digits: int = 2) -> str:
-    """A weight or correlation with its sign: +0.42, -1.3."""
-    return MISSING if missing(x) else f"{float(x):+.{digits}f}"
+def signed(x: float | None, digits: int = 2, scale: tuple[float | None, ...] = ()) -> str:
+    """A weight or correlation with its sign: +0.42, -1.3; one that rounds to zero at `digits`
+    decimals reads +0.00 whatever its sign (`scale`: as `number`)."""
+    return MISSING if missing(x) else f"{rounding.settle(float(x), *scale):+z.{digits}f}"
