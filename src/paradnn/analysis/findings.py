@@ -68,6 +68,10 @@ LEVEL = 0.95
 Z = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 # Fieller, Hartley and Pearson (1957): the variance of atanh(Spearman's ρ) is about 1.06/(n − 3)
 SPEARMAN_VAR = 1.06
+# The scale a statistic is read at next to zero (paradnn.rounding): every number a finding is
+# decided on is dimensionless and of order 1 (weights of z-scored axes, ρ, speedups, shares,
+# Karp–Flatt fractions), so within 1e-9 of zero it is a residue of rounding, not a value.
+SCALE = 1.0
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class Finding:
             return self.interval_note
         if self.estimate is None:
             return ""
-        within = (self.ci_low, self.ci_high, self.threshold)  # the scale a residue is read at
+        within = (self.ci_low, self.ci_high, self.threshold, SCALE)  # a residue reads 0
         ci = (
             f" [{_g(self.ci_low, *within)}, {_g(self.ci_high, *within)}]"
             if _finite(self.ci_low, self.ci_high)
@@ -123,16 +127,18 @@ def _finite(*xs) -> bool:
     return all(x is not None and not pd.isna(x) and math.isfinite(float(x)) for x in xs)
 
 
-def judge(lo: float | None, hi: float | None, threshold: float, op: str) -> str:
+def judge(
+    lo: float | None, hi: float | None, threshold: float, op: str, scale: float = SCALE
+) -> str:
     """Three-way verdict of a claim `statistic <op> threshold` from the statistic's interval:
     holds when the whole interval satisfies the claim, does not hold when none of it does,
     inconclusive when it straddles the threshold (or there is no interval). An end within
-    rounding of the threshold (paradnn.rounding, relative to the interval and the threshold)
-    counts as on it, so a last-bit difference never turns a verdict."""
+    rounding of the threshold (paradnn.rounding, relative to the interval, the threshold and
+    the statistic's `scale`) counts as on it, so a last-bit difference never turns a verdict."""
     if not _finite(lo, hi):
         return INCONCLUSIVE
     t = threshold
-    lo, hi = (rounding.snap(x, t, lo, hi, t) for x in (lo, hi))  # type: ignore[arg-type]
+    lo, hi = (rounding.snap(x, t, lo, hi, t, scale) for x in (lo, hi))  # type: ignore[arg-type]
     if op == ">":
         return HOLDS if lo > t else FAILS if hi <= t else INCONCLUSIVE
     if op == ">=":
@@ -233,7 +239,8 @@ def decided(fid, claim, src, rule, ev, statistic, est, lo, hi, t, op, more) -> F
     if v == INCONCLUSIVE:
         decide = more() if callable(more) else more
         if _finite(lo, hi):
-            ev += f"; the 95% interval [{_g(lo, lo, hi, t)}, {_g(hi, lo, hi, t)}] straddles {_g(t)}"
+            ends = (_g(x, lo, hi, t, SCALE) for x in (lo, hi))
+            ev += "; the 95% interval [{}, {}] straddles {}".format(*ends, _g(t))
     return Finding(
         fid,
         claim,

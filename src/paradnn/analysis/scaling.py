@@ -391,9 +391,9 @@ def observation3_result(data: Data | pd.DataFrame) -> Obs3:
     if rho is not None:
         ev.append(f"ρ(batch, e) = {U.signed(rho)} over configs run at several batch sizes")
     t = SERIAL_THRESHOLD  # an end within rounding of it is on it (as findings.judge)
-    if rounding.above(lo, t, lo, hi):
+    if rounding.above(lo, t, lo, hi, 1.0):
         verdict = "holds"
-    elif hi <= t or rounding.equal(hi, t, lo, hi):
+    elif hi <= t or rounding.equal(hi, t, lo, hi, 1.0):
         verdict = "does not hold"
     else:
         verdict = "inconclusive"
