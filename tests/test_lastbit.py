@@ -149,6 +149,18 @@ def test_a_speedup_call_tolerates_rounding_at_one():
     assert speedup.faster_share(pd.Series([1.01, 0.9, *near(1.0)[:2]])) == 0.25
 
 
+def test_the_slower_gate_does_not_fail_on_a_speedup_of_one_within_rounding():
+    from types import SimpleNamespace
+
+    his = [*near(1.0), 0.99, math.nan]
+    pairs = pd.DataFrame({"speedup": his, "ci_high": his})
+    summary = pd.DataFrame({"family": ["all"], "geomean": [nudged(1.0, -2)],
+                            "geomean_ci_high": [math.nan]})  # fmt: skip
+    c = SimpleNamespace(pairs=pairs, summary=summary)
+    assert list(speedup.slower_than(c, 0)["ci_high"]) == [0.99]
+    assert not len(speedup.slower_than(c, 0, on="geomean"))
+
+
 # -- ties sort by name, in every orientation -------------------------------------------------
 
 

@@ -222,7 +222,8 @@ def counts_line(c: Comparison) -> str:
 
 def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     """Configs (on="config") or the overall geometric mean (on="geomean") slower than
-    1 - pct/100 beyond their interval: the upper end of the CI below the threshold. A config
+    1 - pct/100 beyond their interval: the upper end of the CI below the threshold (by more
+    than rounding, paradnn.rounding). A config
     without an interval is judged on its point estimate (the `basis` column says which)."""
     limit = 1 - check_pct(pct) / 100
     if on not in ("config", "geomean"):
@@ -237,7 +238,8 @@ def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     t["basis"] = np.where(hi.notna(), "interval", "point estimate (no interval)")
     bound = hi.where(hi.notna(), pd.to_numeric(point, errors="coerce"))
     t["threshold"] = limit
-    return t[bound < limit]
+    # below by more than rounding: a geomean of 0.9999999999999998 is 1 (--fail-if-slower 0)
+    return t[bound.map(lambda b: bool(rounding.below(float(b), limit)))]
 
 
 def check_pct(pct: float) -> float:
