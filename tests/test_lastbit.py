@@ -80,6 +80,25 @@ def test_the_one_formatter_shows_a_residue_as_zero_and_never_minus_zero():
     assert U.number(0.00012, scale=(1.0,)) == "0.00012"  # 1.2e-4 is not a residue of 1
 
 
+def test_a_unit_or_prefix_is_chosen_on_the_value_as_shown():
+    """1e9 and 999999999.9999999 are one bandwidth: both read 1 G (not 1,000 M); a millisecond
+    a few ulps short of 1e-3 reads 1 ms (not 1,000 µs)."""
+    from paradnn.report import cells
+
+    for x in near(1e9):
+        assert U.si(x, "B/s") == "1 GB/s" and U.number(x) == "1 G"
+    for x in near(1e3):
+        assert U.si(x) == "1 k" and U.number(x) == "1 k"
+    for x in near(1e-3):
+        assert cells.seconds(x) == "1 ms"
+    for x in near(1.0):
+        assert cells.seconds(x) == "1 s"
+    for x in near(1024.0):
+        assert U.nbytes(x) == "1 KiB"
+    assert {cells.p_value(x) for x in near(0.001)} == {"0.001"}
+    assert U.si(999.4) == "999" and cells.seconds(0.00099) == "990 µs"
+
+
 # -- verdicts on both sides of the threshold --------------------------------------------------
 
 OPS = (">", ">=", "<", "<=")

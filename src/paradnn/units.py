@@ -30,13 +30,19 @@ def missing(x: Any) -> bool:
         return True
 
 
+def shown(x: float, digits: int = 3) -> float:
+    """`x` rounded to the `digits` significant digits it is shown with: a prefix or unit is
+    chosen on it, so 999.99999 and 1000.0 (one number, two last bits) both read 1 k."""
+    return float(f"{float(x):.{digits}g}")
+
+
 def si(x: float | None, unit: str = "", digits: int = 3) -> str:
     """34.9 GFLOP/s, 322 k, 0.5 — three significant digits and a prefix from k to T."""
     if missing(x):
         return MISSING
     x = float(x)
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
+        if abs(shown(x, digits)) >= scale:
             return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
     return f"{x:.{digits}g} {unit}".strip()
 
@@ -51,7 +57,7 @@ def nbytes(n: float | None) -> str:
     if missing(n):
         return MISSING
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
+        if shown(n / scale) >= 1:
             return f"{n / scale:.3g} {unit}"
     return f"{int(n)} B"
 
@@ -99,7 +105,7 @@ def number(x: float | None, digits: int = 3, scale: tuple[float | None, ...] = (
     v = rounding.settle(float(x), *scale)
     if math.isinf(v):
         return "∞" if v > 0 else "-∞"
-    if abs(v) >= 1e3:
+    if math.isfinite(v) and abs(shown(v, digits)) >= 1e3:
         return si(v, digits=digits)
     if v.is_integer():
         return f"{int(v)}"

@@ -120,7 +120,7 @@ def _g(x: float | None, *within: float | None) -> str:
     a residue of rounding next to zero reads 0 (units.number)."""
     if x is None or not math.isfinite(x):
         return "n/a"
-    return U.number(x, scale=within) if abs(x) < 1000 else f"{x:,.0f}"
+    return U.number(x, scale=within) if abs(U.shown(x)) < 1000 else f"{x:,.0f}"
 
 
 def _finite(*xs) -> bool:

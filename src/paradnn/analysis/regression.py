@@ -131,6 +131,7 @@ def sensitivity(
         warnings.simplefilter("ignore")
         fit = sm.OLS(ys.to_numpy(), X.to_numpy()).fit()
         ci, pvalues, r2 = fit.conf_int(0.05), fit.pvalues, _finite(fit.rsquared)
+        r2 = None if r2 is None else rounding.settle(r2, 1.0)  # -2e-16 is an R² of 0
     rows = []
     for i, h in enumerate(used, start=1):
         rows.append(

@@ -92,7 +92,7 @@ def _utilization(runs: pd.DataFrame) -> list[Line]:
                     f"{which} utilization: {r['family']} {_config(r.get('config_key'))} on "
                     f"{r['platform']} {r['precision']}"
                     + "".join(f", {c.replace('_', ' ')} {r[c]}" for c in differ),
-                    f"{U.pct(u[idx], 1 if u[idx] >= 0.01 else 2)} of the {of}, "
+                    f"{U.pct(u[idx], 1 if U.shown(u[idx]) >= 0.01 else 2)} of the {of}, "
                     f"{U.si(r.get('achieved_flops'), 'FLOP/s')}; over {len(ok)} ok runs",
                     "#summary",
                 )
