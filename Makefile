@@ -14,8 +14,9 @@ PYTEST_ARGS ?= -n 2
 # the pinned outputs (golden report, golden rows, findings' words) on a second numerical path, so
 # a last-bit dependence fails here, not on a user's CPU (README, Development): OpenBLAS's Haswell
 # kernels instead of its AVX-512 ones (on a Zen 4 they turn a least-squares weight of 5.6e-17
-# into 0.0, as a Zen 5's own kernels do) and numpy's AVX2 loops instead of its AVX-512 ones (exp
-# and log, quicksort's order of ties). Thread counts are left alone: they changed no output.
+# into 0.0: the symptom issue 41 saw on a Zen 5) and numpy's AVX2 loops instead of its AVX-512
+# ones (exp and log, quicksort's order of ties). Thread counts are left alone: they changed no
+# output of these tests.
 AVX2_ENV   := ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
               PARADNN_CPU_FLAGS="fpu sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma f16c" \
               OPENBLAS_CORETYPE=Haswell NPY_DISABLE_CPU_FEATURES=X86_V4
