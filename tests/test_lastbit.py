@@ -276,6 +276,7 @@ def _nudge_all(obj, count: itertools.count):
     return obj
 
 
+@pytest.mark.slow  # one more build of the golden report (~35 CPU-seconds on a 2-core Zen 4)
 def test_the_golden_report_is_the_same_with_every_stored_float_a_few_ulps_off(
     tmp_path, monkeypatch
 ):
