@@ -86,13 +86,13 @@ def test_the_per_family_rows_are_each_familys_own_numbers():
 
 
 def test_the_call_is_decided_by_the_interval_ends():
-    assert S._call(1.01, 1.2) == S.FASTER
-    assert S._call(1.0, 1.2) == S.NO_CHANGE  # touching 1 is not beyond it
-    assert S._call(0.8, 0.99) == S.SLOWER
-    assert S._call(0.8, 1.0) == S.NO_CHANGE
-    assert S._call(0.9, 1.1) == S.NO_CHANGE
-    assert S._call(float("nan"), 1.1) == S.NO_INTERVAL
-    assert S._call(0.9, float("inf")) == S.NO_INTERVAL
+    assert S.call(1.01, 1.2) == S.FASTER
+    assert S.call(1.0, 1.2) == S.NO_CHANGE  # touching 1 is not beyond it
+    assert S.call(0.8, 0.99) == S.SLOWER
+    assert S.call(0.8, 1.0) == S.NO_CHANGE
+    assert S.call(0.9, 1.1) == S.NO_CHANGE
+    assert S.call(float("nan"), 1.1) == S.NO_INTERVAL
+    assert S.call(0.9, float("inf")) == S.NO_INTERVAL
 
 
 def _noise(cfg: dict) -> float:

@@ -11,6 +11,7 @@ from code whose rows are right).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -64,6 +65,10 @@ KEYED = ("detail", "parallel", "flags", "infeed", "xla_detail", "compile_detail"
 # readable): null on either side is allowed, and their keys in `nulls` with them.
 SOMETIMES = ("others_cpu_frac", "load")
 HOST_TYPES = {int: "number", float: "number", bool: "bool", str: "str", list: "list"}
+# Six timed samples at least: the fewest for which a median has a 95% CI (measure/stats.py), so
+# whether a run's CI is null never depends on how fast or busy this machine is (with the tiny
+# policy's five, a CNN step slowed past 40 ms by load or by the AVX2 cap had no CI).
+POLICY = dataclasses.replace(TINY_POLICY, min_samples=6)
 
 
 def _sweep(tmp: Path) -> dict[str, list[dict[str, Any]]]:
@@ -78,11 +83,11 @@ def _sweep(tmp: Path) -> dict[str, list[dict[str, Any]]]:
     ]
     path = write_sweep(tmp / "s.toml", runs, precisions=("fp32",))
     settings = SweepSettings(timeout_s=300.0)
-    api.run(str(path), device="cpu", threads=1, timing=TINY_POLICY, db=db, settings=settings)
-    bench = dict(device="cpu", threads=1, timing=TINY_POLICY, db=db, timeout_s=300.0)
+    api.run(str(path), device="cpu", threads=1, timing=POLICY, db=db, settings=settings)
+    bench = dict(device="cpu", threads=1, timing=POLICY, db=db, timeout_s=300.0)
     # unsupported on a CPU: a sweep file's precision is stored so (`bench -p tf32` is refused)
     tf32 = write_sweep(tmp / "tf32.toml", [("fc", TINY["fc"])], precisions=("tf32",))
-    api.run(str(tf32), device="cpu", threads=1, timing=TINY_POLICY, db=db, settings=settings)
+    api.run(str(tf32), device="cpu", threads=1, timing=POLICY, db=db, settings=settings)
     api.bench("fc", TINY["fc"], data_source="host", **bench)
     # invalid (strong scaling of a batch 2 ranks do not split): never reaches a worker
     api.bench("fc", {**TINY["fc"], "batch": 3}, procs=2, scaling="strong", **bench)

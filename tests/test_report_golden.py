@@ -2,8 +2,16 @@
 included) is built into a report, and its structure is compared with tests/data/report_golden.json:
 each section's id, title, intro, empty text, notes and lists, each figure's file and caption, each
 table's caption, columns and cells, and the figure and table files written. Digits are masked
-(`#`), so a last-bit difference in a float on another CPU cannot fail it while a heading, a
-column, a row, a verdict word or a figure that moved does.
+(`#`), so a heading, a column, a row, a verdict word or a figure that moved fails it while a
+number that moved in its digits does not.
+
+Masking digits alone does not make it independent of the CPU: a float that is 5.6e-17 on one
+CPU and 0.0 on another shows `#.#` or `#`, and a verdict, a wording or an order that hinges on
+it moves. That independence is the code's (paradnn/rounding.py: one tolerance for verdicts,
+orders and the formatter), and it is tested: tests/test_lastbit.py builds this store with every
+float a few ulps off and holds it to the same golden file, and `make test` runs this file again
+on a second numerical path (Makefile, AVX2_ENV: OpenBLAS's Haswell kernels, numpy's AVX2 loops,
+oneDNN and ATen capped at AVX2).
 
 Regenerate after an intended change: PARADNN_GOLDEN=write pytest tests/test_report_golden.py."""
 

@@ -525,7 +525,9 @@ def speedup_summary(c: Any) -> Table:
 def speedup_pairs(c: Any, limit: int) -> Table:
     """The slowest and fastest matched configs (all of them when there are few), with every
     identity column that differs between them; the ones that do not are in the title."""
-    p = c.pairs.sort_values("speedup")
+    from paradnn.analysis.frames import ordered
+
+    p = ordered(c.pairs, "speedup", ["family", "config_key"])  # equal speedups by name
     shown = p if len(p) <= 2 * limit else p.iloc[list(range(limit)) + list(range(-limit, 0))]
     varying, same = c.shown_identity()
     title = f"per config ({len(shown)} of {len(p)}; --format csv for all)"

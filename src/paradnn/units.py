@@ -3,12 +3,19 @@
 One home for the formatting the CLI's tables (`paradnn.tables`) and the HTML report
 (`paradnn.report`) share, so `3.485e+10` reads `34.9 GFLOP/s` in both. Pure Python, imported by
 every layer: no pandas, no torch. A missing value (None or NaN) is `—` everywhere.
+
+No figure shown may hinge on a float's last bit (paradnn.rounding): a number that rounds to
+zero at the digits shown has no sign (never `-0.00`), and `number`/`signed` given the `scale`
+of the inputs a value was computed from show a residue of rounding next to zero (5.6e-17 where
+the true value is 0) as 0, like the 0 another CPU computes.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from paradnn import rounding
 
 MISSING = "—"
 
@@ -23,13 +30,19 @@ def missing(x: Any) -> bool:
         return True
 
 
+def shown(x: float, digits: int = 3) -> float:
+    """`x` rounded to the `digits` significant digits it is shown with: a prefix or unit is
+    chosen on it, so 999.99999 and 1000.0 (one number, two last bits) both read 1 k."""
+    return float(f"{float(x):.{digits}g}")
+
+
 def si(x: float | None, unit: str = "", digits: int = 3) -> str:
     """34.9 GFLOP/s, 322 k, 0.5 — three significant digits and a prefix from k to T."""
     if missing(x):
         return MISSING
     x = float(x)
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
+        if abs(shown(x, digits)) >= scale:
             return f"{x / scale:.{digits}g} {prefix}{unit}".strip()
     return f"{x:.{digits}g} {unit}".strip()
 
@@ -44,7 +57,7 @@ def nbytes(n: float | None) -> str:
     if missing(n):
         return MISSING
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
+        if shown(n / scale) >= 1:
             return f"{n / scale:.3g} {unit}"
     return f"{int(n)} B"
 
@@ -81,26 +94,28 @@ def count(n: float | None) -> str:
     return MISSING if missing(n) else f"{round(float(n)):,}"
 
 
-def number(x: float | None, digits: int = 3) -> str:
+def number(x: float | None, digits: int = 3, scale: tuple[float | None, ...] = ()) -> str:
     """A plain quantity: integers as integers, others to `digits` significant digits, big ones
-    with an SI prefix (never scientific notation)."""
+    with an SI prefix (never scientific notation). `scale`: the numbers `x` was computed from
+    or is shown beside (an interval's ends): a residue of rounding next to zero reads 0."""
     if missing(x):
         return MISSING
     if isinstance(x, bool):
         return "yes" if x else "no"
-    v = float(x)
+    v = rounding.settle(float(x), *scale)
     if math.isinf(v):
         return "∞" if v > 0 else "-∞"
-    if abs(v) >= 1e3:
+    if math.isfinite(v) and abs(shown(v, digits)) >= 1e3:
         return si(v, digits=digits)
     if v.is_integer():
         return f"{int(v)}"
-    return f"{v:.{digits}g}"
+    return f"{v:z.{digits}g}"
 
 
-def signed(x: float | None, digits: int = 2) -> str:
-    """A weight or correlation with its sign: +0.42, -1.3."""
-    return MISSING if missing(x) else f"{float(x):+.{digits}f}"
+def signed(x: float | None, digits: int = 2, scale: tuple[float | None, ...] = ()) -> str:
+    """A weight or correlation with its sign: +0.42, -1.3; one that rounds to zero at `digits`
+    decimals reads +0.00 whatever its sign (`scale`: as `number`)."""
+    return MISSING if missing(x) else f"{rounding.settle(float(x), *scale):+z.{digits}f}"
 
 
 # --- a model's error ---------------------------------------------------------------------------

@@ -104,7 +104,8 @@ def breakdown(data: Data) -> pd.DataFrame:
     out = g.join(info, on="run_uid")
     out["_o"] = out["op_type"].map(TYPE_ORDER.index)
     out["_b"] = out["config_key"].map(lambda k: _batch(k))
-    out = out.sort_values(["family", "platform", "precision", "_b", "config_key", "_o"])
+    # every key named (the run last): two runs of one config keep one order on any machine
+    out = out.sort_values(["family", "platform", "precision", "_b", "config_key", "run_uid", "_o"])
     return out[BREAKDOWN_COLUMNS].reset_index(drop=True)
 
 
@@ -285,7 +286,7 @@ def bound_shares(data: Data) -> pd.DataFrame:
         )
     out = pd.DataFrame(rows, columns=BOUND_COLUMNS)
     out["_b"] = out["config_key"].map(_batch)
-    out = out.sort_values(["family", "platform", "precision", "_b", "config_key"])
+    out = out.sort_values(["family", "platform", "precision", "_b", "config_key", "run_uid"])
     return out[BOUND_COLUMNS].reset_index(drop=True)
 
 

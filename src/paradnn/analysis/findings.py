@@ -9,6 +9,11 @@ guessed: every verdict carries the number it was decided on, its interval and th
 decided it, and every citation a phrase of the seed it cites (`QUOTES`, checked against the
 seed text by tests/test_findings_quotes.py). A finding over two groups (platforms) names the
 faster one from the data, never from which group has more runs or comes first.
+
+No verdict or wording hinges on a float's last bit (paradnn.rounding): an interval's end within
+rounding of the threshold counts as on it (the rule's "at or below" then decides), an estimate
+within rounding of its threshold is inconclusive like any straddling one with the ordinary
+wording of what would decide it, and a residue of rounding next to zero reads 0.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from paradnn import rounding
+from paradnn import units as U
 from paradnn.analysis.frames import (
     METRICS,
     Data,
@@ -61,6 +68,10 @@ LEVEL = 0.95
 Z = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 # Fieller, Hartley and Pearson (1957): the variance of atanh(Spearman's ρ) is about 1.06/(n − 3)
 SPEARMAN_VAR = 1.06
+# The scale a statistic is read at next to zero (paradnn.rounding): every number a finding is
+# decided on is dimensionless and of order 1 (weights of z-scored axes, ρ, speedups, shares,
+# Karp–Flatt fractions), so within 1e-9 of zero it is a residue of rounding, not a value.
+SCALE = 1.0
 
 
 @dataclass(frozen=True)
@@ -94,32 +105,40 @@ class Finding:
             return self.interval_note
         if self.estimate is None:
             return ""
+        within = (self.ci_low, self.ci_high, self.threshold, SCALE)  # a residue reads 0
         ci = (
-            f" [{_g(self.ci_low)}, {_g(self.ci_high)}]"
+            f" [{_g(self.ci_low, *within)}, {_g(self.ci_high, *within)}]"
             if _finite(self.ci_low, self.ci_high)
             else " [no interval]"
         )
         vs = f" vs {_g(self.threshold)}" if self.threshold is not None else ""
-        return f"{self.statistic} {_g(self.estimate)}{ci}{vs}".strip()
+        return f"{self.statistic} {_g(self.estimate, *within)}{ci}{vs}".strip()
 
 
-def _g(x: float | None) -> str:
+def _g(x: float | None, *within: float | None) -> str:
+    """3 significant digits (thousands in full); `within`: the numbers it is shown beside, so
+    a residue of rounding next to zero reads 0 (units.number)."""
     if x is None or not math.isfinite(x):
         return "n/a"
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return U.number(x, scale=within) if abs(U.shown(x)) < 1000 else f"{x:,.0f}"
 
 
 def _finite(*xs) -> bool:
     return all(x is not None and not pd.isna(x) and math.isfinite(float(x)) for x in xs)
 
 
-def judge(lo: float | None, hi: float | None, threshold: float, op: str) -> str:
+def judge(
+    lo: float | None, hi: float | None, threshold: float, op: str, scale: float = SCALE
+) -> str:
     """Three-way verdict of a claim `statistic <op> threshold` from the statistic's interval:
     holds when the whole interval satisfies the claim, does not hold when none of it does,
-    inconclusive when it straddles the threshold (or there is no interval)."""
+    inconclusive when it straddles the threshold (or there is no interval). An end within
+    rounding of the threshold (paradnn.rounding, relative to the interval, the threshold and
+    the statistic's `scale`) counts as on it, so a last-bit difference never turns a verdict."""
     if not _finite(lo, hi):
         return INCONCLUSIVE
     t = threshold
+    lo, hi = (rounding.snap(x, t, lo, hi, t, scale) for x in (lo, hi))  # type: ignore[arg-type]
     if op == ">":
         return HOLDS if lo > t else FAILS if hi <= t else INCONCLUSIVE
     if op == ">=":
@@ -131,9 +150,17 @@ def judge(lo: float | None, hi: float | None, threshold: float, op: str) -> str:
     raise ValueError(op)
 
 
+# More data than this many times the present amount is not estimated: the estimate lies within
+# a tenth of its interval's half-width of the threshold (or on it, within rounding), where the
+# estimate would be a number of no use (10^35 runs) that swings with the estimate's last bit.
+MORE_CAP = 100
+
+
 def more_data(n: int, est, lo, hi, threshold: float, unit: str, log: bool = False) -> str:
     """How many `unit`s would put the interval on one side of the threshold, if the spread
-    stays as it is (an interval's half-width shrinks as 1/√n): n·(half-width / distance)²."""
+    stays as it is (an interval's half-width shrinks as 1/√n): n·(half-width / distance)²;
+    "more than" MORE_CAP·n when that is more (an estimate on the threshold, within rounding,
+    included: the same wording, never one reached only by exact equality)."""
     if not _finite(est, lo, hi) or n < 1:
         return f"an interval: {unit} with raw step-time samples, or more of them"
     f = (lambda x: math.log(x)) if log else (lambda x: x)
@@ -142,11 +169,9 @@ def more_data(n: int, est, lo, hi, threshold: float, unit: str, log: bool = Fals
     e, t = f(est), f(threshold)
     half = (e - f(lo)) if e > t else (f(hi) - e)
     dist = abs(e - t)
-    if dist == 0 or half <= 0:
-        return (
-            f"the estimate lies on the threshold: more {unit} (now {n}) narrow the interval, "
-            "but decide only if the estimate moves off it"
-        )
+    cap = MORE_CAP * n
+    if half <= 0 or rounding.equal(dist, 0, e, t, half) or half > dist * math.sqrt(MORE_CAP):
+        return f"more than {cap} {unit} (now {n}) if the spread stays as it is"
     need = max(n + 1, math.ceil(n * (half / dist) ** 2))
     return f"about {need} {unit} (now {n}) if the spread stays as it is"
 
@@ -175,8 +200,9 @@ def _rho_more(n: int, rho: float, threshold: float = 0.0) -> str:
     if not math.isfinite(rho):
         return "configs whose speedups differ (ρ is undefined on constant values)"
     dist = abs(math.atanh(_clip(rho, max(n, 4))) - math.atanh(threshold))
-    if dist == 0:
-        return f"ρ lies on {threshold:g}: more configs (now {n}) decide only if ρ moves off it"
+    cap = MORE_CAP * max(n, 1)
+    if rounding.equal(dist, 0, 1.0) or 3 + SPEARMAN_VAR * (Z / dist) ** 2 > cap:
+        return f"more than {cap} matched configs (now {n}) at this ρ"
     need = max(n + 1, math.ceil(3 + SPEARMAN_VAR * (Z / dist) ** 2))
     return f"about {need} matched configs (now {n}) at this ρ"
 
@@ -213,7 +239,8 @@ def decided(fid, claim, src, rule, ev, statistic, est, lo, hi, t, op, more) -> F
     if v == INCONCLUSIVE:
         decide = more() if callable(more) else more
         if _finite(lo, hi):
-            ev += f"; the 95% interval [{_g(lo)}, {_g(hi)}] straddles {_g(t)}"
+            ends = (_g(x, lo, hi, t, SCALE) for x in (lo, hi))
+            ev += "; the 95% interval [{}, {}] straddles {}".format(*ends, _g(t))
     return Finding(
         fid,
         claim,
@@ -232,7 +259,8 @@ def decided(fid, claim, src, rule, ev, statistic, est, lo, hi, t, op, more) -> F
 
 def _fmt_w(s, hp: str) -> str:
     row = s.table[s.table["hyperparameter"] == hp].iloc[0]
-    return f"w({hp}) = {row.weight:+.2f} [{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
+    w, lo, hi = (U.signed(x) for x in (row.weight, row.ci_low, row.ci_high))
+    return f"w({hp}) = {w} [{lo}, {hi}]"
 
 
 def _w_row(s, hp: str):
@@ -457,9 +485,9 @@ def larger_ops_faster(data: Data) -> Finding:
         return Finding(fid, claim, src, NO_DATA, "fewer than 3 shapes per op group", rule)
     both = pd.concat(ranked)
     rho, lo, hi, n = spearman_ci(both["flops"], both["achieved_flops"])
-    pos = sum(r > 0 for r in rhos)
+    pos = sum(rounding.above(r, 0.0, 1.0) for r in rhos)  # ρ's scale: 1
     ev = (
-        f"pooled ρ = {rho:+.2f} over {n} shapes in {len(rhos)} groups; ρ > 0 in "
+        f"pooled ρ = {U.signed(rho)} over {n} shapes in {len(rhos)} groups; ρ > 0 in "
         f"{pos}/{len(rhos)} groups"
     )
     more = partial(_rho_more, n, rho)
@@ -578,7 +606,7 @@ def _oriented(data: Data, family: str | None = None, cmp=None):
     g = geomean(p["speedup"]) if len(p) else None
     row = c.summary[c.summary["family"] == (family or "all")]
     s = row.iloc[0].to_dict() if len(row) else {}
-    if g is not None and g < 1:
+    if g is not None and rounding.below(g, 1.0):  # within rounding of 1: the names' order
         p = p.assign(speedup=1 / p["speedup"], ci_low=1 / p["ci_high"], ci_high=1 / p["ci_low"])
         if s:
             s = s | {
@@ -604,7 +632,7 @@ def _geomean_ends(p: pd.DataFrame) -> tuple[float, float]:
 def _undecided_faster(s: dict) -> bool:
     """Whether the faster platform itself is undecided: the geomean's CI reaches 1."""
     lo = s.get("geomean_ci_low")
-    return not _finite(lo) or lo <= 1
+    return not _finite(lo) or not rounding.above(lo, 1.0)
 
 
 def _rho_finding(fid, claim, src, rule, p, col, fast, slow, s, op) -> Finding:
@@ -613,8 +641,8 @@ def _rho_finding(fid, claim, src, rule, p, col, fast, slow, s, op) -> Finding:
     ρ turns with the orientation)."""
     rho, lo, hi, n = spearman_ci(p[col], p["speedup"])
     ev = (
-        f"{fast} over {slow} (geomean {_geo(s)}): ρ({col}, speedup) = {rho:+.2f} "
-        f"[{lo:+.2f}, {hi:+.2f}] over {n} configs"
+        f"{fast} over {slow} (geomean {_geo(s)}): ρ({col}, speedup) = {U.signed(rho)} "
+        f"[{U.signed(lo)}, {U.signed(hi)}] over {n} configs"
     )
     if _undecided_faster(s):
         return Finding(
@@ -714,7 +742,7 @@ def fc_size_decides_platform(data: Data, cmp=None) -> Finding:
     if isinstance(got, Finding):
         return got
     p, fast, slow, _ = got
-    p = p[p["params"].notna()].sort_values("params", kind="stable")
+    p = p[p["params"].notna()].sort_values(["params", "config_key"], kind="stable")
     rho, rlo, rhi, n = spearman_ci(p["params"], p["speedup"])
     k = max(1, len(p) // 3)
     ends = {}
@@ -734,8 +762,8 @@ def fc_size_decides_platform(data: Data, cmp=None) -> Finding:
     f2 = lambda x: f"{x:.2f}" if _finite(x) else "n/a"  # noqa: E731
     ev = (
         f"{fast} over {slow}: smallest third {se:.2f}× [{f2(sl)}, {f2(sh)}], largest third "
-        f"{le:.2f}× [{f2(ll)}, {f2(lh)}] ({k} configs each); ρ(params, speedup) = {rho:+.2f} "
-        f"[{rlo:+.2f}, {rhi:+.2f}] over {n} configs"
+        f"{le:.2f}× [{f2(ll)}, {f2(lh)}] ({k} configs each); ρ(params, speedup) = "
+        f"{U.signed(rho)} [{U.signed(rlo)}, {U.signed(rhi)}] over {n} configs"
     )
     if INCONCLUSIVE in side.values():
         verdict, decide = (

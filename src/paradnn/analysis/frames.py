@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from paradnn import rounding
 from paradnn.attempts import OLD_UNCONVERGED as OLD_UNCONVERGED  # re-exported
 from paradnn.attempts import add_quality as add_quality  # the quality flags live with the choice
 from paradnn.attempts import choice_note as choice_note
@@ -175,12 +176,37 @@ def noisy_ok(runs: pd.DataFrame) -> pd.Series:
 
 
 def reason_counts(runs: pd.DataFrame) -> dict[str, int]:
-    """How many noisy ok runs give each reason, most common first."""
+    """How many noisy ok runs give each reason, most common first (ties by reason)."""
     out: dict[str, int] = {}
     for rs in runs.loc[noisy_ok(runs), "quality_reasons"]:
         for r in rs or ["rated noisy"]:
             out[r] = out.get(r, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def ordered(
+    df: pd.DataFrame, by: str, names: Sequence[str], ascending: bool = True
+) -> pd.DataFrame:
+    """`df` by the number column `by` (NaN last), rows whose values are equal within rounding
+    (paradnn.rounding) by the `names` columns: an order that no CPU, sort algorithm (numpy's
+    quicksort orders ties by SIMD width) or last bit of a float changes."""
+    if not len(df):
+        return df
+    k = pd.to_numeric(df[by], errors="coerce").map(rounding.key)
+    tie = {f"_tie{i}": df[c].astype(str) for i, c in enumerate(names) if c in df}
+    return (
+        df.assign(_key=k if ascending else -k, **tie)
+        .sort_values(["_key", *tie], kind="stable", na_position="last")
+        .drop(columns=["_key", *tie])
+    )
+
+
+def by_count(counts: pd.Series) -> pd.Series:
+    """A count per group, most first, equal counts by the group's name (never by the order a
+    sort algorithm leaves ties in)."""
+    names = [str(i) for i in counts.index]
+    order = sorted(range(len(counts)), key=lambda i: (-counts.iloc[i], names[i]))
+    return counts.iloc[order]
 
 
 def without_noisy(data: Data) -> tuple[Data, pd.DataFrame]:
@@ -326,7 +352,7 @@ def largest_group(runs: pd.DataFrame, by: Sequence[str]) -> dict:
     """The (platform, precision, ...) group with the most rows: a sensible default slice."""
     if not len(runs):
         return {}
-    counts = runs.groupby(list(by), dropna=False).size().sort_values(ascending=False)
+    counts = by_count(runs.groupby(list(by), dropna=False).size())
     top = counts.index[0]
     top = top if isinstance(top, tuple) else (top,)
     return dict(zip(by, top, strict=True))

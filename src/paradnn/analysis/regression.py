@@ -6,6 +6,11 @@ paper left implicit, made explicit here: axes that grow geometrically (batch 64.
 log2, because the paper's own ranges are geometric and a linear fit would be driven by the last
 doubling; and each weight carries its 95% confidence interval from ordinary least squares
 (statsmodels), so "batch matters more than layers" can be checked rather than eyeballed.
+
+The table lists the weights largest |w| first, equal ones (within rounding, paradnn.rounding:
+the weights of z-scored inputs are read at the scale 1) by name, so a residue of 5.6e-17 on
+one CPU and 0.0 on another give one order; a metric whose spread is a residue of rounding is
+constant (no weight), not noise blown up to unit variance.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from paradnn import rounding
 from paradnn.analysis.frames import (
     Data,
     check_metric,
@@ -32,6 +38,7 @@ from paradnn.errors import ConfigError
 from paradnn.records import Status
 
 MIN_ROWS = 8  # below this a weight and its interval mean little
+WEIGHT_SCALE = 1.0  # the metric and every axis are z-scored: weights are read at this scale
 
 
 @dataclass
@@ -116,25 +123,41 @@ def sensitivity(
     import statsmodels.api as sm
 
     X = sm.add_constant(pd.DataFrame(cols, index=runs.index), has_constant="add")
-    ys = (y - y.mean()) / (y.std(ddof=0) or 1.0)  # standardized: weights compare across metrics
+    sd = float(y.std(ddof=0)) if n else 0.0
+    if rounding.equal(sd, 0.0, float(y.abs().max()) if n else 0.0):
+        sd = 0.0  # a constant metric whose mean left a residue: constant, not noise at std 1
+    ys = (y - y.mean()) / sd if sd else y * 0.0  # standardized: weights compare across metrics
     with warnings.catch_warnings():  # a constant metric gives nan R² and p-values: kept as None
         warnings.simplefilter("ignore")
         fit = sm.OLS(ys.to_numpy(), X.to_numpy()).fit()
         ci, pvalues, r2 = fit.conf_int(0.05), fit.pvalues, _finite(fit.rsquared)
+        r2 = None if r2 is None else rounding.settle(r2, 1.0)  # -2e-16 is an R² of 0
     rows = []
     for i, h in enumerate(used, start=1):
         rows.append(
             {
                 "hyperparameter": h,
-                "weight": float(fit.params[i]),
+                # a residue of rounding next to 0 is 0 on every CPU (the CSV, the figure)
+                "weight": rounding.settle(float(fit.params[i]), WEIGHT_SCALE),
                 "ci_low": float(ci[i][0]),
                 "ci_high": float(ci[i][1]),
                 "p_value": _finite(pvalues[i]),
                 "transform": transforms[h],
             }
         )
-    table = pd.DataFrame(rows).sort_values("weight", key=abs, ascending=False, ignore_index=True)
+    table = ordered(pd.DataFrame(rows))
     return Sensitivity(family, metric, table, n, r2, dict(where), excluded)
+
+
+def ordered(table: pd.DataFrame) -> pd.DataFrame:
+    """Largest |weight| first; weights equal within rounding by hyperparameter name."""
+    k = table["weight"].map(lambda w: -rounding.key(abs(w), WEIGHT_SCALE))
+    return (
+        table.assign(_k=k)
+        .sort_values(["_k", "hyperparameter"], kind="stable", na_position="last")
+        .drop(columns="_k")
+        .reset_index(drop=True)
+    )
 
 
 def _finite(x: float) -> float | None:

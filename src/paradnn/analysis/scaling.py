@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from paradnn import rounding
+from paradnn import units as U
 from paradnn.analysis.frames import Data, choose
 from paradnn.records import Status
 
@@ -387,10 +389,11 @@ def observation3_result(data: Data | pd.DataFrame) -> Obs3:
         ev.append(f"FC median e {by_fam['fc']:.3f} vs CNN {by_fam['cnn']:.3f}")
     rho = _batch_rho(table)
     if rho is not None:
-        ev.append(f"ρ(batch, e) = {rho:+.2f} over configs run at several batch sizes")
-    if lo > SERIAL_THRESHOLD:
+        ev.append(f"ρ(batch, e) = {U.signed(rho)} over configs run at several batch sizes")
+    t = SERIAL_THRESHOLD  # an end within rounding of it is on it (as findings.judge)
+    if rounding.above(lo, t, lo, hi, 1.0):
         verdict = "holds"
-    elif hi <= SERIAL_THRESHOLD:
+    elif hi <= t or rounding.equal(hi, t, lo, hi, 1.0):
         verdict = "does not hold"
     else:
         verdict = "inconclusive"

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from paradnn.analysis.frames import Data, choose, noisy_ok, reason_counts
+from paradnn import rounding
+from paradnn.analysis.frames import Data, by_count, choose, noisy_ok, reason_counts
 from paradnn.errors import ConfigError
 from paradnn.records import Status
 
@@ -104,7 +105,8 @@ class Comparison:
 
 
 def values(data: Data, by: str) -> list[str]:
-    """The distinct values of a grouping column among ok runs, most common first."""
+    """The distinct values of a grouping column among ok runs, most common first (ties by
+    name)."""
     _check_by(by)
     ok = data.ok
     if not len(ok):
@@ -114,7 +116,7 @@ def values(data: Data, by: str) -> list[str]:
         return ["first", "latest", *(str(n) for n in nums)]
     if by not in ok:
         return []
-    return [str(v) for v in ok[by].dropna().astype(str).value_counts().index]
+    return [str(v) for v in by_count(ok[by].dropna().astype(str).value_counts()).index]
 
 
 def compare(
@@ -220,7 +222,8 @@ def counts_line(c: Comparison) -> str:
 
 def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     """Configs (on="config") or the overall geometric mean (on="geomean") slower than
-    1 - pct/100 beyond their interval: the upper end of the CI below the threshold. A config
+    1 - pct/100 beyond their interval: the upper end of the CI below the threshold (by more
+    than rounding, paradnn.rounding). A config
     without an interval is judged on its point estimate (the `basis` column says which)."""
     limit = 1 - check_pct(pct) / 100
     if on not in ("config", "geomean"):
@@ -235,7 +238,8 @@ def slower_than(c: Comparison, pct: float, on: str = "config") -> pd.DataFrame:
     t["basis"] = np.where(hi.notna(), "interval", "point estimate (no interval)")
     bound = hi.where(hi.notna(), pd.to_numeric(point, errors="coerce"))
     t["threshold"] = limit
-    return t[bound < limit]
+    # below by more than rounding: a geomean of 0.9999999999999998 is 1 (--fail-if-slower 0)
+    return t[bound.map(lambda b: bool(rounding.below(float(b), limit)))]
 
 
 def check_pct(pct: float) -> float:
@@ -429,14 +433,20 @@ def _intervals(pairs: pd.DataFrame, resamples: int, seed: int) -> np.ndarray:
         lo[stored], hi[stored] = sp[stored] * f_lo[stored], sp[stored] * f_hi[stored]
         method[stored] = "stored CIs"
     pairs["ci_low"], pairs["ci_high"], pairs["ci_method"] = lo, hi, method
-    pairs["call"] = [_call(a, b) for a, b in zip(lo, hi, strict=True)]
+    pairs["call"] = [call(a, b) for a, b in zip(lo, hi, strict=True)]
     return logs
 
 
-def _call(lo: float, hi: float) -> str:
+def call(lo: float, hi: float) -> str:
+    """A speedup's call from its interval; an end within rounding of 1 is on 1 (no change)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return NO_INTERVAL
-    return FASTER if lo > 1 else SLOWER if hi < 1 else NO_CHANGE
+    return FASTER if rounding.above(lo, 1.0) else SLOWER if rounding.below(hi, 1.0) else NO_CHANGE
+
+
+def faster_share(s: pd.Series) -> float:
+    """The share of speedups above 1 by more than rounding (a speedup of 1 ± a last bit is 1)."""
+    return float(np.mean([rounding.above(float(x), 1.0) for x in s])) if len(s) else math.nan
 
 
 def _geomean_ci(logs: np.ndarray, seed: int) -> tuple[float, float]:
@@ -510,11 +520,11 @@ def _summary(pairs: pd.DataFrame, logs: np.ndarray, seed: int) -> pd.DataFrame:
                 "slower": int((calls == SLOWER).sum()),
                 "no_change": int((calls == NO_CHANGE).sum()),
                 "no_interval": int((calls == NO_INTERVAL).sum()),
-                "faster_share": float((s > 1).mean()),
+                "faster_share": faster_share(s),
                 "geomean": geomean(s),
                 "geomean_ci_low": lo,
                 "geomean_ci_high": hi,
-                "geomean_call": _call(lo, hi),
+                "geomean_call": call(lo, hi),
                 "median": float(s.median()),
                 "p90": float(s.quantile(P90)),
                 "min": float(s.min()),

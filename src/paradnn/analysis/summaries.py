@@ -8,7 +8,7 @@ from itertools import product
 
 import pandas as pd
 
-from paradnn.analysis.frames import Data, choose, chosen_ok
+from paradnn.analysis.frames import Data, by_count, choose, chosen_ok
 from paradnn.records import Status
 
 SPACE_LIMIT = 20_000  # configs enumerated per family for the analytic parameter range
@@ -196,7 +196,7 @@ def table8(data: Data, max_models: int = 16) -> pd.DataFrame:
     else:
         label = runs["family"] + " " + runs["config_key"].map(_short_config)
     runs = runs.assign(model=label)
-    coverage = runs.groupby("model")["column"].nunique().sort_values(ascending=False)
+    coverage = by_count(runs.groupby("model")["column"].nunique())
     runs = runs[runs["model"].isin(coverage.index[:max_models])]
     quantities = {"examples_per_s": "examples/s"}
     quantities |= {k: v for k, v in ENERGY_ROWS.items() if k in runs and runs[k].notna().any()}

@@ -26,7 +26,8 @@ import pandas as pd
 
 from paradnn.analysis import findings as F
 from paradnn.analysis.frames import Data, chosen_ok
-from paradnn.analysis.speedup import SUMMARY_COLUMNS, Comparison, geomean
+from paradnn.analysis.speedup import SUMMARY_COLUMNS, Comparison, faster_share, geomean
+from paradnn.analysis.speedup import call as _measured_call
 from paradnn.analysis.summaries import _short_config
 
 MEASURED, PREDICTED = "measured", "predicted"
@@ -176,7 +177,7 @@ def _one_per_config(m: pd.DataFrame, a: str = "_a", b: str = "_b") -> pd.DataFra
 def _call(lo, hi) -> str:
     if not (F._finite(lo, hi)):
         return "no interval"
-    return "faster" if lo > 1 else "slower" if hi < 1 else "no detectable change"
+    return _measured_call(float(lo), float(hi))  # the one rule (ends within rounding of 1)
 
 
 def _summary(m: pd.DataFrame) -> pd.DataFrame:
@@ -194,7 +195,7 @@ def _summary(m: pd.DataFrame) -> pd.DataFrame:
                 "slower": int((g["call"] == "slower").sum()),
                 "no_change": int((g["call"] == "no detectable change").sum()),
                 "no_interval": int((g["call"] == "no interval").sum()),
-                "faster_share": float((s > 1).mean()),
+                "faster_share": faster_share(s),
                 "geomean": geomean(s),
                 "geomean_ci_low": lo,
                 "geomean_ci_high": hi,

@@ -20,8 +20,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from paradnn import rounding
 from paradnn import units as U
-from paradnn.analysis.frames import METRICS
+from paradnn.analysis.frames import METRICS, ordered
 from paradnn.plots import interactive as I
 from paradnn.records import Status
 
@@ -203,7 +204,7 @@ def roofline(
             ax.plot(grid, roof.bandwidth * grid, color=color, ls=ls, label=label)
     for fam, g in points.groupby("family"):
         ax.scatter(g["intensity"], g["achieved_flops"], s=14, alpha=0.8, label=f"{fam} (model)")
-        best = g.loc[g["achieved_flops"].idxmax()]
+        best = ordered(g, "achieved_flops", ["config_key"], ascending=False).iloc[0]
         labels.append((_point_label(fam, best), best["intensity"], best["achieved_flops"]))
     if ops is not None and len(ops):
         ax.scatter(
@@ -238,7 +239,7 @@ def _label_points(ax, labels: list[tuple[str, float, float]], lo: float, hi: flo
     """Each family's best point labelled inside the axes: on the side of the point facing the
     plot's middle (never past an edge), stacked downwards so two labels cannot overlap."""
     mid = math.sqrt(lo * hi)
-    for i, (text, x, y) in enumerate(sorted(labels, key=lambda t: -t[2])):
+    for i, (text, x, y) in enumerate(sorted(labels, key=lambda t: (-rounding.key(t[2]), t[0]))):
         right = x <= mid
         ax.annotate(
             text,

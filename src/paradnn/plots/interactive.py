@@ -408,7 +408,7 @@ def heatmap(hm, fmt) -> dict:
 def batch_effect(df: pd.DataFrame, metric: str) -> dict:
     data = []
     for i, ((fam, plat, prec), g) in enumerate(df.groupby(["family", "platform", "precision"])):
-        g = g.sort_values("batch")
+        g = g.sort_values("batch", kind="stable")  # one row per batch size: no ties
         name = escape(f"{fam} {prec} ({plat})")
         text = [
             f"<b>{name}</b> batch={int(r['batch'])}<br>{U.times(r['ratio'])} of the smallest "

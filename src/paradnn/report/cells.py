@@ -29,9 +29,10 @@ def seconds(x: Any) -> str:
     if U.missing(x):
         return U.MISSING
     v = float(x)
-    if abs(v) < 1e-3 and v != 0:
+    shown = U.shown(v)  # the unit is chosen on the value as shown: 0.000999…9 reads 1 ms
+    if abs(shown) < 1e-3 and v != 0:
         return f"{v * 1e6:.3g} µs"
-    if abs(v) < 1:
+    if abs(shown) < 1:
         return f"{v * 1e3:.3g} ms"
     return f"{v:.3g} s"
 
@@ -41,7 +42,7 @@ def p_value(x: Any) -> str:
     if U.missing(x):
         return U.MISSING
     v = float(x)
-    return "< 0.001" if v < 0.001 else f"{v:.2g}"
+    return "< 0.001" if U.shown(v, 2) < 0.001 else f"{v:.2g}"
 
 
 def _si(unit: str) -> Fmt:
@@ -132,7 +133,7 @@ COLUMNS: dict[str, tuple[str, Fmt]] = {
     "karp_flatt": ("Karp–Flatt serial fraction", U.pct),
     "ratio": ("ratio to smallest batch", U.times),
     "memory_ratio": ("memory eager ÷ compiled", U.times),
-    "r2": ("R²", lambda x: U.MISSING if U.missing(x) else f"{float(x):.2f}"),
+    "r2": ("R²", lambda x: U.MISSING if U.missing(x) else f"{float(x):z.2f}"),
     "weight": ("weight", U.signed),
     "p_value": ("p", lambda x: p_value(x)),
     "threads": ("threads", U.count),

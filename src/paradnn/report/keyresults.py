@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from paradnn import rounding
 from paradnn import units as U
 from paradnn.analysis import findings as F
+from paradnn.analysis.frames import ordered
 from paradnn.report.writer import Frame, Writer, slug
 
 MAX_SPEEDUPS = 8
@@ -79,8 +81,11 @@ def _utilization(runs: pd.DataFrame) -> list[Line]:
             continue
         u = u[ok.index]
         differ = [c for c in SETTINGS if c in ok and ok[c].astype(str).nunique() > 1]
+        # equal within rounding: the first by name (never by a float's last bit or row order)
+        names = ["family", "config_key", "platform", "precision", *differ, "run_key"]
+        high, low = (ordered(ok.assign(_u=u), "_u", names, up).index[0] for up in (False, True))
         out = []
-        for which, idx in (("Highest", u.idxmax()), ("Lowest", u.idxmin())):
+        for which, idx in (("Highest", high), ("Lowest", low)):
             r = ok.loc[idx]
             out.append(
                 Line(
@@ -88,7 +93,7 @@ def _utilization(runs: pd.DataFrame) -> list[Line]:
                     f"{which} utilization: {r['family']} {_config(r.get('config_key'))} on "
                     f"{r['platform']} {r['precision']}"
                     + "".join(f", {c.replace('_', ' ')} {r[c]}" for c in differ),
-                    f"{U.pct(u[idx], 1 if u[idx] >= 0.01 else 2)} of the {of}, "
+                    f"{U.pct(u[idx], 1 if U.shown(u[idx]) >= 0.01 else 2)} of the {of}, "
                     f"{U.si(r.get('achieved_flops'), 'FLOP/s')}; over {len(ok)} ok runs",
                     "#summary",
                 )
@@ -136,7 +141,7 @@ def _speedups(frames: dict[str, Frame]) -> list[Line]:
                     ),
                 )
             )
-    found.sort(key=lambda t: -t[0])
+    found.sort(key=lambda t: (-rounding.key(t[0]), t[1].words, t[1].stat))  # ties by name
     seen, out = set(), []
     for _, line in found:  # the modes section's table repeats the speedups section's
         if line.stat not in seen:

@@ -139,7 +139,7 @@ def _representative(bd: pd.DataFrame, per: int = 3) -> pd.DataFrame:
     keep = []
     for _, g in runs.groupby(["family", "platform", "precision"], sort=True):
         g = g.assign(_b=g["config_key"].map(lambda k: json.loads(k).get("batch", 0)))
-        g = g.sort_values("_b")
+        g = g.sort_values(["_b", "config_key", "run_uid"], kind="stable")  # ties by name
         idx = sorted({0, len(g) // 2, len(g) - 1})[:per]
         keep += list(g["run_uid"].iloc[idx])
     return bd[bd["run_uid"].isin(keep)]
