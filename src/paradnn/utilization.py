@@ -17,11 +17,13 @@ the ok runs faster than the best ceiling stored now.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from paradnn.records import RunRecord, Status, Utilization
 from paradnn.store import Store
+from paradnn.units import missing
 
 NO_CEILING = "no measured ceiling for {device} at {precision}: run `paradnn calibrate`"
 RECALIBRATE = "paradnn calibrate --force"
@@ -37,7 +39,7 @@ BEATEN_LEGEND = (
 def beaten(utilization: Any) -> bool | None:
     """Whether a measured utilization says its ceiling was beaten (strictly above 1); None
     when there is no utilization to say it."""
-    if utilization is None or isinstance(utilization, bool):
+    if missing(utilization) or isinstance(utilization, bool):
         return None
     try:
         u = float(utilization)
@@ -46,16 +48,12 @@ def beaten(utilization: Any) -> bool | None:
     return None if math.isnan(u) else u > 1.0
 
 
-def flagged(row: dict[str, Any]) -> bool:
+def flagged(row: Mapping[str, Any]) -> bool:
     """A stored run (or ops row) whose measured utilization beat its ceiling: the stored flag,
     else (a row from before the flag) its utilization above 1."""
-    if row.get("ceiling_beaten") is not None and not _nan(row.get("ceiling_beaten")):
+    if not missing(row.get("ceiling_beaten")):
         return bool(row["ceiling_beaten"])
     return bool(beaten(row.get("utilization_measured")))
-
-
-def _nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
 
 
 def datasheet_peak(device_name: str | None, precision: str) -> tuple[float | None, str]:

@@ -247,9 +247,11 @@ def _path_ladder(
     say: Say,
     min_n: int,
     label: str,
+    rate_hint: float | None = None,
 ) -> dict[str, Any]:
     """Time one path over its sizes within `budget_s`; its detail (sizes, best, why it
-    stopped)."""
+    stopped). `rate_hint`: the best FLOP/s of this precision so far, from which the first size
+    is estimated (the later ones from the last size's time)."""
     from paradnn.measure.faults import classify, one_line
 
     dtype = DTYPES[precision]
@@ -267,12 +269,14 @@ def _path_ladder(
     for n in sizes:
         left = budget_s - (time.monotonic() - t0)
         shape = path.shape(n)
-        if last is not None:
-            est = size_estimate_s(n, last[0], last[1], policy)
+        prior = last or ((n, path.flops(shape) / rate_hint) if rate_hint else None)
+        if prior is not None:
+            est = size_estimate_s(n, prior[0], prior[1], policy)
             if est > left:
                 stopped = (
                     f"n={n} would take ~{est:.0f} s and {max(left, 0):.0f} s of the "
                     f"{budget_s:.3g} s budget were left"
+                    + ("" if last else " (estimated at the best rate of the paths before it)")
                 )
                 say(f"{label}: stopping before n={n} ({stopped})")
                 break
@@ -364,9 +368,10 @@ def _compute_row(
             label = f"{precision} {name}"
             path = mathpaths.PATHS[name]
             mine = tuple(n for n in sizes if n >= path.first(device.type)) if grow else sizes
+            hint = max((d.get("flop_per_s") or 0.0 for d in per_path.values()), default=0.0)
             per_path[name] = _path_ladder(
                 device, precision, path, mine or sizes, grow, policy, measure_fn, share, say,
-                min_n, label,
+                min_n, label, hint or None,
             )  # fmt: skip
     dtype = DTYPES[precision]
     detail: dict[str, Any] = {
