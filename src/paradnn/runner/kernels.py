@@ -91,7 +91,7 @@ def _covering(unit: T.KernelUnit, rows: list[dict[str, Any]]) -> dict[str, Any] 
         if r.get("kind") != kind or r.get("precision") != precision:
             continue
         detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-        if kind == "matmul" and not want <= set(detail.get("paths") or ()):
+        if kind == "matmul" and not want <= set(detail.get("paths") or ("matmul",)):
             continue
         return r
     return None
