@@ -378,3 +378,29 @@ def test_flag_rules():
     row = {"achieved_flops": 3e11, "device_name": "x", "precision": "fp32", "status": "ok"}
     assert json.dumps(utilization.BEATEN_LEGEND)  # plain text, one line
     assert "\n" not in utilization.BEATEN_LEGEND and row
+
+
+def test_gpu_planning_and_memory_limit_with_fakes(monkeypatch):
+    """The CUDA side without a GPU: a unit times cuBLAS (matmul), cuBLASLt (linear with a bias)
+    and cuDNN (LSTM) paths over a growing ladder, and its tensors may take 80 % of free memory."""
+    import torch
+
+    env = {**ENV, "device": "cuda:0", "device_type": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3"}
+    (unit,), _ = T.ceiling_units(env, ["bf16"], kinds=("matmul",))
+    assert unit.params["paths"] == ["matmul", "linear", "lstm"]
+    assert [mathpaths.PATHS[p].library("cuda") for p in unit.params["paths"]] == [
+        "cuBLAS",
+        "cuBLASLt (bias epilogue)",
+        "cuDNN RNN",
+    ]
+    assert mathpaths.PATHS["linear"].first("cuda") == mathpaths.START["cuda"]
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**30, 80 * 2**30))
+    assert cal.memory_limit(torch.device("cuda", 0)) == pytest.approx(8 * 2**30)
+    # 65536² bf16 operands (3 × 8 GiB) would not fit in 8 GiB: the ladder stops before them
+    assert mathpaths.PATHS["matmul"].nbytes(mathpaths.PATHS["matmul"].shape(65536), 2) > 8 * 2**30
+
+    def broken(device=None):
+        raise RuntimeError("no driver")
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", broken)
+    assert cal.memory_limit(torch.device("cuda", 0)) is None  # unknown: the budget still bounds

@@ -151,8 +151,10 @@ def test_calibrate_on_this_cpu_stores_the_path_and_shape_that_won(tmp_path, caps
     assert list(d["paths"]) == list(mathpaths.DEFAULT_PATHS["cpu"])
     assert d["path"] in mathpaths.PATHS
     won = d["paths"][d["path"]]
-    assert row["value"] == won["flop_per_s"] == max(
-        p["flop_per_s"] for p in d["paths"].values() if p.get("flop_per_s")
+    assert (
+        row["value"]
+        == won["flop_per_s"]
+        == max(p["flop_per_s"] for p in d["paths"].values() if p.get("flop_per_s"))
     )
     assert d["shape"] == mathpaths.PATHS[d["path"]].shape(d["best_size"])
     code, out, err = run_cli(capsys, "results", "--db", db, "--table", "ceilings")

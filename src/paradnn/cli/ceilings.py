@@ -52,7 +52,8 @@ def calibrate(
         bool,
         typer.Option(
             "--if-missing",
-            help="Measure only if the database has no ceilings of this device and environment.",
+            help="Measure only what the database lacks: nothing if it has ceilings of this "
+            "device and environment over the current math paths.",
         ),
     ] = False,
     budget: Annotated[
