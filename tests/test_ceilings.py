@@ -150,14 +150,33 @@ def test_other_paths_start_at_half_a_ceiling_size_and_the_first_size_is_budgeted
     )  # fmt: skip
     assert min(n for p, n in seen if p == "linear") == mathpaths.START["cpu"]
     assert min(n for p, n in seen if p == "matmul") == mathpaths.LADDER["cpu"][0]
-    # at 1 MFLOP/s no size of the linear path fits: estimated from the matmul's rate, skipped
+    # at 1 GFLOP/s a ceiling-sized linear (8.6 GFLOP a step, ≥ 21 steps) does not fit in its
+    # 5 s share: estimated from the matmul's ceiling-sized rate, it is not tried
     (row,) = cal.calibrate(
-        "cpu", ("fp32",), sizes=(64,), threads=1, kinds=("matmul",),
-        measure_fn=_fake(lambda p, n: 1e6), budget_s=10, paths=("matmul", "linear"),
+        "cpu", ("fp32",), sizes=(1024,), threads=1, kinds=("matmul",),
+        measure_fn=_fake(lambda p, n: 1e9), budget_s=10, paths=("matmul", "linear"),
     )  # fmt: skip
     lin = row["detail"]["paths"]["linear"]
     assert lin["sizes"] == {} and "best rate of the paths before it" in lin["stopped"]
     assert row["detail"]["path"] == "matmul"
+    # a small size's rate says little about a large kernel (overheads, a loaded machine): no
+    # estimate from it, the first size is tried
+    (row,) = cal.calibrate(
+        "cpu", ("fp32",), sizes=(64,), threads=1, kinds=("matmul",),
+        measure_fn=_fake(lambda p, n: 1e6), budget_s=10, paths=("matmul", "linear"),
+    )  # fmt: skip
+    assert set(row["detail"]["paths"]["linear"]["sizes"]) == {"64"}
+
+
+def test_sizes_below_a_ceiling_size_get_a_small_share_of_the_budget():
+    policy = cal.CALIBRATE_POLICY
+    small = cal.size_caps(policy, 8.0, 8.0, small=True)
+    big = cal.size_caps(policy, 8.0, 8.0)
+    assert small.warmup_max_time_s == 0.5 and small.max_time_s == 0.5
+    assert big.warmup_max_time_s == 1.0 and big.max_time_s == pytest.approx(8 / 3)
+    tight = cal.size_caps(policy, 0.1, 0.1)  # never below the policy's own minimums
+    assert tight.max_time_s == policy.min_time_s
+    assert tight.warmup_max_time_s == policy.warmup_min_time_s
 
 
 def test_a_size_that_would_not_fit_in_memory_is_not_tried(monkeypatch):

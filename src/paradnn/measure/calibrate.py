@@ -159,16 +159,20 @@ def size_estimate_s(n: int, last_n: int, last_step_s: float, policy: TimingPolic
     return step + warm + timed
 
 
-def size_caps(policy: TimingPolicy, share_s: float, left_s: float) -> TimingPolicy:
+def size_caps(
+    policy: TimingPolicy, share_s: float, left_s: float, small: bool = False
+) -> TimingPolicy:
     """The timing policy of one size: its warm-up and its timed phase capped to fractions of
-    the path's budget (an eighth of its share, a third of what is left), never below the
-    policy's minimums. On a loaded machine a step never looks stable and the CI target is
-    never met, so every size would run to the caps: without these, the first small size of a
-    path would eat its whole share."""
+    the path's budget (an eighth of its share, a third of what is left; a sixteenth of the
+    share each for a `small` size, one below the ceiling size on the way to it), never below
+    the policy's minimums. On a loaded machine a step never looks stable and the CI target is
+    never met, so every size would run to the caps: without these, the small sizes of a path
+    would eat the share its ceiling-sized ones need."""
+    warm, timed = (share_s / 16, share_s / 16) if small else (share_s / 8, left_s / 3)
     return dataclasses.replace(
         policy,
-        warmup_max_time_s=max(policy.warmup_min_time_s, min(policy.warmup_max_time_s, share_s / 8)),
-        max_time_s=max(policy.min_time_s, min(policy.max_time_s, left_s / 3)),
+        warmup_max_time_s=max(policy.warmup_min_time_s, min(policy.warmup_max_time_s, warm)),
+        max_time_s=max(policy.min_time_s, min(policy.max_time_s, timed, left_s / 3)),
     )
 
 
@@ -288,7 +292,8 @@ def _path_ladder(
             )
             say(f"{label}: stopping before n={n} ({stopped})")
             break
-        size_policy = size_caps(policy, budget_s, left)
+        small = n < min_n <= sizes[-1]
+        size_policy = size_caps(policy, budget_s, left, small)
         step = None
         try:
             step = _kernel(path, shape, device, dtype, gen)
@@ -368,7 +373,17 @@ def _compute_row(
             label = f"{precision} {name}"
             path = mathpaths.PATHS[name]
             mine = tuple(n for n in sizes if n >= path.first(device.type)) if grow else sizes
-            hint = max((d.get("flop_per_s") or 0.0 for d in per_path.values()), default=0.0)
+            # a first size is estimated from the paths before it only once one of them timed a
+            # ceiling-sized n: a small size's rate (overheads, a loaded machine's scheduling)
+            # would make every larger kernel look too slow to try
+            hint = max(
+                (
+                    d.get("flop_per_s") or 0.0
+                    for d in per_path.values()
+                    if (d.get("best_size") or 0) >= min_n
+                ),
+                default=0.0,
+            )
             per_path[name] = _path_ladder(
                 device, precision, path, mine or sizes, grow, policy, measure_fn, share, say,
                 min_n, label, hint or None,
