@@ -254,8 +254,8 @@ def _path_ladder(
     rate_hint: float | None = None,
 ) -> dict[str, Any]:
     """Time one path over its sizes within `budget_s`; its detail (sizes, best, why it
-    stopped). `rate_hint`: the best FLOP/s of this precision so far, from which the first size
-    is estimated (the later ones from the last size's time)."""
+    stopped). `rate_hint`: the best ceiling-sized FLOP/s of this precision so far, from which
+    the first size is estimated (the later ones from the last size's time)."""
     from paradnn.measure.faults import classify, one_line
 
     dtype = DTYPES[precision]
@@ -419,7 +419,8 @@ def _compute_row(
     rated = {name: d for name, d in per_path.items() if d.get("flop_per_s")}
     if not rated:
         return None, detail
-    # the winner: the highest rate; a tie goes to the path named first (never a float's last bit)
+    # the winner: the highest rate (the value is the same whichever of two equal rates wins; an
+    # exact tie goes to the path named first)
     win = max(paths, key=lambda name: rated[name]["flop_per_s"] if name in rated else 0.0)
     w = rated[win]
     detail.update(
