@@ -24,8 +24,8 @@ is not native gets no row (the reason is kept in every returned row's detail["sk
 
 Bounded: a precision's paths share a time budget (`budget_s`, default 60 s), each path taking
 an equal share of what is left when it starts. Without `sizes`, a path's sizes double from the
-device's first (mathpaths.LADDER) until the rate stops rising (two sizes in a row less than 3 %
-above the best, once a ceiling-sized n was reached), the tensors would not fit, or the next
+device's first (mathpaths.LADDER) until the rate stops rising (a size of at least
+MIN_CEILING_SIZE less than 3 % above the best before it), the tensors would not fit, or the next
 size, extrapolated as n³ from the last, would not fit in the path's share of the budget: an
 emulated bf16 on an AVX2 CPU (1–2 GFLOP/s) stops at a small size instead of timing 4096² for
 minutes. `sizes` given are tried as given. detail["size_reached"] and detail["stopped"] say
@@ -87,9 +87,10 @@ DEFAULT_STREAM_BYTES = {"cpu": 64 * MiB, "cuda": 256 * MiB}  # per array
 # 0.13 GFLOP/s and made runs "use" 44,000% of it). The row keeps what was measured, with no value.
 MIN_CEILING_SIZE = {"cpu": 1024, "cuda": 4096}
 DEFAULT_BUDGET_S = {"cpu": 60.0, "cuda": 60.0}  # compute seconds per precision, all paths
-# A growing ladder stops once PLATEAU_STEPS sizes in a row gained less than RISE over the best.
+# A growing ladder stops at the first size of at least MIN_CEILING_SIZE that gains less than
+# RISE over the best before it (PLATEAU_STEPS sizes in a row).
 RISE = 0.03
-PLATEAU_STEPS = 2
+PLATEAU_STEPS = 1
 # What calibrate lets its tensors take: half the host's memory, 80 % of the GPU's free memory.
 HOST_MEMORY_SHARE = 0.5
 GPU_FREE_SHARE = 0.8
@@ -323,10 +324,7 @@ def _path_ladder(
             f"(best {best / 1e9:.1f}; {time.monotonic() - t0:.0f} of {budget_s:.3g} s)"
         )
         if grow and flat >= PLATEAU_STEPS and n >= min_n:
-            plateau = (
-                f"the rate stopped rising: {PLATEAU_STEPS} sizes up to n={n} gained less "
-                f"than {RISE:.0%} over the best"
-            )
+            plateau = f"the rate stopped rising: n={n} gained less than {RISE:.0%} over the best"
             break
     out: dict[str, Any] = {
         "call": path.call,
