@@ -22,6 +22,7 @@ from paradnn.attempts import choose as choose  # the one choice of a config's at
 from paradnn.errors import ConfigError, StoreError
 from paradnn.records import Status
 from paradnn.store import open_store
+from paradnn.units import missing as no_value
 from paradnn.utilization import flagged
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
@@ -246,8 +247,10 @@ def _fill_measured_utilization(data: Data) -> None:
                     runs.at[idx, "ceiling_beaten"] = None  # decided below, from the new value
     if len(runs):
         cols = [c for c in ("ceiling_beaten", "utilization_measured") if c in runs]
+        rows = [dict(zip(cols, v, strict=True)) for v in runs[cols].itertuples(index=False)]
+        # None where nothing says (no measured utilization), as in the store
         runs["ceiling_beaten"] = [
-            flagged(dict(zip(cols, v, strict=True))) for v in runs[cols].itertuples(index=False)
+            flagged(r) if any(not no_value(x) for x in r.values()) else None for r in rows
         ]
 
 
