@@ -21,6 +21,7 @@ AVX2_ENV   := ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 \
               PARADNN_CPU_FLAGS="fpu sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma f16c" \
               OPENBLAS_CORETYPE=Haswell NPY_DISABLE_CPU_FEATURES=X86_V4
 AVX2_TESTS ?= tests/test_families.py tests/test_memory.py tests/test_calibrate_ops.py \
+              tests/test_ceilings.py \
               tests/test_cuda_fakes.py tests/test_cli.py tests/test_cli_run.py \
               tests/test_execute.py tests/test_platforms.py tests/test_quality.py \
               tests/test_native.py tests/test_report_golden.py tests/test_golden_rows.py \

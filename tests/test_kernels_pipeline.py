@@ -54,6 +54,7 @@ def _calibrate(store, **kw):
         kinds=("matmul", "copy"),
         budget_s=5,
         on_event=events.append,
+        paths=("matmul",),  # one path: the size ladder below is the point here
         **kw,
     )
     return rows, events
@@ -131,3 +132,31 @@ def test_left_out_precisions_are_said_at_the_start(tmp_path):
     assert "tensor-core" in rows[0]["detail"]["skipped"]["tf32"]
     assert any(n.startswith("tf32: skipped (") for n in events[0].notes)
     store.close()
+
+
+def test_calibrate_on_this_cpu_stores_the_path_and_shape_that_won(tmp_path, capsys):
+    """The real kernels in a worker, every default path, a tiny budget: the row says which path
+    and shape set the ceiling (whichever wins on this CPU) and `results` shows it."""
+    from paradnn.measure import mathpaths
+
+    from conftest import run_cli
+
+    db = str(tmp_path / "p.db")
+    with open_store(db) as store:
+        (row,) = kernels.calibrate(
+            store, "cpu", ["fp32"], threads=1, sizes=(16, 32), kinds=("matmul",), budget_s=6
+        )
+    assert row["status"] == "ok" and row["value"] > 0, row.get("error")
+    d = row["detail"]
+    assert list(d["paths"]) == list(mathpaths.DEFAULT_PATHS["cpu"])
+    assert d["path"] in mathpaths.PATHS
+    won = d["paths"][d["path"]]
+    assert (
+        row["value"]
+        == won["flop_per_s"]
+        == max(p["flop_per_s"] for p in d["paths"].values() if p.get("flop_per_s"))
+    )
+    assert d["shape"] == mathpaths.PATHS[d["path"]].shape(d["best_size"])
+    code, out, err = run_cli(capsys, "results", "--db", db, "--table", "ceilings")
+    assert code == 0, err
+    assert d["path"] in out and d["shape_label"] in " ".join(out.split())

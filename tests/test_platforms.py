@@ -204,10 +204,14 @@ def test_database_entries_require_sources():
 # --- detection ----------------------------------------------------------------------------
 
 
-def _cpuinfo(tmp_path, model, flags, cores=2, mhz="2450.000", vendor="GenuineIntel"):
+def _cpuinfo(
+    tmp_path, model, flags, cores=2, mhz="2450.000", vendor="GenuineIntel", family=None, number=None
+):
     blocks = []
     for i in range(cores):
         lines = [f"processor\t: {i}", f"vendor_id\t: {vendor}", f"model name\t: {model}"]
+        if family is not None:
+            lines += [f"cpu family\t: {family}", f"model\t\t: {number if number else 0}"]
         if mhz is not None:
             lines.append(f"cpu MHz\t\t: {mhz}")
         lines += ["physical id\t: 0", f"core id\t\t: {i}", f"cpu cores\t: {cores}"]
@@ -228,7 +232,7 @@ def test_detect_avx2_cpu_from_cpuinfo_mhz(tmp_path):
     fp32 = d["cpu_peak_derived"]["fp32"]
     assert fp32["value"] == 4 * 3e9 * 32 and fp32["source"] == "derived"
     assert (
-        "4 cores × 3 GHz × 32 FLOP/cycle (AVX2 FMA: 2 units × 8 fp32 lanes × 2"
+        "4 cores × 3 GHz × 32 FLOP/cycle (Intel Haswell or later: 2 FMA units × 8 fp32 lanes × 2"
         in fp32["derivation"]
     )
     assert d["cpu_peak_derived"]["bf16"]["value"] is None
@@ -256,16 +260,123 @@ def test_detect_avx512_cpu_from_sysfs_max_freq(tmp_path):
     assert "cpuinfo_max_freq" in cpu["frequency_source"]
     peaks = d["cpu_peak_derived"]
     assert peaks["fp32"]["value"] == 2 * 3.5e9 * 64
-    assert "2 FMA units" in peaks["fp32"]["derivation"]
-    assert peaks["bf16"]["value"] == 2 * peaks["fp32"]["value"]
-    assert "VDPBF16PS" in peaks["bf16"]["derivation"] and "AMX" in peaks["bf16"]["derivation"]
+    assert "2 × 512-bit FMA units" in peaks["fp32"]["derivation"]
+    assert peaks["bf16"]["value"] == 2 * 3.5e9 * 1024  # AMX tiles, not VDPBF16PS
+    assert "TDPBF16PS" in peaks["bf16"]["derivation"] and "AMX" in peaks["bf16"]["derivation"]
     assert peaks["fp16"]["value"] is None and peaks["tf32"]["value"] is None
 
 
-def test_detect_amd_avx512_is_half_rate(tmp_path):
-    info = _cpuinfo(tmp_path, "AMD EPYC", "avx avx2 fma avx512f", vendor="AuthenticAMD")
+def test_detect_amd_avx512_is_half_rate_on_zen4_and_full_on_zen5(tmp_path):
+    # a KVM guest's cpuinfo as on the project's VMs: "AMD EPYC", family 25 (Zen 4), then 26
+    info = _cpuinfo(
+        tmp_path, "AMD EPYC", "avx avx2 fma avx512f avx512_bf16", vendor="AuthenticAMD",
+        family=25, number=17,
+    )  # fmt: skip
     d = platforms.detect("cpu", cpuinfo=info, sysfs=tmp_path / "nosys")
-    assert d["cpu_peak_derived"]["fp32"]["value"] == 2 * 2.45e9 * 32
+    peaks = d["cpu_peak_derived"]
+    assert peaks["fp32"]["value"] == 2 * 2.45e9 * 32 and peaks["fp32"]["core"] == "AMD Zen 4"
+    assert "2 × 256-bit" in peaks["fp32"]["derivation"] and "57647" in peaks["fp32"]["derivation"]
+    assert peaks["bf16"]["value"] == 2 * 2.45e9 * 64
+    assert d["cpu"]["core"]["name"] == "AMD Zen 4"
+    info = _cpuinfo(
+        tmp_path, "AMD EPYC", "avx avx2 fma avx512f avx512_bf16 avx512_vp2intersect",
+        vendor="AuthenticAMD", family=26, number=2,
+    )  # fmt: skip
+    peaks = platforms.detect("cpu", cpuinfo=info, sysfs=tmp_path / "nosys")["cpu_peak_derived"]
+    assert peaks["fp32"]["value"] == 2 * 2.45e9 * 64 and peaks["fp32"]["core"] == "AMD Zen 5"
+    assert peaks["bf16"]["value"] == 2 * 2.45e9 * 128
+
+
+def test_detect_says_unknown_rather_than_assume(tmp_path):
+    # AVX-512 on an AMD part whose family cpuinfo does not give, and an Intel Xeon whose name
+    # a cloud hides: the FMA width is not known, so no derived peak (with the reason)
+    for vendor, model, family in (
+        ("AuthenticAMD", "AMD EPYC", None),
+        ("GenuineIntel", "Intel(R) Xeon(R) CPU @ 2.20GHz", 6),
+    ):
+        info = _cpuinfo(tmp_path, model, "avx avx2 fma avx512f", vendor=vendor, family=family)
+        d = platforms.detect("cpu", cpuinfo=info, sysfs=tmp_path / "nosys")
+        for precision, peak in d["cpu_peak_derived"].items():
+            assert peak["value"] is None, precision
+        assert d["cpu_peak_derived"]["fp32"]["reason"].startswith("microarchitecture unknown")
+        assert d["cpu"]["core"]["name"] is None
+        out = platforms.describe_local("cpu", cpuinfo=info, sysfs=tmp_path / "nosys")
+        assert (
+            out["cpu core"].startswith("unknown (") and "None (" in out["cpu fp32 peak (derived)"]
+        )
+
+
+AVX2, AVX512 = "avx avx2 fma", "avx avx2 fma avx512f"
+
+
+@pytest.mark.parametrize(
+    ("vendor", "family", "model", "name", "flags", "per_cycle", "core"),
+    [
+        ("AuthenticAMD", 23, 1, "AMD EPYC 7601 32-Core Processor", AVX2, 16, "Zen/Zen+"),
+        ("HygonGenuine", 24, 0, "Hygon C86 7185 32-core Processor", AVX2, 16, "Dhyana"),
+        ("AuthenticAMD", 23, 49, "AMD EPYC 7742 64-Core Processor", AVX2, 32, "Zen 2"),
+        ("AuthenticAMD", 25, 1, "AMD EPYC 7763 64-Core Processor", AVX2, 32, "Zen 3"),
+        ("AuthenticAMD", 25, 17, "AMD EPYC 9654 96-Core Processor", AVX512, 32, "Zen 4"),
+        ("AuthenticAMD", 26, 2, "AMD EPYC 9755 128-Core Processor", AVX512, 64, "Zen 5"),
+        ("AuthenticAMD", 26, 68, "AMD Ryzen 9 9950X 16-Core Processor", AVX512, 64, "Zen 5"),
+        ("AuthenticAMD", 26, 112, "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S", AVX512, 64, "Zen 5"),
+        ("AuthenticAMD", 26, 36, "AMD Ryzen AI 9 HX 370 w/ Radeon 890M", AVX512, 32, "mobile"),
+        ("AuthenticAMD", 26, 2, "AMD EPYC 9755 128-Core Processor", AVX2, 32, "AVX2"),
+        ("AuthenticAMD", 26, 99, "AMD Eng Sample", AVX512, None, None),
+        ("AuthenticAMD", 21, 2, "AMD Opteron 6380", AVX2, None, None),
+        ("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Platinum 8480+", AVX512 + " amx_bf16 amx_tile",
+         64, "Sapphire Rapids"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Platinum 8168 CPU @ 2.70GHz", AVX512, 64,
+         "Skylake-SP"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz", AVX512, 64,
+         "Cascade Lake"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz", AVX512, 32,
+         "Cascade Lake"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 5122 CPU @ 3.60GHz", AVX512, 64,
+         "Skylake-SP"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Silver 4214 CPU @ 2.20GHz", AVX512, 32,
+         "Cascade Lake"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Bronze 3106 CPU @ 1.70GHz", AVX512, 32,
+         "Skylake-SP"),
+        ("GenuineIntel", 6, 106, "Intel(R) Xeon(R) Silver 4314 CPU @ 2.40GHz", AVX512, 64,
+         "Ice Lake-SP"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Platinum 8380HL CPU @ 2.90GHz", AVX512, 64,
+         "Cooper Lake"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 5318H CPU @ 2.50GHz", AVX512, None, None),
+        ("GenuineIntel", 6, 140, "11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", AVX512, 32,
+         "Tiger Lake"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) CPU @ 2.20GHz", AVX512, None, None),
+        ("GenuineIntel", 6, 151, "12th Gen Intel(R) Core(TM) i7-12700K", AVX2 + " hybrid_cpu",
+         None, None),
+        ("GenuineIntel", 6, 190, "Intel(R) N100", AVX2, 16, "E-core"),
+        ("GenuineIntel", 6, 175, "Intel(R) Xeon(R) 6780E", AVX2, 16, "E-core"),
+        ("GenuineIntel", 6, 85, "Intel(R) Xeon(R) CPU @ 2.20GHz", AVX2, 32, "Haswell or later"),
+        ("GenuineIntel", 6, 45, "Intel(R) Xeon(R) CPU E5-2670 0 @ 2.60GHz", "avx", 16, "Sandy"),
+        ("CentaurHauls", 7, 59, "ZHAOXIN KaiXian KX-U6780A", AVX2, None, None),
+        ("GenuineIntel", 6, 85, "Some CPU", "sse2", None, None),
+    ],
+)  # fmt: skip
+def test_microarchitecture_table(vendor, family, model, name, flags, per_cycle, core):
+    from paradnn.platforms import cores
+
+    c = cores.identify(vendor, str(family), str(model), name, flags.split())
+    assert c.fp32_per_cycle == per_cycle, (name, c)
+    if core is None:
+        assert c.name is None and c.why  # unknown, and it says why
+    else:
+        assert core in c.name and c.source, c
+
+
+def test_amx_sets_the_16_bit_rate_and_vdpbf16ps_doubles_fp32():
+    from paradnn.platforms import cores
+
+    spr = cores.identify("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Gold 6430", AVX512.split())
+    assert cores.bf16_per_cycle(spr, {"amx_bf16", "avx512_bf16"})[0] == cores.AMX_PER_CYCLE
+    assert cores.fp16_per_cycle(spr, {"avx512_fp16"})[0] == 128  # 2 × the fp32 64
+    assert cores.fp16_per_cycle(spr, {"amx_fp16"})[0] == cores.AMX_PER_CYCLE
+    zen4 = cores.identify("AuthenticAMD", 25, 17, "AMD EPYC", AVX512.split())
+    assert cores.bf16_per_cycle(zen4, {"avx512_bf16"})[0] == 64
+    assert cores.bf16_per_cycle(zen4, set())[0] is None
 
 
 def test_detect_cpu_without_frequency(tmp_path):

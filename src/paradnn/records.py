@@ -157,7 +157,11 @@ class Prediction:
 @dataclass(frozen=True)
 class Utilization:
     utilization_datasheet: float | None = None
-    utilization_measured: float | None = None
+    utilization_measured: float | None = None  # stored as is, above 1 too (never clipped)
+    # the run went faster than its measured ceiling (utilization_measured > 1): the ceiling is
+    # beaten, the run is no headline (utilization.beaten); null exactly when
+    # utilization_measured is (its reason in nulls)
+    ceiling_beaten: bool | None = None
     nulls: Mapping[str, str] = field(default_factory=_nulls)
 
 

@@ -16,6 +16,7 @@ from paradnn.units import duration
 from paradnn.units import nbytes as _bytes
 from paradnn.units import pct as _pct
 from paradnn.units import si as _si
+from paradnn.utilization import BEATEN_LEGEND, BEATEN_MARK, flagged
 
 si = _si  # for other modules (the CLI's families table)
 
@@ -278,7 +279,15 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
         t.caption = "no value in any row: " + ", ".join(empty)
     if not rows:
         t.caption = "no runs"
+    beaten = ceiling_legend(rows)
+    if beaten:
+        t.caption = "\n".join(x for x in (t.caption, beaten) if x)
     return t
+
+
+def ceiling_legend(rows: Sequence[dict[str, Any]]) -> str | None:
+    """The footnote of the beaten-ceiling mark, when some row carries it (utilization.py)."""
+    return escape(BEATEN_LEGEND) if any(flagged(r) for r in rows) else None
 
 
 def _non_default(r: dict[str, Any], name: str) -> bool:
@@ -311,9 +320,10 @@ def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
 
 
 def _util(r: dict[str, Any]) -> str:
-    """Against the measured ceiling when there is one, else the datasheet peak (marked)."""
+    """Against the measured ceiling when there is one (marked when the run beat it), else the
+    datasheet peak (marked)."""
     if r.get("utilization_measured") is not None:
-        return _pct(r["utilization_measured"])
+        return _pct(r["utilization_measured"]) + (f" {BEATEN_MARK}" if flagged(r) else "")
     if r.get("utilization_datasheet") is not None:
         return _pct(r["utilization_datasheet"]) + " ds"
     return "—"
@@ -652,10 +662,13 @@ def _side_cells(table: str, r: dict[str, Any]) -> list[str]:
         ]
     if table == "ceilings":
         unit = r.get("unit", "")
+        status = r.get("status") or Status.OK
+        value = _si(r["value"], unit) if r.get("value") is not None else f"— ({status})"
         return [
             r["kind"],
             r.get("precision") or "",
-            _si(r["value"], unit),
+            value,
+            *ceiling_path(r),
             r["device_name"],
             str(r.get("measured_at", ""))[:19],
         ]
@@ -671,7 +684,7 @@ def _side_cells(table: str, r: dict[str, Any]) -> list[str]:
             "—" if t is None else f"{t * 1e3:.4g}",
             _si(r.get("achieved_flops"), "FLOP/s"),
             _pct(r.get("utilization_datasheet")),
-            _pct(r.get("utilization_measured")),
+            _pct(r.get("utilization_measured")) + (f" {BEATEN_MARK}" if flagged(r) else ""),
         ]
     t = r.get("device_time_s")
     return [
@@ -722,7 +735,7 @@ SIDE_COLUMNS = {
         "quality",
         "measured",
     ),
-    "ceilings": ("kind", "prec", "ceiling", "device", "measured"),
+    "ceilings": ("kind", "prec", "ceiling", "path", "shape", "device", "measured"),
     "ops": (
         "op",
         "prec",
@@ -750,6 +763,18 @@ SIDE_COLUMNS = {
 }
 
 
+def ceiling_path(r: dict[str, Any]) -> tuple[str, str]:
+    """(path, shape) that set a compute ceiling (measure/mathpaths.py); a row from before the
+    paths timed torch.mm alone, square, at its best size. Bandwidth rows: none."""
+    detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
+    if r.get("kind") != "matmul":
+        return "", ""
+    if detail.get("path"):
+        return str(detail["path"]), str(detail.get("shape_label") or "")
+    n = detail.get("best_size")
+    return "matmul (only)", (f"{n}×{n}×{n}" if n else "")
+
+
 def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
     """Ceilings, op benchmarks, per-op profiles or host profiles."""
     t = Table(title=title, header_style="bold")
@@ -763,6 +788,8 @@ def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = N
             "step() call, sync, launch, training step once, autocast cast, recurrent call, "
             "GradScaler; — not measured (the reason: -f json, nulls)"
         )
+    if table == "ops":
+        t.caption = ceiling_legend(rows)
     return t
 
 

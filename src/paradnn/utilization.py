@@ -2,18 +2,58 @@
 
 Two denominators, both kept: the datasheet peak of the platform entry that matches the device
 (dense, for the precision actually used) and the measured ceiling (`paradnn calibrate`: the best
-large-matmul throughput on this device and precision). When one is unknown the utilization is
-null and the reason says which command or entry would provide it.
+rate on this device and precision over the math-library paths the workloads use). When one is
+unknown the utilization is null and the reason says which command or entry would provide it.
+
+A run faster than its measured ceiling beats it: that is a finding about the ceiling (a path or
+shape calibrate did not time, or a calibration on a loaded machine), not a utilization above
+100 %. Its utilization is stored as it is — never clipped, the value is the evidence — and
+flagged (`ceiling_beaten`); every reader (`results`, the report's key results and tables) marks
+it with `BEATEN_MARK`, explains it with `BEATEN_LEGEND`, keeps it out of headlines and suggests
+measuring the ceiling again (`RECALIBRATE`). `beaten_ceilings` lists, per device and precision,
+the ok runs faster than the best ceiling stored now.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from paradnn.records import RunRecord, Status, Utilization
 from paradnn.store import Store
+from paradnn.units import missing
 
 NO_CEILING = "no measured ceiling for {device} at {precision}: run `paradnn calibrate`"
+RECALIBRATE = "paradnn calibrate --force"
+BEATEN_MARK = "†"
+BEATEN_LEGEND = (
+    f"{BEATEN_MARK} above 100% of the measured ceiling: the run beat the ceiling stored when it "
+    "ran, so that ceiling is not the device's best (a math path or shape calibrate did not "
+    "time, or a calibration on a loaded machine) and the figure is no utilization; kept out of "
+    f"headlines — re-measure the ceiling with `{RECALIBRATE}`"
+)
+
+
+def beaten(utilization: Any) -> bool | None:
+    """Whether a measured utilization says its ceiling was beaten (strictly above 1); None
+    when there is no utilization to say it."""
+    if missing(utilization) or isinstance(utilization, bool):
+        return None
+    try:
+        u = float(utilization)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(u) else u > 1.0
+
+
+def flagged(row: Mapping[str, Any]) -> bool:
+    """A stored run (or ops row) whose measured utilization beat its ceiling: the stored flag,
+    else (a row from before the flag) its utilization above 1."""
+    if not missing(row.get("ceiling_beaten")):
+        return bool(row["ceiling_beaten"])
+    return bool(beaten(row.get("utilization_measured")))
 
 
 def datasheet_peak(device_name: str | None, precision: str) -> tuple[float | None, str]:
@@ -59,9 +99,11 @@ def part(
         nulls["utilization_datasheet"] = why
     if not ceiling:
         nulls["utilization_measured"] = NO_CEILING.format(device=device_name, precision=precision)
+    measured = achieved / ceiling if ceiling else None
     return Utilization(
         utilization_datasheet=achieved / peak if peak else None,
-        utilization_measured=achieved / ceiling if ceiling else None,
+        utilization_measured=measured,
+        ceiling_beaten=beaten(measured),
         nulls=nulls,
     )
 
@@ -82,3 +124,87 @@ def fill(row: dict[str, Any], store: Store, *, flops_field: str = "achieved_flop
         nulls.pop(key, None)
     nulls.update(u.nulls)
     row["nulls"] = nulls
+
+
+@dataclass(frozen=True)
+class BeatenCeiling:
+    """The ok runs of one device and precision faster than its best stored ceiling."""
+
+    device_name: str
+    precision: str
+    ceiling: float  # FLOP/s, the best ok compute ceiling stored now
+    path: str | None  # the path and shape that set it (None: a ceiling from before paths)
+    shape: str | None
+    runs: int  # ok runs faster than it
+    fastest: float  # FLOP/s of the fastest of them
+    fastest_id: int
+    fastest_family: str
+
+    @property
+    def ratio(self) -> float:
+        return self.fastest / self.ceiling
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def beaten_words(b: Any) -> str:
+    """One line from a `BeatenCeiling` (or its `as_dict()`): what beat which ceiling, and
+    what to do about it."""
+    d = b.as_dict() if isinstance(b, BeatenCeiling) else dict(b)
+    won = f" ({d['path']}, {d['shape']})" if d.get("path") else " (torch.mm alone)"
+    runs = d["runs"]
+    return (
+        f"ceiling beaten: {runs} ok run{'s' if runs != 1 else ''} on {d['device_name']} "
+        f"{d['precision']} went faster than its measured ceiling "
+        f"{d['ceiling'] / 1e9:.4g} GFLOP/s{won}; the fastest, run {d['fastest_id']} "
+        f"({d['fastest_family']}), at {d['fastest'] / 1e9:.4g} GFLOP/s = {d['ratio']:.3g}× it. "
+        f"Re-measure the ceiling with `{RECALIBRATE}` (a larger --budget reaches larger "
+        "shapes; a quiet machine helps)"
+    )
+
+
+def beaten_ceilings(store: Store, device_name: str | None = None) -> list[BeatenCeiling]:
+    """Per device and precision (sorted by name), the ok runs faster than the best ok compute
+    ceiling stored now; empty when every run is below its ceiling."""
+    import json
+
+    best: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+    for name, precision, value, detail in store.conn.execute(
+        "SELECT device_name, precision, value, detail FROM ceilings WHERE kind = 'matmul' "
+        "AND status = ? AND value IS NOT NULL",
+        (Status.OK,),
+    ):
+        if device_name is not None and name != device_name:
+            continue
+        key = (name, precision)
+        if key not in best or value > best[key][0]:
+            try:
+                d = json.loads(detail) if isinstance(detail, str) else {}
+            except ValueError:
+                d = {}
+            best[key] = (float(value), d if isinstance(d, dict) else {})
+    out = []
+    for (name, precision), (ceiling, detail) in sorted(best.items()):
+        rows = store.conn.execute(
+            "SELECT id, family, achieved_flops FROM runs WHERE status = ? AND device_name = ? "
+            "AND precision = ? AND achieved_flops > ? ORDER BY achieved_flops DESC, id",
+            (Status.OK, name, precision, ceiling),
+        ).fetchall()
+        if not rows:
+            continue
+        run_id, family, fastest = rows[0]
+        out.append(
+            BeatenCeiling(
+                name,
+                precision,
+                ceiling,
+                detail.get("path"),
+                detail.get("shape_label"),
+                len(rows),
+                float(fastest),
+                int(run_id),
+                str(family),
+            )
+        )
+    return out

@@ -23,6 +23,8 @@ from paradnn.attempts import choose as choose  # the one choice of a config's at
 from paradnn.errors import ConfigError, StoreError
 from paradnn.records import Status
 from paradnn.store import open_store
+from paradnn.units import missing as no_value
+from paradnn.utilization import flagged
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")
 # Run columns a config key may not shadow (a hyperparameter named like one gets a `cfg_` prefix).
@@ -258,19 +260,31 @@ def _flatten_configs(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str
 
 
 def _fill_measured_utilization(data: Data) -> None:
-    """utilization_measured for runs stored before `paradnn calibrate` ran on their device."""
+    """utilization_measured for runs stored before `paradnn calibrate` ran on their device, and
+    `ceiling_beaten` (utilization.flagged: the stored flag, else a utilization above 1) for
+    every run, so a reader never needs to know which rows predate the flag."""
     runs, ceilings = data.runs, data.ceilings
-    if not len(runs) or not len(ceilings) or "achieved_flops" not in runs:
-        return
-    mm = ceilings[ceilings["kind"] == "matmul"]
-    best = mm.groupby(["device_name", "precision"])["value"].max().to_dict()
-    if "utilization_measured" not in runs:
-        runs["utilization_measured"] = None
-    missing = runs["utilization_measured"].isna() & runs["achieved_flops"].notna()
-    for idx in runs.index[missing]:
-        ceiling = best.get((runs.at[idx, "device_name"], runs.at[idx, "precision"]))
-        if ceiling:
-            runs.at[idx, "utilization_measured"] = runs.at[idx, "achieved_flops"] / ceiling
+    if len(runs) and len(ceilings) and "achieved_flops" in runs:
+        mm = ceilings[(ceilings["kind"] == "matmul") & ceilings["value"].notna()]
+        if "status" in mm:
+            mm = mm[mm["status"].fillna(Status.OK) == Status.OK]
+        best = mm.groupby(["device_name", "precision"])["value"].max().to_dict()
+        if "utilization_measured" not in runs:
+            runs["utilization_measured"] = None
+        missing = runs["utilization_measured"].isna() & runs["achieved_flops"].notna()
+        for idx in runs.index[missing]:
+            ceiling = best.get((runs.at[idx, "device_name"], runs.at[idx, "precision"]))
+            if ceiling:
+                runs.at[idx, "utilization_measured"] = runs.at[idx, "achieved_flops"] / ceiling
+                if "ceiling_beaten" in runs:
+                    runs.at[idx, "ceiling_beaten"] = None  # decided below, from the new value
+    if len(runs):
+        cols = [c for c in ("ceiling_beaten", "utilization_measured") if c in runs]
+        rows = [dict(zip(cols, v, strict=True)) for v in runs[cols].itertuples(index=False)]
+        # None where nothing says (no measured utilization), as in the store
+        runs["ceiling_beaten"] = [
+            flagged(r) if any(not no_value(x) for x in r.values()) else None for r in rows
+        ]
 
 
 def _source(path: str, runs: pd.DataFrame, side_counts: dict[str, int]) -> dict:

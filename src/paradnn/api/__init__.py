@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.analysis import compare, report
     from paradnn.api.catalog import family_info
-    from paradnn.api.ceilings import calibrate, calibrate_host, ops
+    from paradnn.api.ceilings import beaten_ceilings, calibrate, calibrate_host, ops
     from paradnn.api.devices import (
         device_capacity,
         free_memory,
@@ -52,6 +52,7 @@ _HOMES = {
     "compare": "analysis",
     "report": "analysis",
     "family_info": "catalog",
+    "beaten_ceilings": "ceilings",
     "calibrate": "ceilings",
     "calibrate_host": "ceilings",
     "ops": "ceilings",
@@ -96,6 +97,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "beaten_ceilings",
     "bench",
     "calibrate",
     "calibrate_host",

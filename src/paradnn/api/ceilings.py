@@ -33,12 +33,19 @@ def calibrate(
     allow_emulated: bool = False,
     force: bool = False,
     progress: Say | None = None,
+    paths: Sequence[str] | None = None,
 ) -> Rows:
-    """Measure this device's matmul and memory-bandwidth ceilings and store them; later runs
-    on the device report utilization against them. Units already measured in this environment
-    are skipped (`force` measures them again). With `if_missing`, a database that already holds
-    ceilings of this environment (same fingerprint) is left as it is and those rows returned."""
+    """Measure this device's compute ceilings (the best rate per precision over the
+    math-library paths the workloads use: `paths`, default the device type's, docs/ops.md)
+    and its memory bandwidth, and store them; later runs on the device report utilization
+    against them. Units already measured in this environment are skipped (`force` measures
+    them again). With `if_missing`, a database that already holds ceilings of this
+    environment (same fingerprint) over these paths is left as it is and those rows returned."""
+    from paradnn.measure.mathpaths import check_paths
     from paradnn.runner import kernels
+
+    if paths is not None:
+        check_paths(paths)
 
     RunOptions(device=device, threads=threads)
     for p in precisions or ():
@@ -55,8 +62,21 @@ def calibrate(
             force=force,
             if_missing=if_missing,
             on_event=_reporter(progress),
+            paths=paths,
         )
     return rows("ceilings", measured)
+
+
+def beaten_ceilings(db: str = DEFAULT_DB, device_name: str | None = None) -> Rows:
+    """Per device and precision, the ok runs faster than the best compute ceiling stored now
+    (utilization.beaten_ceilings): each row says the ceiling, the path and shape that set it,
+    how many runs beat it and the fastest; empty when no ceiling is beaten. `calibrate` and
+    `results` print them with the advice to measure again (`paradnn calibrate --force`)."""
+    from paradnn import utilization
+
+    with open_store(db, readonly=True) as store:
+        found = utilization.beaten_ceilings(store, device_name)
+    return rows("beaten_ceilings", [b.as_dict() for b in found])
 
 
 def calibrate_host(

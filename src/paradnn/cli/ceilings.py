@@ -52,7 +52,8 @@ def calibrate(
         bool,
         typer.Option(
             "--if-missing",
-            help="Measure only if the database has no ceilings of this device and environment.",
+            help="Measure only what the database lacks: nothing if it has ceilings of this "
+            "device and environment over the current math paths.",
         ),
     ] = False,
     budget: Annotated[
@@ -60,8 +61,8 @@ def calibrate(
         typer.Option(
             "--budget",
             parser=number("--budget", MIN_BUDGET_S, MAX_TIMING_S),
-            help="Seconds of matmuls per precision (default 60): sizes grow while the next one "
-            "fits in what is left.",
+            help="Compute seconds per precision, shared by its paths (default 60): sizes grow "
+            "while the rate rises and the next one fits in what is left.",
         ),
     ] = None,
     allow_emulated: EmulatedOpt = False,
@@ -79,9 +80,11 @@ def calibrate(
         typer.Option("--no-host", help="Measure only the ceilings, not the host profile."),
     ] = False,
 ) -> None:
-    """Measure this device's ceilings (large-matmul FLOP/s per precision, memory bandwidth:
-    copy, triad) and this host's dispatch costs (the host profile `simulate step` uses).
-    Later runs report utilization against the ceilings."""
+    """Measure this device's ceilings (the best FLOP/s per precision over the math paths the
+    workloads use: matmul, linear with a bias, LSTM; memory bandwidth: copy, triad) and this
+    host's dispatch costs (the host profile `simulate step` uses). Later runs report
+    utilization against the ceilings; runs that beat a ceiling are named, with the advice to
+    measure it again."""
     if host_only and no_host:
         raise ConfigError("--host-only", True, "cannot be given with --no-host: give one of them")
     if host_only and (precision or budget is not None or allow_emulated):
@@ -133,11 +136,23 @@ def _ceilings(
     )
     if not rows:
         out.print("Nothing to measure: every unit is already in the database (--force: again).")
-        return
-    kept = if_missing and rows[0].get("id") is not None
-    title = "measured ceilings" + (" (already in the database)" if kept else "")
-    out.print(tables.side_table("ceilings", rows, title=title))
-    out.print(f"Stored in [bold]{escape(db)}[/].")
+    else:
+        kept = if_missing and rows[0].get("id") is not None
+        title = "measured ceilings" + (" (already in the database)" if kept else "")
+        out.print(tables.side_table("ceilings", rows, title=title))
+        out.print(f"Stored in [bold]{escape(db)}[/].")
+    names = {r["device_name"] for r in rows} or {None}
+    for name in sorted(names, key=str):
+        say_beaten(db, name)
+
+
+def say_beaten(db: str, device_name: str | None = None) -> None:
+    """Each device and precision whose stored runs beat its best ceiling, with the advice to
+    measure it again (utilization.beaten_words)."""
+    from paradnn.utilization import beaten_words
+
+    for b in api.beaten_ceilings(db, device_name):
+        out.print(f"[yellow]{escape(beaten_words(b))}[/]")
 
 
 def ops(

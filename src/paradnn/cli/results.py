@@ -142,6 +142,10 @@ def results(
         rows = rows[:limit] if limit else rows
         if fmt is Format.table:
             out.print(tables.side_table(table, rows, title=f"{db}: {len(rows)} {table} rows"))
+            if table == "ceilings":
+                from paradnn.cli.ceilings import say_beaten
+
+                say_beaten(db)
             return
     else:
         rows = api.results(

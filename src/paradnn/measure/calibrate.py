@@ -1,13 +1,19 @@
-"""Measured ceilings of a device: dense matmul throughput per precision and memory bandwidth.
+"""Measured ceilings of a device: the best compute rate per precision over the math-library
+paths the workloads use, and memory bandwidth.
 
-Rows go to the store's `ceilings` table (schema v3). A *measured* ceiling is what this device and
-this software stack reach on the friendliest possible kernel; dividing a run's achieved FLOP/s by
-it gives a utilization that is not flattered or penalised by a datasheet peak.
+Rows go to the store's `ceilings` table. A *measured* ceiling is the best rate this device and
+this software stack reach on the paths a workload's FLOPs take; dividing a run's achieved FLOP/s
+by it gives a utilization that is not flattered or penalised by a datasheet peak. A run above
+it is a finding about the ceiling (`utilization.beaten`), never a headline.
 
-* `matmul`: square GEMMs C = A·B at several sizes n, operands in the precision's dtype (fp32 and
-  tf32 in float32, bf16 in bfloat16, fp16 in float16; no autocast), with the TF32 flags set by
-  `precision.tf32_flags`. FLOPs = 2·n³ per GEMM; the row's value is the best size's
-  2·n³ / median seconds, and `detail` holds every size's median, CI and sample count.
+* `matmul` (the compute ceiling; the kind keeps its historical name): per precision, every path
+  of `paths` (measure/mathpaths.py: `matmul` torch.mm square, `linear` F.linear with a bias
+  tall-skinny, `lstm` nn.LSTM forward + backward) over a ladder of sizes n, operands in the
+  precision's dtype (fp32 and tf32 in float32, bf16 in bfloat16, fp16 in float16; no autocast),
+  TF32 flags from `precision.tf32_flags`. The row's value is the best rate of any path and
+  size; `detail.path`, `detail.shape` and `detail.shape_label` say which won, `detail.paths`
+  holds every path's sizes (median, CI, samples, FLOPs, rate) and why it stopped, and
+  `detail.sizes` the `matmul` path's square sizes (the simulator's rate-by-size curve).
 * `copy`: dst.copy_(src) over float32 arrays well above the last-level cache;
   bytes = 2·N·itemsize (one read, one write; write-allocate traffic is not counted, as STREAM).
 * `triad`: a = b + s·c via torch.add(b, c, alpha=s, out=a); bytes = 3·N·itemsize.
@@ -16,12 +22,15 @@ By default every precision the device runs natively is measured; one asked for b
 is not native gets no row (the reason is kept in every returned row's detail["skipped"]) unless
 `allow_emulated`, which measures it and labels the row's detail["emulated"].
 
-Bounded: each precision's matmuls share a time budget (`budget_s`, default 60 s on a CPU). The
-sizes grow only while the next one, extrapolated as n³ from the last, fits in what is left, so an
+Bounded: a precision's paths share a time budget (`budget_s`, default 60 s), each path taking
+an equal share of what is left when it starts. Without `sizes`, a path's sizes double from the
+device's first (mathpaths.LADDER) until the rate stops rising (a size of at least
+MIN_CEILING_SIZE less than 3 % above the best before it), the tensors would not fit, or the next
+size, extrapolated as n³ from the last, would not fit in the path's share of the budget: an
 emulated bf16 on an AVX2 CPU (1–2 GFLOP/s) stops at a small size instead of timing 4096² for
-minutes; detail["size_reached"] and detail["stopped"] say where and why. `progress` hears the
-precision, the size and the FLOP/s so far, at least every few seconds.
-Timing is paradnn's adaptive timer (`timer.measure` with `device.clock_for`).
+minutes. `sizes` given are tried as given. detail["size_reached"] and detail["stopped"] say
+where and why. `progress` hears the precision, path, size and FLOP/s so far, at least every few
+seconds. Timing is paradnn's adaptive timer (`timer.measure` with `device.clock_for`).
 """
 
 from __future__ import annotations
@@ -35,10 +44,13 @@ from typing import Any
 
 import torch
 
+from paradnn import host
 from paradnn.config import PRECISIONS, RunOptions, check_budget, precision_flags
 from paradnn.errors import ConfigError
+from paradnn.measure import mathpaths
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, synchronize
+from paradnn.measure.mathpaths import MathPath
 from paradnn.measure.timer import Timing, TimingPolicy, measure, told_after
 from paradnn.precisions import can_emulate
 from paradnn.records import now
@@ -58,21 +70,30 @@ __all__ = [
 ]
 
 MiB = 1 << 20
+GiB = 1 << 30
 DTYPES = {
     "fp32": torch.float32,
     "tf32": torch.float32,
     "bf16": torch.bfloat16,
     "fp16": torch.float16,
 }
-# The best size sets the ceiling; the smaller ones give the simulator a measured matmul rate by
-# size (small GEMMs run far below the ceiling, on a CPU as on a GPU).
-DEFAULT_SIZES = {"cpu": (128, 256, 512, 1024, 2048, 4096), "cuda": (1024, 2048, 4096, 8192, 16384)}
+# The first and the last size of the growing ladder (mathpaths.LADDER), kept under this name
+# for callers that read it; the smaller sizes give the simulator a measured matmul rate by size
+# (small GEMMs run far below the ceiling, on a CPU as on a GPU).
+DEFAULT_SIZES = {t: mathpaths.ladder(t)[0] for t in mathpaths.LADDER}
 DEFAULT_STREAM_BYTES = {"cpu": 64 * MiB, "cuda": 256 * MiB}  # per array
-# A ceiling is the rate of a large matmul: when the budget stops the size ladder before one of
-# these was measured, the best small size is no ceiling (a 128² matmul on a loaded CPU ran at
+# A ceiling is the rate of a large kernel: when the budget stops every path's ladder before one
+# of these was measured, the best small size is no ceiling (a 128² matmul on a loaded CPU ran at
 # 0.13 GFLOP/s and made runs "use" 44,000% of it). The row keeps what was measured, with no value.
 MIN_CEILING_SIZE = {"cpu": 1024, "cuda": 4096}
-DEFAULT_BUDGET_S = {"cpu": 60.0, "cuda": 60.0}  # matmul seconds per precision
+DEFAULT_BUDGET_S = {"cpu": 60.0, "cuda": 60.0}  # compute seconds per precision, all paths
+# A growing ladder stops at the first size of at least MIN_CEILING_SIZE that gains less than
+# RISE over the best before it (PLATEAU_STEPS sizes in a row).
+RISE = 0.03
+PLATEAU_STEPS = 1
+# What calibrate lets its tensors take: half the host's memory, 80 % of the GPU's free memory.
+HOST_MEMORY_SHARE = 0.5
+GPU_FREE_SHARE = 0.8
 # Per size: a short adaptive timing (a size is a point on a curve, not a headline result).
 CALIBRATE_POLICY = TimingPolicy(
     min_time_s=0.3, max_time_s=4.0, warmup_min_time_s=0.1, warmup_max_time_s=4.0
@@ -139,9 +160,27 @@ def size_estimate_s(n: int, last_n: int, last_step_s: float, policy: TimingPolic
     return step + warm + timed
 
 
+def size_caps(
+    policy: TimingPolicy, share_s: float, left_s: float, small: bool = False
+) -> TimingPolicy:
+    """The timing policy of one size: its warm-up and its timed phase capped to fractions of
+    the path's budget (an eighth of its share, a third of what is left; a sixteenth of the
+    share each for a `small` size, one below the ceiling size on the way to it), never below
+    the policy's minimums. On a loaded machine a step never looks stable and the CI target is
+    never met, so every size would run to the caps: without these, the small sizes of a path
+    would eat the share its ceiling-sized ones need."""
+    warm, timed = (share_s / 16, share_s / 16) if small else (share_s / 8, left_s / 3)
+    return dataclasses.replace(
+        policy,
+        warmup_max_time_s=max(policy.warmup_min_time_s, min(policy.warmup_max_time_s, warm)),
+        max_time_s=max(policy.min_time_s, min(policy.max_time_s, timed, left_s / 3)),
+    )
+
+
 def too_small(detail: dict[str, Any], sizes: Sequence[int], min_n: int) -> str | None:
-    """Why a matmul row is no ceiling: the budget stopped the ladder before any size of at least
-    `min_n` that was asked for; None when a large size was measured or none was asked for."""
+    """Why a compute row is no ceiling: the budget stopped the ladder (of every path: the
+    largest size any reached counts) before any size of at least `min_n` that was asked for;
+    None when a large size was measured or none was asked for."""
     reached = detail.get("size_reached") or 0
     if reached >= min_n or not detail.get("stopped") or not any(n >= min_n for n in sizes):
         return None
@@ -151,86 +190,246 @@ def too_small(detail: dict[str, Any], sizes: Sequence[int], min_n: int) -> str |
     )
 
 
-def _matmul_row(
+def memory_limit(device: torch.device) -> float | None:
+    """Bytes calibrate lets one size's tensors take (None: unknown, no check)."""
+    try:
+        if device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(device)
+            return GPU_FREE_SHARE * free
+        return HOST_MEMORY_SHARE * host.memory_bytes()
+    except Exception:  # a fake device or no sysconf: the budget still bounds the ladder
+        return None
+
+
+def _kernel(
+    path: MathPath, shape: dict[str, int], device: torch.device, dtype: torch.dtype, gen: Any
+) -> Callable[[], None]:
+    """One timed step of `path` at `shape` (its tensors live in the step's defaults, so the
+    caller frees them by dropping the step)."""
+    kw: dict[str, Any] = {"device": device, "dtype": dtype, "generator": gen}
+    if path.name == "matmul":
+        n = shape["n"]
+        a, b = torch.randn(n, n, **kw), torch.randn(n, n, **kw)
+        c = torch.empty(n, n, device=device, dtype=dtype)
+
+        def step(a=a, b=b, c=c) -> None:
+            torch.mm(a, b, out=c)
+
+        return step
+    if path.name == "linear":
+        x = torch.randn(shape["m"], shape["k"], **kw)
+        w = torch.randn(shape["n"], shape["k"], **kw)
+        bias = torch.randn(shape["n"], **kw)
+
+        def linear(x=x, w=w, bias=bias) -> None:
+            torch.nn.functional.linear(x, w, bias)
+
+        return linear
+    t, b_, h = shape["seq"], shape["batch"], shape["hidden"]
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(0)
+        lstm = torch.nn.LSTM(h, h).to(device=device, dtype=dtype)
+    x = torch.randn(t, b_, h, **kw).requires_grad_()
+    g = torch.randn(t, b_, h, **kw)
+    inputs = (x, *lstm.parameters())
+
+    def lstm_step(x=x, lstm=lstm, g=g, inputs=inputs) -> None:
+        out, _ = lstm(x)
+        torch.autograd.grad(out, inputs, g)  # the input and weight gradients, not accumulated
+
+    return lstm_step
+
+
+def _path_ladder(
     device: torch.device,
     precision: str,
+    path: MathPath,
     sizes: Sequence[int],
+    grow: bool,
+    policy: TimingPolicy,
+    measure_fn: MeasureFn,
+    budget_s: float,
+    say: Say,
+    min_n: int,
+    label: str,
+    rate_hint: float | None = None,
+) -> dict[str, Any]:
+    """Time one path over its sizes within `budget_s`; its detail (sizes, best, why it
+    stopped). `rate_hint`: the best ceiling-sized FLOP/s of this precision so far, from which
+    the first size is estimated (the later ones from the last size's time)."""
+    from paradnn.measure.faults import classify, one_line
+
+    dtype = DTYPES[precision]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    clock = clock_for(device)
+    limit = memory_limit(device)
+    per_size: dict[int, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    stopped: str | None = None
+    plateau: str | None = None
+    gen = torch.Generator(device=device).manual_seed(0)
+    t0 = time.monotonic()
+    last: tuple[int, float] | None = None
+    best, flat = 0.0, 0
+    for n in sizes:
+        left = budget_s - (time.monotonic() - t0)
+        shape = path.shape(n)
+        prior = last or ((n, path.flops(shape) / rate_hint) if rate_hint else None)
+        if prior is not None:
+            est = size_estimate_s(n, prior[0], prior[1], policy)
+            if est > left:
+                stopped = (
+                    f"n={n} would take ~{est:.0f} s and {max(left, 0):.0f} s of the "
+                    f"{budget_s:.3g} s budget were left"
+                    + ("" if last else " (estimated at the best rate of the paths before it)")
+                )
+                say(f"{label}: stopping before n={n} ({stopped})")
+                break
+        need = path.nbytes(shape, itemsize)
+        if limit is not None and need > limit:
+            stopped = (
+                f"n={n} needs ~{need / GiB:.1f} GiB, more than the {limit / GiB:.1f} GiB "
+                "calibrate allows itself"
+            )
+            say(f"{label}: stopping before n={n} ({stopped})")
+            break
+        small = n < min_n <= sizes[-1]
+        size_policy = size_caps(policy, budget_s, left, small)
+        step = None
+        try:
+            step = _kernel(path, shape, device, dtype, gen)
+            heard = told_after(say, f"{label} n={n}")
+            with torch.set_grad_enabled(path.grad):
+                t = measure_fn(step, clock, size_policy, progress=heard)
+            synchronize(device)
+        except Exception as e:  # an oversized kernel is data, not a crash of the whole run
+            errors[str(n)] = f"{classify(e)}: {one_line(e)}"
+            stopped = f"n={n} failed ({errors[str(n)]})"
+            break
+        finally:
+            del step
+            _free(device)
+        d = _summary(t)
+        d["flops"] = path.flops(shape)
+        d["flop_per_s"] = d["flops"] / d["median_s"] if d["median_s"] > 0 else None
+        if path.name != "matmul":
+            d["shape"] = shape
+        per_size[n] = d
+        last = (n, d["median_s"])
+        rate = d["flop_per_s"] or 0.0
+        flat = 0 if rate > best * (1 + RISE) else flat + 1
+        best = max(best, rate)
+        say(
+            f"{label} n={n}: {rate / 1e9:.1f} GFLOP/s "
+            f"(best {best / 1e9:.1f}; {time.monotonic() - t0:.0f} of {budget_s:.3g} s)"
+        )
+        if grow and flat >= PLATEAU_STEPS and n >= min_n:
+            plateau = f"the rate stopped rising: n={n} gained less than {RISE:.0%} over the best"
+            break
+    out: dict[str, Any] = {
+        "call": path.call,
+        "library": path.library(device.type),
+        "sizes": {str(n): d for n, d in per_size.items()},
+        "size_reached": max(per_size, default=None),
+        "budget_s": round(budget_s, 2) if budget_s != float("inf") else None,
+        "seconds": round(time.monotonic() - t0, 2),
+    }
+    for key, value in (("stopped", stopped), ("plateau", plateau), ("errors", errors)):
+        if value:
+            out[key] = value
+    if any(d.get("flop_per_s") for d in per_size.values()):
+        n = best_size(per_size)
+        out.update(
+            best_size=n,
+            flop_per_s=per_size[n]["flop_per_s"],
+            shape=path.shape(n),
+            shape_label=path.label(path.shape(n)),
+        )
+    return out
+
+
+def _compute_row(
+    device: torch.device,
+    precision: str,
+    paths: Sequence[str],
+    sizes: Sequence[int],
+    grow: bool,
     policy: TimingPolicy,
     measure_fn: MeasureFn,
     budget_s: float = float("inf"),
     say: Say | None = None,
 ) -> tuple[float | None, dict[str, Any]]:
-    from paradnn.measure.faults import classify, one_line
-
+    """Every path of one precision within its budget; (the best rate or None, the detail)."""
     say = say or (lambda msg: None)
-    dtype = DTYPES[precision]
-    clock = clock_for(device)
-    per_size: dict[int, dict[str, Any]] = {}
-    errors: dict[str, str] = {}
-    stopped: str | None = None
-    gen = torch.Generator(device=device).manual_seed(0)
+    min_n = MIN_CEILING_SIZE.get(device.type, 0)
     t0 = time.monotonic()
-    last: tuple[int, float] | None = None
+    per_path: dict[str, dict[str, Any]] = {}
     with prec.tf32_flags(precision):
-        for n in sorted(sizes):
+        for i, name in enumerate(paths):
             left = budget_s - (time.monotonic() - t0)
-            if last is not None:
-                est = size_estimate_s(n, last[0], last[1], policy)
-                if est > left:
-                    stopped = (
-                        f"n={n} would take ~{est:.0f} s and {max(left, 0):.0f} s of the "
-                        f"{budget_s:g} s budget were left"
-                    )
-                    say(f"{precision} matmul: stopping before n={n} ({stopped})")
-                    break
-            size_policy = dataclasses.replace(
-                policy, max_time_s=max(policy.min_time_s, min(policy.max_time_s, left / 2))
+            share = left / (len(paths) - i) if budget_s != float("inf") else budget_s
+            label = f"{precision} {name}"
+            path = mathpaths.PATHS[name]
+            mine = tuple(n for n in sizes if n >= path.first(device.type)) if grow else sizes
+            # a first size is estimated from the paths before it only once one of them timed a
+            # ceiling-sized n: a small size's rate (overheads, a loaded machine's scheduling)
+            # would make every larger kernel look too slow to try
+            hint = max(
+                (
+                    d.get("flop_per_s") or 0.0
+                    for d in per_path.values()
+                    if (d.get("best_size") or 0) >= min_n
+                ),
+                default=0.0,
             )
-            a = b = c = None
-            try:
-                a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
-                b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
-                c = torch.empty(n, n, device=device, dtype=dtype)
-
-                def step(a=a, b=b, c=c) -> None:
-                    torch.mm(a, b, out=c)
-
-                heard = told_after(say, f"{precision} matmul n={n}")
-                with torch.no_grad():
-                    t = measure_fn(step, clock, size_policy, progress=heard)
-                synchronize(device)
-                d = _summary(t)
-                d["flops"] = matmul_flops(n)
-                d["flop_per_s"] = matmul_flops(n) / d["median_s"] if d["median_s"] > 0 else None
-                per_size[n] = d
-                last = (n, d["median_s"])
-                best = max(x["flop_per_s"] or 0 for x in per_size.values())
-                say(
-                    f"{precision} matmul n={n}: {(d['flop_per_s'] or 0) / 1e9:.1f} GFLOP/s "
-                    f"(best {best / 1e9:.1f}; {time.monotonic() - t0:.0f} of {budget_s:g} s)"
-                )
-            except Exception as e:  # an oversized GEMM is data, not a crash of the whole run
-                errors[str(n)] = f"{classify(e)}: {one_line(e)}"
-            finally:
-                del a, b, c
-                _free(device)
+            per_path[name] = _path_ladder(
+                device, precision, path, mine or sizes, grow, policy, measure_fn, share, say,
+                min_n, label, hint or None,
+            )  # fmt: skip
+    dtype = DTYPES[precision]
     detail: dict[str, Any] = {
-        "sizes": {str(n): d for n, d in per_size.items()},
+        "paths": per_path,
         "dtype": str(dtype).removeprefix("torch."),
         "flags": precision_flags(precision),
         "budget_s": budget_s if budget_s != float("inf") else None,
-        "size_reached": max(per_size, default=None),
+        "size_reached": max((d["size_reached"] or 0 for d in per_path.values()), default=0) or None,
         "seconds": round(time.monotonic() - t0, 2),
     }
-    if stopped:
-        detail["stopped"] = stopped
-    if errors:
-        detail["errors"] = errors
-    if not any(d.get("flop_per_s") for d in per_size.values()):
+    if "matmul" in per_path:  # the square sizes: the simulator's matmul rate by size
+        detail["sizes"] = per_path["matmul"]["sizes"]
+    single = len(per_path) == 1
+    for key in ("stopped", "errors"):
+        found = {name: d[key] for name, d in per_path.items() if d.get(key)}
+        if not found:
+            continue
+        if key == "stopped":
+            detail[key] = (
+                next(iter(found.values()))
+                if single
+                else "; ".join(f"{name}: {why}" for name, why in found.items())
+            )
+        else:
+            detail[key] = {
+                (n if single else f"{name} n={n}"): e
+                for name, errs in found.items()
+                for n, e in errs.items()
+            }
+    rated = {name: d for name, d in per_path.items() if d.get("flop_per_s")}
+    if not rated:
         return None, detail
-    n = best_size(per_size)
-    detail["best_size"] = n
-    return per_size[n]["flop_per_s"], detail
+    # the winner: the highest rate (the value is the same whichever of two equal rates wins; an
+    # exact tie goes to the path named first)
+    win = max(paths, key=lambda name: rated[name]["flop_per_s"] if name in rated else 0.0)
+    w = rated[win]
+    detail.update(
+        path=win,
+        call=w["call"],
+        library=w["library"],
+        shape=w["shape"],
+        shape_label=w["shape_label"],
+        best_size=w["best_size"],
+    )
+    return w["flop_per_s"], detail
 
 
 def _stream_row(
@@ -297,14 +496,18 @@ def calibrate(
     budget_s: float | None = None,
     allow_emulated: bool = False,
     progress: Say | None = None,
+    paths: Sequence[str] = ("matmul",),
 ) -> list[dict[str, Any]]:
     """Measure this device's ceilings and return rows for the `ceilings` table.
 
     precisions: default every precision the device runs natively; one named here that it does
     not is skipped (no row; reason in detail["skipped"]) unless `allow_emulated`.
-    budget_s: seconds of matmuls per precision (default DEFAULT_BUDGET_S for the device type).
+    budget_s: compute seconds per precision, all paths (default DEFAULT_BUDGET_S).
     progress: called with one line of news at least every few seconds.
-    sizes: matmul sizes n to try (default DEFAULT_SIZES for the device type); the best wins.
+    paths: the math-library paths of the compute row (mathpaths.PATHS; `paradnn calibrate`
+    times mathpaths.DEFAULT_PATHS, this function alone a plain matmul unless told).
+    sizes: sizes n to try on every path, as given (default: the growing ladder of
+    mathpaths.LADDER, until the rate stops rising); the best path and size win.
     stream_bytes: bytes per array of the copy/triad kernels (default DEFAULT_STREAM_BYTES).
     kinds: which ceilings to measure (matmul, copy, triad).
     measure_fn: the timing function (default `timer.measure`); tests inject a fake one.
@@ -321,13 +524,14 @@ def calibrate(
         if p not in PRECISIONS:
             raise ConfigError("precision", p, f"must be one of {', '.join(PRECISIONS)}")
     check_budget(budget_s)
+    paths = mathpaths.check_paths(paths)
     policy = policy or CALIBRATE_POLICY
     measure_fn = measure_fn or measure
     say = progress or (lambda msg: None)
     saved_threads = torch.get_num_threads()
     try:
         dev, env = prepare(RunOptions(device=device, threads=threads))
-        sizes = tuple(sizes or DEFAULT_SIZES[dev.type])
+        ladder, grow = mathpaths.ladder(dev.type, sizes)  # the matmul path's; see _compute_row
         nbytes = int(stream_bytes or DEFAULT_STREAM_BYTES[dev.type])
         budget = float(budget_s or DEFAULT_BUDGET_S[dev.type])
         native = env.get("native_precisions") or ["fp32"]
@@ -342,16 +546,19 @@ def calibrate(
                     skipped[p] = reason
                     say(f"{p}: skipped ({reason})")
                     continue
-                value, detail = _matmul_row(dev, p, sizes, policy, measure_fn, budget, say)
+                value, detail = _compute_row(
+                    dev, p, paths, ladder, grow, policy, measure_fn, budget, say
+                )
                 if emulate:
                     detail["emulated"] = reason
-                short = too_small(detail, sizes, MIN_CEILING_SIZE.get(dev.type, 0))
+                short = too_small(detail, ladder, MIN_CEILING_SIZE.get(dev.type, 0))
                 if value is not None and short:
                     detail["too_small"] = short
-                    say(f"{p} matmul: no ceiling ({short})")
+                    say(f"{p}: no ceiling ({short})")
                 if value is None:
-                    skipped[p] = "no matmul size could be measured: " + "; ".join(
-                        f"n={n}: {e}" for n, e in detail.get("errors", {}).items()
+                    skipped[p] = "no size could be measured: " + "; ".join(
+                        f"{n if ' n=' in n else 'n=' + n}: {e}"
+                        for n, e in detail.get("errors", {}).items()
                     )
                     continue
                 results.append(("matmul", p, value, "FLOP/s", detail))

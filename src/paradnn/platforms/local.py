@@ -13,6 +13,7 @@ from typing import Any
 
 from paradnn import host, precisions
 from paradnn.errors import ConfigError
+from paradnn.platforms import cores as microarch
 from paradnn.platforms import specs
 from paradnn.precisions import PRECISIONS
 
@@ -85,9 +86,15 @@ def cpu_info(cpuinfo: str | Path = CPUINFO, sysfs: str | Path = SYSFS_CPU) -> di
     if base_hz is None:
         nulls["base_frequency_hz"] = f"{freq_dir / 'base_frequency'} not readable"
 
+    core = microarch.identify(
+        first.get("vendor_id"), first.get("cpu family"), first.get("model"), model, flags
+    )
     return {
         "model": model,
         "vendor_id": first.get("vendor_id"),
+        "family": first.get("cpu family"),
+        "model_number": first.get("model"),
+        "core": core.as_dict(),
         "physical_cores": physical,
         "logical_cpus": logical,
         "usable_cpus": len(host.usable_cpus()),
@@ -100,76 +107,57 @@ def cpu_info(cpuinfo: str | Path = CPUINFO, sysfs: str | Path = SYSFS_CPU) -> di
     }
 
 
-def _fp32_per_cycle(flags: dict[str, bool], vendor_id: str | None) -> tuple[int, str] | None:
-    """fp32 FLOP/cycle/core of the widest FMA the flags advertise, with the assumption named."""
-    if flags.get("avx512f"):
-        if vendor_id == "AuthenticAMD":
-            return 32, (
-                "AVX-512 on AMD Zen 4, executed as 2 × 256-bit FMA pipes: 2 units × 8 fp32 lanes "
-                "× 2 (FMA); assumption — Zen 5 server parts with full 512-bit pipes reach 64"
-            )
-        return 64, (
-            "AVX-512 FMA: 2 units × 16 fp32 lanes × 2; assumption — 2 FMA units as on Xeon "
-            "Scalable Gold 6xxx/Platinum; 1-unit parts (Silver, Bronze, some Gold 5xxx) reach 32"
-        )
-    if flags.get("avx2") and flags.get("fma"):
-        return 32, "AVX2 FMA: 2 units × 8 fp32 lanes × 2"
-    if flags.get("avx"):
-        return 16, "AVX without FMA: 1 add + 1 multiply unit × 8 fp32 lanes"
-    return None
+def _core(cpu: dict[str, Any]) -> tuple[microarch.Core, set[str]]:
+    """The core `cpu_info` identified (else identified now from the fields it holds) and the
+    flags it was identified with."""
+    flags = {f for f, on in (cpu.get("flags") or {}).items() if on}
+    c = cpu.get("core")
+    if isinstance(c, dict):
+        return microarch.Core(**c), flags  # type: ignore[arg-type]
+    core = microarch.identify(
+        cpu.get("vendor_id"), cpu.get("family"), cpu.get("model_number"), cpu.get("model"), flags
+    )
+    return core, flags
 
 
 def derive_cpu_peaks(cpu: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per precision: ``{value, source: "derived", derivation}`` or ``{value: None, reason}``."""
-    cores, freq, flags = cpu["physical_cores"], cpu["frequency_hz"], cpu["flags"]
-    fma = _fp32_per_cycle(flags, cpu.get("vendor_id"))
+    """Per precision: ``{value, source: "derived", derivation}`` or ``{value: None, reason}``.
+    The FLOP/cycle of a core comes from the microarchitecture the cpuinfo names
+    (platforms/cores.py); one it cannot name gives a null peak with the reason, never a guess."""
+    cores_n, freq = cpu["physical_cores"], cpu["frequency_hz"]
+    core, flags = _core(cpu)
     missing = None
     if freq is None:
         missing = "CPU frequency unknown"
-    elif cores is None:
+    elif cores_n is None:
         missing = "physical core count unknown"
-    elif fma is None:
-        missing = "no AVX/AVX2/AVX-512 flags: vector width unknown"
+    elif core.fp32_per_cycle is None:
+        missing = f"microarchitecture unknown: {core.why}"
     out: dict[str, dict[str, Any]] = {}
     for precision in PRECISIONS:
         if missing:
             out[precision] = {"value": None, "reason": missing}
             continue
-        per_cycle, why = fma
+        per_cycle, why = core.fp32_per_cycle, f"{core.name}: {core.why}"
         if precision == "tf32":
             out[precision] = {"value": None, "reason": "tf32 is a GPU tensor-core format"}
             continue
-        if precision == "bf16":
-            reason = precisions.cpu_reason("bf16", [f for f, on in flags.items() if on], caps=False)
-            if reason or not flags.get("avx512_bf16"):
-                out[precision] = {
-                    "value": None,
-                    "reason": reason
-                    or "bf16 only through AMX tiles, whose throughput is not derived here",
-                }
+        if precision in ("bf16", "fp16"):
+            reason = precisions.cpu_reason(precision, sorted(flags), caps=False)
+            of = microarch.bf16_per_cycle if precision == "bf16" else microarch.fp16_per_cycle
+            rate, how = of(core, flags)
+            if reason or rate is None:
+                out[precision] = {"value": None, "reason": reason or how}
                 continue
-            per_cycle, why = per_cycle * 2, f"{why}; ×2 for bf16 pairs via VDPBF16PS"
-            if flags.get("amx_bf16"):
-                why += "; AMX tiles (amx_bf16) not counted: their throughput is not derived here"
-        if precision == "fp16":
-            reason = precisions.cpu_reason("fp16", [f for f, on in flags.items() if on], caps=False)
-            if reason or not flags.get("avx512_fp16"):
-                out[precision] = {
-                    "value": None,
-                    "reason": reason
-                    or "fp16 only through AMX tiles, whose throughput is not derived here",
-                }
-                continue
-            per_cycle, why = per_cycle * 2, f"{why}; ×2 for 32 fp16 lanes (AVX512-FP16)"
-            if flags.get("amx_fp16"):
-                why += "; AMX tiles (amx_fp16) not counted"
-        value = cores * freq * per_cycle
+            per_cycle, why = rate, (how if "AMX" in how else f"{why}; {how}")
+        value = cores_n * freq * per_cycle
         out[precision] = {
             "value": value,
             "source": "derived",
+            "core": core.name,
             "derivation": (
-                f"{cores} cores × {freq / 1e9:.3g} GHz × {per_cycle} FLOP/cycle ({why}); "
-                f"clock from {cpu['frequency_source']}"
+                f"{cores_n} cores × {freq / 1e9:.3g} GHz × {per_cycle} FLOP/cycle ({why}); "
+                f"clock from {cpu['frequency_source']}; rule from {core.source}"
             ),
         }
     return out

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from paradnn import units as U
+from paradnn.utilization import BEATEN_MARK, beaten
 
 Fmt = Callable[[Any], str]
 
@@ -63,6 +64,12 @@ def _text(x: Any) -> str:
     return str(x)
 
 
+def util_measured(x: Any) -> str:
+    """A utilization of the measured ceiling; above 100 % it carries the beaten-ceiling mark
+    (utilization.BEATEN_MARK, explained where the report shows it)."""
+    return U.pct(x) + (f" {BEATEN_MARK}" if beaten(x) else "")
+
+
 # Formatters a table may name in `units=`.
 KINDS: dict[str, Fmt] = {
     "pct": U.pct,
@@ -96,11 +103,11 @@ COLUMNS: dict[str, tuple[str, Fmt]] = {
     "median_examples_per_s": ("median examples/s", _si("")),
     "achieved_flops": ("achieved FLOP/s", _si("FLOP/s")),
     "max_achieved_flops": ("max achieved FLOP/s", _si("FLOP/s")),
-    "utilization_measured": ("utilization (measured ceiling)", U.pct),
+    "utilization_measured": ("utilization (measured ceiling)", util_measured),
     "utilization_datasheet": ("utilization (datasheet)", U.pct),
-    "max_util_measured": ("max utilization (measured ceiling)", U.pct),
+    "max_util_measured": ("max utilization (measured ceiling)", util_measured),
     "max_util_datasheet": ("max utilization (datasheet)", U.pct),
-    "p90_util_measured": ("90th pct. utilization (measured ceiling)", U.pct),
+    "p90_util_measured": ("90th pct. utilization (measured ceiling)", util_measured),
     "p90_util_datasheet": ("90th pct. utilization (datasheet)", U.pct),
     "step_time_s": ("step time", seconds),
     "runs": ("runs", U.count),

@@ -23,6 +23,7 @@ from paradnn import units as U
 from paradnn.analysis import findings as F
 from paradnn.analysis.frames import ordered
 from paradnn.report.writer import Frame, Writer, slug
+from paradnn.utilization import RECALIBRATE
 
 MAX_SPEEDUPS = 8
 CI_ENDS = ("geomean_ci_low", "geomean_ci_high")
@@ -70,14 +71,23 @@ def _verdicts(fr: Frame | None) -> list[Line]:
 
 def _utilization(runs: pd.DataFrame) -> list[Line]:
     """The best and the worst ok run by utilization of the measured ceiling (else of the
-    datasheet peak): family, configuration, platform, precision."""
+    datasheet peak): family, configuration, platform, precision. A run above 100 % of its
+    denominator beat it (utilization.py): no headline, said in a line of its own."""
     for col, of in (("utilization_measured", "measured ceiling"), ("utilization_datasheet",
                     "datasheet peak")):  # fmt: skip
         if col not in runs:
             continue
         u = pd.to_numeric(runs[col], errors="coerce")
-        ok = runs[u.notna() & (u > 0)]
+        if col == "utilization_measured" and "ceiling_beaten" in runs:
+            over = runs["ceiling_beaten"].map(lambda v: not U.missing(v) and bool(v))
+        else:
+            over = u > 1
+        over = over & u.notna()
+        ok = runs[u.notna() & (u > 0) & ~over]
+        beaten = _beaten(runs[over], u[over], of)
         if len(ok) < 2:
+            if beaten:
+                return beaten
             continue
         u = u[ok.index]
         differ = [c for c in SETTINGS if c in ok and ok[c].astype(str).nunique() > 1]
@@ -94,12 +104,40 @@ def _utilization(runs: pd.DataFrame) -> list[Line]:
                     f"{r['platform']} {r['precision']}"
                     + "".join(f", {c.replace('_', ' ')} {r[c]}" for c in differ),
                     f"{U.pct(u[idx], 1 if U.shown(u[idx]) >= 0.01 else 2)} of the {of}, "
-                    f"{U.si(r.get('achieved_flops'), 'FLOP/s')}; over {len(ok)} ok runs",
+                    f"{U.si(r.get('achieved_flops'), 'FLOP/s')}; over {len(ok)} ok runs"
+                    + (f" ({len(over[over])} above the {of} left out)" if over.any() else ""),
                     "#summary",
                 )
             )
-        return out
+        return out + beaten
     return []
+
+
+def _beaten(over: pd.DataFrame, u: pd.Series, of: str) -> list[Line]:
+    """One line for the runs above 100 % of their denominator: kept out of the headline, the
+    highest named, and what to do (utilization.BEATEN_LEGEND)."""
+    if not len(over):
+        return []
+    idx = u.idxmax()
+    r = over.loc[idx]
+    n = len(over)
+    what = (
+        f"re-measure it: `{RECALIBRATE}`"
+        if of == "measured ceiling"
+        else "check the run's FLOP count and the platform entry"
+    )
+    return [
+        Line(
+            "count",
+            f"{n} ok run{'s' if n != 1 else ''} above 100% of the {of}: "
+            f"{'it is' if of == 'measured ceiling' else 'the peak is'} beaten, so "
+            f"{'they are' if n != 1 else 'it is'} no utilization headline",
+            f"highest {U.pct(u[idx], 1)} ({r['family']} on {r['platform']} {r['precision']}, "
+            f"{U.si(r.get('achieved_flops'), 'FLOP/s')}); {what}",
+            "#summary",
+            "beaten",
+        )
+    ]
 
 
 def _speedups(frames: dict[str, Frame]) -> list[Line]:

@@ -33,24 +33,20 @@ def calibrate(
     if_missing: bool = False,
     timeout_s: float = 900.0,
     on_event: Callable[[Event], None] | None = None,
+    paths: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure the ceilings of `device`, one unit per worker; rows of this call (stored).
     Precisions the device cannot run natively are left out (their reasons are in every row's
-    detail["skipped"]) unless `allow_emulated`. With `if_missing`, an environment that already
-    has ok ceilings in the store measures nothing and those rows come back."""
+    detail["skipped"]) unless `allow_emulated`. `paths`: the math-library paths of each
+    precision's compute unit (default: the device type's, measure/mathpaths.py). With
+    `if_missing`, an environment whose store already covers every planned unit with an ok
+    row (a compute row measured over these paths) measures nothing and those rows come back;
+    otherwise only the units not covered are measured."""
     skipped: dict[str, str] = {}
     known: list[dict[str, Any]] = []
     notes: list[str] = []
 
     def plan(env: dict[str, Any]) -> list[T.KernelUnit]:
-        if if_missing:
-            known.extend(
-                r
-                for r in store.rows("ceilings", {"fingerprint": env["fingerprint"]})
-                if r.get("status") == Status.OK
-            )
-            if known:
-                return []
         units, left_out = T.ceiling_units(
             env,
             precisions,
@@ -59,9 +55,21 @@ def calibrate(
             sizes=sizes,
             stream_bytes=stream_bytes,
             allow_emulated=allow_emulated,
+            paths=paths,
         )
         skipped.update(left_out)
         notes.extend(f"{p}: skipped ({why})" for p, why in left_out.items())
+        if if_missing:
+            ok = [
+                r
+                for r in store.rows("ceilings", {"fingerprint": env["fingerprint"]})
+                if r.get("status") == Status.OK
+            ]
+            found = {u.key: _covering(u, ok) for u in units}
+            if all(found.values()):
+                known.extend(r for r in found.values() if r is not None)
+                return []
+            units = [u for u in units if found[u.key] is None]
         return units
 
     rows = _run(store, device, threads, plan, force, timeout_s, on_event, notes)
@@ -71,6 +79,22 @@ def calibrate(
         if isinstance(row.get("detail"), dict):
             row["detail"]["skipped"] = {**skipped, **row["detail"].get("skipped", {})}
     return rows
+
+
+def _covering(unit: T.KernelUnit, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest ok row that already answers `unit`: same kind and precision and, for a
+    compute unit, measured over at least its paths (a ceiling from before the paths existed
+    timed torch.mm alone, and does not)."""
+    kind, precision = unit.params["kind"], unit.params.get("precision")
+    want = set(unit.params.get("paths") or ())
+    for r in reversed(rows):
+        if r.get("kind") != kind or r.get("precision") != precision:
+            continue
+        detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
+        if kind == "matmul" and not want <= set(detail.get("paths") or ("matmul",)):
+            continue
+        return r
+    return None
 
 
 def host_profile(

@@ -116,8 +116,14 @@ def ceiling_units(
     sizes: Sequence[int] | None = None,
     stream_bytes: int | None = None,
     allow_emulated: bool = False,
+    paths: Sequence[str] | None = None,
 ) -> tuple[list[KernelUnit], dict[str, str]]:
-    """The units of one `calibrate`, and the precisions left out with their reasons."""
+    """The units of one `calibrate`, and the precisions left out with their reasons. A
+    precision's compute unit times every math-library path of `paths` (default: the device
+    type's, measure/mathpaths.py); they are part of its key, so ceilings measured over other
+    paths are measured again."""
+    from paradnn.measure import mathpaths
+
     kinds = tuple(kinds)
     for k in kinds:
         if k not in CEILING_KINDS:
@@ -127,7 +133,8 @@ def ceiling_units(
     asked = native if precisions is None else list(dict.fromkeys(precisions))
     tasks: list[KernelUnit] = []
     skipped: dict[str, str] = {}
-    base = {"budget_s": budget_s, "sizes": list(sizes) if sizes else None}
+    routes = mathpaths.check_paths(paths or mathpaths.default_paths(env["device_type"]))
+    base = {"budget_s": budget_s, "sizes": list(sizes) if sizes else None, "paths": list(routes)}
     for kind in kinds:
         if kind == "matmul":
             for p in asked:
@@ -274,6 +281,7 @@ def run_kernel(
             budget_s=params.get("budget_s"),
             allow_emulated=bool(params.get("emulated")),
             progress=progress,
+            paths=params.get("paths") or ("matmul",),
         )
         if not rows:
             return None

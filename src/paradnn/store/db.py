@@ -27,7 +27,7 @@ JSON_COLUMNS = (
     "infeed",  # data infeed (docs/infeed.md)
     "xla_detail",  # the JAX backend (docs/jax.md)
 )
-BOOL_COLUMNS = ("converged", "emulated", "cudagraphs", "xla_flops_mismatch")
+BOOL_COLUMNS = ("converged", "emulated", "cudagraphs", "xla_flops_mismatch", "ceiling_beaten")
 BOOL_COLUMNS += ("pin_memory", "persistent_workers", "input_bound")  # docs/infeed.md
 ENV_COLUMNS = {
     "python_version": "python",

@@ -309,6 +309,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE host_profile ADD COLUMN scaler_s REAL;      -- s, GradScaler once a step
     ALTER TABLE host_profile ADD COLUMN launches_included INTEGER NOT NULL DEFAULT 0;
     """,
+    # ceilings that are ceilings (issue 41, docs/ops.md): a run faster than its measured ceiling
+    # beats it; the flag is stored beside the utilization (kept as is, above 1 too) and set on
+    # the rows stored before it from the utilization they hold.
+    """
+    ALTER TABLE runs ADD COLUMN ceiling_beaten INTEGER;
+    UPDATE runs SET ceiling_beaten = (utilization_measured > 1)
+        WHERE utilization_measured IS NOT NULL;
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

@@ -11,6 +11,7 @@ from paradnn.analysis.frames import (
 from paradnn.records import Status
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
+from paradnn.utilization import BEATEN_LEGEND
 
 
 def fill(inp: Inputs, w: Writer, s: Content) -> None:
@@ -58,9 +59,8 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
             s.notes.append(
                 "Utilization above 100% of the measured ceiling ("
                 + ", ".join(f"{r.family} on {r.platform} {r.precision}" for r in over.itertuples())
-                + "): runs achieved more than the stored matmul ceiling, so that calibration "
-                "under-measured the device (too small a matrix, or a loaded machine). `paradnn "
-                "calibrate --force` measures it again; utilization is stored with each run."
+                + f"). {BEATEN_LEGEND}. Utilization is stored with each run, as measured (never "
+                "clipped)."
             )
         s.tables.append(
             w.table(
