@@ -131,7 +131,7 @@ T8_PLATFORMS = {
 #   max_length, problem.py) × `num_shards` in trainer_lib.create_estimator. Seed 002 §3.3 takes
 #   a throughput as the mini-batch it set ÷ the iteration time, so a Table 8 TPU Transformer
 #   figure is one core's tokens ÷ step: a v2-8 step runs 8 × that batch. (Read as the board's,
-#   the 21,333 tokens/s of a v2-8 at "4096" would be 4.6 % of its peak; seed 000 §4.2 finds the
+#   the 21,333 tokens/s of a v2-8 at "4096" would be 5 % of its peak; seed 000 §4.2 finds the
 #   Transformer at a 4k batch "close to compute-bound" on the same TPU.)
 T8_TPU_RUNS = {
     "resnet50": ("mixed", "global"),

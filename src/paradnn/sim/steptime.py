@@ -720,7 +720,8 @@ def predict_step(
     infeed is fed in as `model.input_step` does: the slower of step and infeed when the loader
     prefetches (``loader_overlapped``), else their sum; ``input_s`` says how long it needs.
     ``host``: the host's dispatch costs (None: `hostprofile.default` for the chip's kind);
-    ``policy``: mixed or pure 16-bit (`build_plan`); ``optimizer_impl``: loop, foreach or fused
+    ``policy``: mixed or pure 16-bit, or fp32-storage (a float32 model on a TPU; `build_plan`);
+    ``optimizer_impl``: loop, foreach or fused
     (None: torch's default for the device)."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
