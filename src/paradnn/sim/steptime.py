@@ -39,6 +39,8 @@ until a measured infeed feeds it); and the data-parallel all-reduce of the fp32 
 over the links, its HBM traffic (every byte sent is read, received and reduced: 3 bytes of HBM
 traffic a byte sent), and a synchronisation latency per gradient tensor. On a chip with several
 cores (TPU v2/v3: two) the per-chip batch is split across the cores, each core a replica.
+On a TPU every layer's tensors are padded to XLA's 8 × 128 tiles (`xlalayout`), and a float32
+model keeps fp32 tensors with the MXU at its default one-pass bf16 (policy ``fp32-storage``).
 
 Every term is a prediction (``kind = "prediction"``); parameters say where they came from
 (``StepParams.source``).
