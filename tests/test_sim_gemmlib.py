@@ -224,3 +224,51 @@ def test_the_optimizer_moves_every_unfused_ops_words_and_a_fused_one_pass():
     gain = defaults(cpu.platform).cache_gain
     want = one.terms.optimizer_s * (1 + 11 / 7 / gain)
     assert loop.terms.optimizer_s == pytest.approx(want, rel=1e-9)
+
+
+def _seed_era(name="v100-pcie"):
+    return chips.load_file(str(resources.files("paradnn") / "data" / "chips" / f"{name}.toml"))
+
+
+def test_off_the_tensor_cores_a_16_bit_gemm_runs_at_the_fp32_rate():
+    # the frameworks compute 16-bit GEMMs with fp32 accumulation (PyTorch's "Simulated Hgemm":
+    # cublasGemmEx(..., CUDA_R_32F compute); cuDNN RNNs with the math precision promoted to
+    # float): off the tensor cores that is the fp32 FMA rate, not the paired fp16 one
+    v100 = _seed_era()
+    sp = v100.step
+    assert sp.tc_fallback == 1.0 == defaults(v100.platform).tc_fallback
+    op = Op("x", "fwd", 1280, 6000, 1500)  # the PTB LSTM's input GEMM: 1500 is not a multiple of 8
+    t16, q16, off = st._op_peak(op, v100, "fp16", sp)
+    t32, q32, _ = st._op_peak(op, v100, "fp32", sp)
+    assert off and (t16, q16) == pytest.approx((t32, q32))
+    aligned = st._op_peak(Op("x", "fwd", 1280, 6000, 1504), v100, "fp16", sp)
+    assert not aligned[2] and aligned[0] < t16 / 4  # on the tensor cores: several times faster
+    # a 2-layer LSTM of 1500 units: all its GEMMs are misaligned, so fp16 gains no compute
+    cfg = {"batch": 64}
+    lstm16 = st.predict_step("lstm_ptb", cfg, v100, "fp16")
+    lstm32 = st.predict_step("lstm_ptb", cfg, v100, "fp32")
+    assert lstm16.plan.fallback.all()
+    assert lstm16.terms.gemm_compute_s == pytest.approx(lstm32.terms.gemm_compute_s, rel=1e-9)
+
+
+def test_a_convolution_pads_its_channels_instead_of_leaving_the_tensor_cores():
+    # cuDNN 7 (Developer Guide §2.8.4.3): packed NCHW tensors whose channels are not a multiple
+    # of 8 are padded for the tensor cores; ResNet-50's 3-channel stem stays on them at 3/8
+    v100 = _seed_era()
+    r = st.predict_step("resnet50", {"batch": 32}, v100, "fp16")
+    stem = [i for i, name in enumerate(r.plan.layer) if name == "conv1"]
+    assert stem and not r.plan.fallback[stem].any()
+    fwd = next(i for i in stem if r.plan.phase[i] == "fwd")
+    m, n, k = r.plan.shape[fwd]
+    q = gemmlib.choose_tile(m, n, k, v100.step.tiles_of("fp16"), v100.step.units).quant
+    assert r.plan.quant[fwd] == pytest.approx(q * 3 / 8)
+    # one input channel padded to eight is slower than the vector units: the autotuner's
+    # choice is the fp32-rate algorithm (DeepSpeech 2's spectrogram convolution)
+    ds2 = st.predict_step("deepspeech2", {"batch": 8}, v100, "fp16")
+    spec = [i for i, name in enumerate(ds2.plan.layer) if name == "conv1"]
+    assert spec and ds2.plan.fallback[spec].all()
+    conv2 = [i for i, name in enumerate(ds2.plan.layer) if name == "conv2"]  # 32 channels
+    assert conv2 and not ds2.plan.fallback[conv2].any()
+    # a linear layer has no such padding: still off the tensor cores when misaligned
+    odd = st.predict_step("fc", {"layers": 2, "nodes": 1020, "batch": 256}, v100, "fp16")
+    assert odd.plan.fallback.any()

@@ -280,3 +280,29 @@ def test_sim_validation_takes_every_gpu_database_in_its_folder(sv, tmp_path):
     assert "| h100-big-x | gpu |" in text and "quick sweep → bigger configurations" in text
     assert "datasheet-only + measured host profile" in text
     assert sv.main(["--gpu-dir", str(tmp_path / "nowhere")]) == 2
+
+
+def test_table8_maps_the_tpu_models_as_their_code_ran_them(sv):
+    # tensor2tensor on a TPU: the batch is tokens per core; the chip runs both cores' and the
+    # paper counts one core's (its throughput = the batch it set ÷ the step)
+    assert sv._t8_config("transformer_base", 4096, 4, 2, per_core=True) == (
+        {"batch": 16, "length": 512},
+        4096,
+    )
+    # elsewhere a global batch over the chips, counted whole
+    assert sv._t8_config("transformer_base", 4096, 1) == ({"batch": 8, "length": 512}, 4096)
+    assert sv._t8_config("resnet50", 128, 4, 2) == ({"batch": 32}, 128)
+    cases = {
+        (c.device, c.family, c.config["batch"]): c for c in sv.table8_cases("seed002-t8-tpu-bf16")
+    }
+    tr = cases[("TPU V2", "transformer_base", 16)]
+    assert tr.policy == "fp32-storage" and tr.chips == 4
+    assert tr.measured_s == pytest.approx(4096 / tr.paper)  # 192 ms for 4096 tokens a core
+    assert cases[("TPU V3", "inception_v3", 32)].policy == "fp32-storage"  # its float32 default
+    r50 = cases[("TPU V2", "resnet50", 16)]  # 64 images over the board, bfloat16
+    assert r50.policy == "mixed" and r50.measured_s == pytest.approx(64 / r50.paper)
+    # the GPUs keep the global mapping and their precision's default policy
+    gpu = sv.table8_cases("seed002-t8-v100-fp16")
+    assert {c.policy for c in gpu} == {"mixed"}
+    t = next(c for c in gpu if c.family == "transformer_base" and c.config["batch"] == 8)
+    assert t.measured_s == pytest.approx(4096 / t.paper)

@@ -171,6 +171,8 @@ def _kind(spec: Mapping[str, Any]) -> str:
 
 def _label(spec: Mapping[str, Any]) -> str:
     s = f"{spec['platform'].removeprefix('data:')} {spec['precision']}"
+    if spec.get("policy", "mixed") != "mixed":
+        s += f" ({spec['policy']})"
     if spec.get("chips", 1) > 1:
         s += f" ×{spec['chips']}" + (f" {spec['topology']}" if spec.get("topology") else "")
     return s
@@ -205,6 +207,7 @@ class Predictor:
                 spec["precision"],
                 chips=chips,
                 topology=_topology(spec),
+                policy=spec.get("policy", "mixed"),
             )
         return self._steps[key]
 

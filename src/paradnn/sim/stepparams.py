@@ -91,12 +91,17 @@ class StepParams:
     # Tensor cores and alignment (`gemmlib`). ``tc_rule = "strict"`` (cuBLAS < 11.0, cuDNN <
     # 7.6.3, the seeds' era): a 16-bit GEMM takes the tensor cores only when m, n and k are
     # multiples of `tc_align`, otherwise it runs on the vector units at `tc_fallback` × the fp32
-    # peak (2 on Pascal P100/Volta: paired fp16); `tc_align` 0 or 1: no such rule.
+    # peak: 1, because the frameworks compute a 16-bit GEMM with fp32 accumulation (PyTorch's
+    # THCudaBlas_Hgemm, "Simulated Hgemm": cublasGemmEx(..., CUDA_R_32F compute); its cuDNN RNNs
+    # promote the math precision of fp16 to float, `promote_rnn_math_type`), and the paired
+    # fp16 FMA (2× on P100/V100) exists only with fp16 accumulation (cublasHgemm); a cuDNN
+    # convolution pads its channels to the multiple instead (`steptime`); `tc_align` 0 or 1: no
+    # such rule.
     # ``"graded"`` (cuBLAS ≥ 11.0): always on the tensor cores, at `gemmlib.pad_efficiency` ×
     # `gemmlib.alignment_efficiency(a, exponent=align_exponent, narrow_kernel=narrow_kernel)`
     # for rows aligned to only a bytes.
     tc_align: int = 0
-    tc_fallback: float = 2.0
+    tc_fallback: float = 1.0
     tc_rule: str = "graded"
     align_exponent: float = 1.0
     narrow_kernel: float = 1.0

@@ -39,6 +39,8 @@ until a measured infeed feeds it); and the data-parallel all-reduce of the fp32 
 over the links, its HBM traffic (every byte sent is read, received and reduced: 3 bytes of HBM
 traffic a byte sent), and a synchronisation latency per gradient tensor. On a chip with several
 cores (TPU v2/v3: two) the per-chip batch is split across the cores, each core a replica.
+On a TPU every layer's tensors are padded to XLA's 8 × 128 tiles (`xlalayout`), and a float32
+model keeps fp32 tensors with the MXU at its default one-pass bf16 (policy ``fp32-storage``).
 
 Every term is a prediction (``kind = "prediction"``); parameters say where they came from
 (``StepParams.source``).
@@ -59,7 +61,7 @@ from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
 from paradnn.optimizers import SPECS
 from paradnn.precisions import itemsize
-from paradnn.sim import gemmlib, hostprofile
+from paradnn.sim import gemmlib, hostprofile, xlalayout
 from paradnn.sim import rounding as prec
 from paradnn.sim import timeline as tl
 from paradnn.sim import traffic as mem
@@ -87,7 +89,11 @@ RECURRENT_STEP_KERNELS = 2
 # each GEMM phase (forward: x and y; data-gradient: dy and dx; weight-gradient: x and dy), each
 # read and written once.
 TRANSPOSE_PASSES_PER_PHASE = 2
-POLICIES = ("mixed", "pure")  # 16-bit: fp32 master weights (autocast), or all 16-bit (.half())
+# 16-bit: fp32 master weights (autocast), all 16-bit (.half()), or (bf16 on a TPU) every tensor
+# in fp32 with the MXU at its default precision, one bf16 pass (Cloud TPU docs, "bfloat16": "By
+# default, TPUs perform matrix multiplication operations with bfloat16 values and accumulations
+# with IEEE float32 values"): what a float32 TensorFlow model trains as on a TPU.
+POLICIES = ("mixed", "pure", "fp32-storage")
 
 
 def optimizer_kernels(optimizer: str) -> int:
@@ -197,8 +203,25 @@ def tensor_core_alignment(op: Op, chip: Chip, precision: str, sp: StepParams) ->
     return gemmlib.pad_efficiency(op.k, granule) * eff
 
 
-def _op_peak(op: Op, chip: Chip, precision: str, sp: StepParams) -> tuple[float, float, bool]:
-    """(seconds at the peak after quantization, that quantization, off the tensor cores)."""
+def channel_pad_efficiency(conv: Conv2d, align: int) -> float:
+    """The useful share of a convolution's tensor-core GEMM when cuDNN pads its input and
+    output channels to multiples of ``align`` (cuDNN 7 Developer Guide §2.8.4.3, "Padding":
+    for packed NCHW data whose channel dimension is not a multiple of 8, the library pads the
+    tensors as needed to enable Tensor Core operations)."""
+    if align <= 1:
+        return 1.0
+    pad = lambda c: align * math.ceil(c / align)  # noqa: E731 - one line, used twice
+    cin = conv.in_ch // conv.groups
+    cout = conv.out_ch // conv.groups
+    return (cin / pad(cin)) * (cout / pad(cout))
+
+
+def _op_peak(
+    op: Op, chip: Chip, precision: str, sp: StepParams, conv: Conv2d | None = None
+) -> tuple[float, float, bool]:
+    """(seconds at the peak after quantization, that quantization, off the tensor cores).
+    ``conv``: the convolution ``op`` lowers, if it is one (the strict rule pads its channels
+    instead of leaving the tensor cores, where that is the faster algorithm)."""
     arrays: Arrays | None = chip.arrays
     if arrays is not None:
         cycles = array_cycles(op.m, op.n, op.k, arrays, chip.dataflow) * op.count
@@ -206,10 +229,43 @@ def _op_peak(op: Op, chip: Chip, precision: str, sp: StepParams) -> tuple[float,
     if _off_tensor_cores(op, chip, precision, sp):
         q = gemmlib.choose_tile(op.m, op.n, op.k, sp.tiles_of("fp32"), sp.units).quant
         rate = min(chip.peak(precision), chip.peak("fp32") * sp.tc_fallback)
-        return op.flops / (rate * q), q, True
+        off = op.flops / (rate * q)
+        if conv is None:
+            return off, q, True
+        # cuDNN: the tensor cores on channels padded to the multiple, or the vector units,
+        # whichever is faster at the parameters' efficiencies (an autotuner's choice: TF's
+        # default, cudnn.benchmark in PyTorch's ImageNet scripts)
+        q_tc = gemmlib.choose_tile(op.m, op.n, op.k, sp.tiles_of(precision), sp.units).quant
+        q_tc *= channel_pad_efficiency(conv, sp.tc_align)
+        on = op.flops / (chip.peak(precision) * q_tc)
+        e_on = sp.eff(precision) * sp.conv_eff(precision)
+        e_off = sp.eff("fp32") * sp.conv_eff("fp32")
+        if on / e_on <= off / e_off:
+            return on, q_tc, False
+        return off, q, True
     q = gemmlib.choose_tile(op.m, op.n, op.k, sp.tiles_of(precision), sp.units).quant
     q *= tensor_core_alignment(op, chip, precision, sp)
     return op.flops / (chip.peak(precision) * q), q, False
+
+
+def xla_padding(s: Any) -> tuple[float, float]:
+    """(a layer's tensors, its output): padded ÷ real size under XLA's 8 × 128 tiling of TPU
+    tensors (`xlalayout`), with the layer's rows its per-core batch (a convolution's or a
+    recurrent step's) or a linear layer's rows, its features the channels or units. The
+    tensors' factor weighs input and output by their sizes; the weights are taken as padded
+    alike (a convolution's [.., C_in, C_out] kernel tiles the same channel dimensions)."""
+    if isinstance(s, Conv2d):
+        rows, f_in, f_out = s.batch, s.in_ch, s.out_ch
+        n_in = s.batch * s.in_ch * s.in_h * s.in_w
+        n_out = s.batch * s.out_ch * s.out_h * s.out_w
+    elif isinstance(s, Recurrent):
+        rows, f_in, f_out = s.batch, s.input, s.gates * s.hidden
+        n_in, n_out = s.seq * s.batch * s.input, s.seq * s.batch * f_out
+    else:
+        rows, f_in, f_out = s.m, s.k, s.n
+        n_in, n_out = s.m * s.k, s.m * s.n
+    a, b = xlalayout.factor(rows, f_in), xlalayout.factor(rows, f_out)
+    return (n_in * a + n_out * b) / (n_in + n_out), b
 
 
 def _fast_eligible(s: Any) -> bool:
@@ -231,12 +287,22 @@ def build_plan(
     """The step's GEMMs, its non-GEMM traffic and kernels, and its host side. ``policy``: under
     a 16-bit precision, ``mixed`` keeps fp32 master weights and optimizer state (autocast), and
     ``pure`` keeps weights, gradients and optimizer state in the 16-bit type (``model.half()``):
-    no master copy, the optimizer's words at the 16-bit itemsize."""
+    no master copy, the optimizer's words at the 16-bit itemsize; ``fp32-storage`` (bf16 on a
+    TPU) keeps every tensor in fp32 and runs the MXU at its bf16 rate, as XLA does for float32.
+    On a TPU every layer's tensors are padded to XLA's 8 × 128 tiles (`xlalayout`)."""
     one_of("policy", policy, POLICIES)
+    storage32 = policy == "fp32-storage"
+    if storage32 and (chip.arrays is None or precision != "bf16"):
+        raise ConfigError(
+            "policy",
+            policy,
+            "only under bf16 on a chip with systolic matrix units (a TPU: float32 tensors "
+            "through its MXU's default one-pass bf16)",
+        )
     impl = optimizer_impl or default_impl(chip)
     one_of("optimizer implementation", impl, OPTIMIZER_IMPLS)
     fam = families.get(family)
-    size = itemsize(precision)
+    size = 4 if storage32 else itemsize(precision)
     shapes = fam.shapes(cfg)
     layer, phase, shp = [], [], []
     peak_s, quant, ks, nbytes, kern, fpeak, fbytes = [], [], [], [], [], [], []
@@ -246,6 +312,7 @@ def build_plan(
     flops = 0
     cpu = chip.platform.kind == "cpu"
     gpu = chip.platform.kind == "gpu"
+    xla = chip.platform.kind == "tpu"
     transposes = (
         gpu
         and sp.conv_layout == "nchw"
@@ -253,8 +320,9 @@ def build_plan(
     )
     for i, s in enumerate(shapes):
         fast = _fast_eligible(s) and sp.fast_conv > 1.0
+        pad_tensors, pad_out = xla_padding(s) if xla else (1.0, 1.0)
         for op in lower(s):
-            t, q, off = _op_peak(op, chip, precision, sp)
+            t, q, off = _op_peak(op, chip, precision, sp, s if isinstance(s, Conv2d) else None)
             fallback.append(off)
             group.append(i)
             conv.append(isinstance(s, Conv2d))
@@ -264,7 +332,7 @@ def build_plan(
             peak_s.append(t)
             quant.append(q)
             ks.append(op.k)
-            b = mem.op_bytes(op, size)
+            b = mem.op_bytes(op, size) * pad_tensors
             nbytes.append(b)
             kern.append(op.count)
             flops += op.flops
@@ -283,7 +351,7 @@ def build_plan(
             out = s.seq * s.batch * s.gates * s.hidden
         else:  # pragma: no cover - the Shape union is closed
             continue
-        ew_bytes = float(mem.elementwise_bytes(out, s.kind, size))
+        ew_bytes = float(mem.elementwise_bytes(out, s.kind, size)) * pad_out
         ew_kernels = float(ELEMENTWISE_KERNELS.get(s.kind, 4))
         if transposes and isinstance(s, Conv2d):  # NCHW ↔ NHWC around each GEMM phase
             phases = 3 if s.input_grad else 2
@@ -294,11 +362,11 @@ def build_plan(
             ew_kernels = max(ew_kernels, float(RECURRENT_STEP_KERNELS * s.seq))
         l_ew_bytes.append(ew_bytes)
         l_ew_kernels.append(ew_kernels)
-        l_out.append(float(out * size))
+        l_out.append(float(out * size * pad_out))
         if s.weights:
             tensors += 2 if s.kind != "attention" else 0
     params = fam.params(cfg)
-    low = precision not in ("fp32", "tf32")
+    low = precision not in ("fp32", "tf32") and not storage32
     pure = low and policy == "pure"
     fused = chip.platform.kind == "tpu"  # XLA fuses the optimizer and the casts
     # the optimizer's words at fp32 (mixed: fp32 master weights and state) or at the 16-bit
@@ -654,7 +722,8 @@ def predict_step(
     infeed is fed in as `model.input_step` does: the slower of step and infeed when the loader
     prefetches (``loader_overlapped``), else their sum; ``input_s`` says how long it needs.
     ``host``: the host's dispatch costs (None: `hostprofile.default` for the chip's kind);
-    ``policy``: mixed or pure 16-bit (`build_plan`); ``optimizer_impl``: loop, foreach or fused
+    ``policy``: mixed or pure 16-bit, or fp32-storage (a float32 model on a TPU; `build_plan`);
+    ``optimizer_impl``: loop, foreach or fused
     (None: torch's default for the device)."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
