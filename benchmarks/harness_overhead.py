@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             hand: list[float] = []
             # Untimed: the first run of a config in a process pays first-touch page faults and
             # allocator growth; without this, whichever side went first would carry them.
+            torch.set_flush_denormal(args.denormals == "flush")
             hand_step_time(name, dict(values), device, precision, blocks=1)
             for _ in range(args.rounds):
                 rec = execute(name, dict(values), opts)
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 device_name = rec.device_name
                 ours.append(rec.step_time_s)
                 torch.set_num_threads(args.threads)
+                # execute() restores the flag it set around its run (off): set it again here
+                torch.set_flush_denormal(args.denormals == "flush")
                 hand.append(hand_step_time(name, dict(values), device, precision))
             if not hand:
                 continue

@@ -20,7 +20,9 @@ import multiprocessing as mp
 import os
 import platform
 import signal
+import sys
 import time
+import types
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +90,26 @@ MAIN_GUARD = (
 )
 
 
+@contextlib.contextmanager
+def _cli_main_left_out() -> Iterator[None]:
+    """While a worker is spawned from paradnn's own console script, hide that script from
+    spawn, which would otherwise run it again in the worker as its main module: the whole
+    command line (typer, rich, every command's module: 0.2-0.5 s) imported in each worker for
+    nothing, since a worker runs only paradnn's functions. Any other main module (a user's
+    script, `python -m paradnn`, whose `__main__` spawn skips itself) is left as it is."""
+    main = sys.modules.get("__main__")
+    entry = getattr(main, "main", None)
+    ours = getattr(entry, "__module__", None) == "paradnn.cli"
+    if main is None or not ours or getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__: nothing to re-run
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 class _Pool:
     def __init__(self, settings: WorkerSettings):
         self.ctx = mp.get_context("spawn")
@@ -102,7 +124,8 @@ class _Pool:
         for key, value in MALLOC_ENV.items():
             os.environ.setdefault(key, value)
         try:
-            proc.start()
+            with _cli_main_left_out():
+                proc.start()
         except RuntimeError as e:  # we are a worker, still importing an unguarded main module
             if "bootstrapping phase" not in str(e):
                 raise
