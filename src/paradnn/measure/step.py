@@ -86,7 +86,7 @@ class TrainStep:
         # loop enters none, and on a host-bound step every microsecond is in the median
         self.casts = not pure and precisions.get(precision).autocast_dtype is not None
         self.autocast: Callable = (
-            (lambda: prec.autocast(precision, device)) if self.casts else contextlib.nullcontext
+            prec.autocast_maker(precision, device) if self.casts else contextlib.nullcontext
         )
         self.last_loss: torch.Tensor | None = None
 
