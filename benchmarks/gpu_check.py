@@ -827,7 +827,8 @@ def run_session_step(p: Planned, ctx: Ctx, timeout: float, session: Any) -> dict
     # the shared worker's first start is the session's, not this step's (the plan counts it)
     first = session.starts[0] if starts == 0 and session.starts else 0.0
     rec["seconds"] = round(seconds - first, 2)
-    rec["worker_starts_s"] = [round(s, 2) for s in session.starts[starts:]]
+    # the workers this step had to start beyond the session's own (a recycled or killed one)
+    rec["worker_starts_s"] = [round(s, 2) for s in session.starts[max(starts, 1) :]]
     path = ctx.out / "logs" / f"{p.step.name}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(log.text + "\n")
