@@ -4,7 +4,8 @@ paradnn's step times are only worth reporting if they are what a user's own loop
 harness (TrainStep's indirections, the adaptive timer's blocks and marks) must not inflate them.
 This script times every config of the `quick` preset twice in one process — once through
 `paradnn.runner.execute.execute`, once with a deliberately plain loop — alternating the two so
-drift hits both equally, and checks that the median ratio paradnn/hand stays within the target.
+drift hits both equally, and checks that the ratio paradnn/hand stays within the target on every
+config (issue 43: ≤ 1.02×, host-bound configs included), not only in the median.
 
 On CPUs, denormal floats are flushed to zero by default (`--denormals keep` to opt out): some quick
 configs (the small FCs under RMSProp, lr 0.1) pass through phases of training, tens to hundreds
@@ -35,7 +36,7 @@ from paradnn.measure.device import resolve
 from paradnn.measure.timer import TimingPolicy
 from paradnn.runner.execute import execute
 
-TARGET = 1.03
+TARGET = 1.02
 OUT = Path(__file__).resolve().parent / "results" / "harness_overhead.json"
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not rows:
         raise SystemExit("no config could be measured")
     median_ratio = statistics.median(r["ratio"] for r in rows)
+    max_ratio = max(r["ratio"] for r in rows)
     result = {
         "device": str(device),
         "device_name": device_name,
@@ -178,13 +180,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "configs": rows,
         "median_ratio": median_ratio,
+        "max_ratio": max_ratio,
         "target": TARGET,
-        "met": median_ratio <= TARGET,
+        "met": max_ratio <= TARGET,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     verdict = "met" if result["met"] else "NOT met"
-    print(f"median ratio {median_ratio:.3f} (target ≤ {TARGET}: {verdict}) → {args.out}")
+    print(
+        f"ratio median {median_ratio:.3f}, max {max_ratio:.3f} (target ≤ {TARGET} on every "
+        f"config: {verdict}) → {args.out}"
+    )
     return result
 
 
