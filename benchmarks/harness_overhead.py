@@ -47,9 +47,17 @@ def _sync(device: torch.device) -> None:
 
 
 def hand_step_time(
-    name: str, values: dict[str, Any], device: torch.device, precision: str, blocks: int = 15
+    name: str,
+    values: dict[str, Any],
+    device: torch.device,
+    precision: str,
+    blocks: int = 15,
+    block_s: float = 0.02,
+    total_s: float = 0.0,
 ) -> float:
-    """Median seconds per step of the plainest loop: zero_grad, forward, loss, backward, step."""
+    """Median seconds per step of the plainest loop: zero_grad, forward, loss, backward, step,
+    timed in blocks of about `block_s` seconds (a sync on each side on a GPU): `blocks` of
+    them, more when they take less than `total_s` in all."""
     family = families.get(name)
     cfg = family.config(values)
     torch.manual_seed(0)
@@ -81,7 +89,8 @@ def hand_step_time(
         step()
     _sync(device)
     est = max((time.perf_counter() - t0) / 5, 1e-9)
-    k = max(1, math.ceil(0.02 / est))
+    k = max(1, math.ceil(block_s / est))
+    blocks = max(blocks, math.ceil(total_s / (k * est)))
     per_step: list[float] = []
     for _ in range(blocks):
         _sync(device)
@@ -120,6 +129,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_flush_denormal(args.denormals == "flush")  # global: execute() inherits it too
     preset = presets.get(args.preset)
     policy = preset.timing if args.timing == "quick" else TimingPolicy()
+    # The plain loop's blocks: on a CPU as long as paradnn's (its policy's min_block_s), so the
+    # two medians differ only by what each loop does per step (on a busy CPU a median of short
+    # blocks dodges preemption more often than one of long blocks, whichever loop ran them); on
+    # a GPU 20 ms, so the sync each block needs costs under 1 % (paradnn's CUDA events need none).
+    block_s = policy.min_block_s if device.type == "cpu" else 0.02
+    total_s = 0.3  # at least this much timed, as paradnn's quick policy
     rows: list[dict[str, Any]] = []
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     for precision in args.precision:
@@ -132,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             # Untimed: the first run of a config in a process pays first-touch page faults and
             # allocator growth; without this, whichever side went first would carry them.
             torch.set_flush_denormal(args.denormals == "flush")
-            hand_step_time(name, dict(values), device, precision, blocks=1)
+            hand_step_time(name, dict(values), device, precision, 1, block_s)
             for _ in range(args.rounds):
                 rec = execute(name, dict(values), opts)
                 if rec.status != "ok" or rec.step_time_s is None:
@@ -143,7 +158,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 torch.set_num_threads(args.threads)
                 # execute() restores the flag it set around its run (off): set it again here
                 torch.set_flush_denormal(args.denormals == "flush")
-                hand.append(hand_step_time(name, dict(values), device, precision))
+                hand.append(
+                    hand_step_time(name, dict(values), device, precision, 15, block_s, total_s)
+                )
             if not hand:
                 continue
             ratio = statistics.median(ours) / statistics.median(hand)
@@ -176,6 +193,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "precision": args.precision,
         "rounds": args.rounds,
         "timing": args.timing,
+        "hand_block_s": block_s,
+        "hand_total_s": total_s,
         "denormals": args.denormals,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "configs": rows,
