@@ -236,25 +236,25 @@ DRY_SIZES: dict[str, Any] = {
     # a 32-core Skylake prices the steps (the CPU has no datasheet entry); a tiny budget
     "sample": {"platform": "skylake-n1-32", "max_step_s": 0.001, "budget_s": 4.0},
 }
-# The dry run's estimates (the 2-core VM these tests run on, beside other jobs): its plan takes
-# every step, caps × the dry slack.
+# The dry run's estimates: its own seconds on the 2-core EPYC VM these tests run on, beside other
+# jobs (load average ~6, 2026-11-27), rounded up. Its plan takes every step, caps × the dry slack.
 DRY_SECONDS: dict[str, float] = {
-    SESSION_START: 10,
-    "doctor": 15,
-    "calibrate": 30,
-    "sample": 30,
-    "energy": 20,
-    "ops": 90,
-    "profile": 15,
-    "pipeline": 30,
-    "overhead": 40,
-    "benchwall": 60,
-    "pytest_gpu": 20,
-    "memory": 60,
-    "jax": 60,
-    "modes": 120,
-    "hostprofile": 90,
-    "validate": 10,
+    SESSION_START: 5,
+    "doctor": 45,
+    "calibrate": 15,
+    "sample": 125,
+    "energy": 10,
+    "ops": 85,
+    "profile": 5,
+    "pipeline": 20,
+    "overhead": 45,
+    "benchwall": 35,
+    "pytest_gpu": 15,
+    "memory": 65,
+    "jax": 15,
+    "modes": 240,
+    "hostprofile": 35,
+    "validate": 2,
 }
 
 
@@ -298,6 +298,10 @@ def estimate(name: str, costs: dict[str, Any], device: str) -> tuple[float, str]
         return v, said(dev, entry)
     default = BY_NAME[name].default_s if name in BY_NAME else 10.0
     return float(default), "default estimate (never measured)"
+
+
+def _shares(names: set[str]) -> bool:
+    return any(BY_NAME[n].kind == "session" for n in names)
 
 
 @dataclass(frozen=True)
@@ -392,7 +396,7 @@ def make_plan(
     # the rehearsal runs every step (its caps are the dry estimates × the dry slack)
     chosen = {s.name for s in STEPS if (s.name in wanted if wanted else s.core or dry)}
     spent = OWN_S + sum(fixed[n][0] for n in chosen if n != "sample")
-    if any(BY_NAME[n].kind == "session" for n in chosen):
+    if _shares(chosen):
         spent += session_cap
     sample_budget = sample_cap = 0.0
     if "sample" in chosen:
@@ -405,11 +409,13 @@ def make_plan(
         spent += sample_cap
     planned: dict[str, Planned] = {}
     reasons: dict[str, str] = {}
+    if dry:  # the rehearsal runs what it planned, whatever that adds up to
+        budget_s = max(budget_s, spent)
     if not wanted and not dry:  # the optional steps, by value, while they fit
-        session_open = True
         for name in VALUE:
             c = fixed[name][0]
-            extra = 0.0 if session_open or BY_NAME[name].kind != "session" else session_cap
+            # a shared step after none: the shared worker's start comes with it
+            extra = session_cap if BY_NAME[name].kind == "session" and not _shares(chosen) else 0
             if spent + c + extra <= budget_s:
                 chosen.add(name)
                 spent += c + extra
@@ -1618,6 +1624,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"Seconds for the whole run, by the plan's accounting (default {TOTAL_BUDGET_S:.0f})",
     )
     ap.add_argument("--seed", type=int, default=None, help="The sample's seed (default: the time)")
+    ap.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=SAMPLE_TARGET_S,
+        help=f"The sample's estimated seconds at most (default {SAMPLE_TARGET_S:.0f}; less "
+        "leaves room for optional steps)",
+    )
     ap.add_argument("--plan", action="store_true", help="Print the plan and its accounting only")
     args = ap.parse_args(argv)
     try:
@@ -1631,6 +1644,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--slack {slack}: must be in [1, 20]")
     if args.seed is not None and not (0 <= args.seed < 2**63):
         ap.error(f"--seed {args.seed}: must be in [0, 2^63)")
+    if not (10 <= args.sample_seconds <= 600):
+        ap.error(f"--sample-seconds {args.sample_seconds}: must be in [10, 600]")
     if args.dry:
         from paradnn import host
 
@@ -1647,7 +1662,15 @@ def main(argv: list[str] | None = None) -> int:
     costs_path = out / "step_seconds.json" if args.dry else COSTS
     costs = load_costs(costs_path if costs_path.exists() else COSTS)
     budget_s = args.budget * (slack if args.dry else 1.0)
-    plan = make_plan(names, costs, device, budget_s=budget_s, slack=slack, dry=args.dry)
+    plan = make_plan(
+        names,
+        costs,
+        device,
+        budget_s=budget_s,
+        slack=slack,
+        sample_target_s=args.sample_seconds,
+        dry=args.dry,
+    )
     if args.plan:
         print(json.dumps(plan.as_dict(), indent=1))
         return 0
@@ -1669,7 +1692,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (a lease ending) unwinds like Ctrl-C: the running step's group is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     # the wall clock's net sits a little above the plan: a stopped step takes seconds to end
-    summary = run(ctx, plan, Budget(budget_s + 30.0 * (slack if args.dry else 1.0)), name)
+    summary = run(ctx, plan, Budget(plan.budget_s + 30.0 * (slack if args.dry else 1.0)), name)
     results = summary.pop("_results")
     sample = (results.get("sample") or {}).get("data") or {}
     sample_costs = None

@@ -267,13 +267,14 @@ def test_a_session_step_is_boxed_and_its_failure_recorded(tmp_path, monkeypatch)
     from conftest import TINY, TINY_POLICY
 
     def slow(ctx, log):
-        log("running a sweep of many tiny configs")
+        log("running a sweep of runs that each time steps for at least 5 s")
         runs = "".join(
             f'[[runs]]\nfamily = "fc"\nconfig = {{ layers = 1, nodes = {n}, input = 4, '
             "output = 2, batch = 2 }\n"
-            for n in range(2, 60)
+            for n in range(2, 12)
         )
-        timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in vars(TINY_POLICY).items())
+        policy = {**vars(TINY_POLICY), "min_time_s": 5.0, "max_time_s": 6.0}
+        timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy.items())
         sweep = ctx.work / "slow.toml"
         sweep.write_text(f'precisions = ["fp32"]\n{runs}[timing]\n{timing}')
         api.run(str(sweep), device="cpu", threads=1, db=ctx.db("runs"))

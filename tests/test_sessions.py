@@ -3,6 +3,7 @@ time box stops a call at its deadline with what finished stored, and sessions do
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -35,15 +36,17 @@ def test_calls_in_a_session_share_one_worker(tmp_path):
 
 def test_a_time_box_stops_the_call_and_keeps_what_finished(tmp_path):
     db = str(tmp_path / "t.db")
-    runs = [("fc", {**TINY["fc"], "nodes": n}) for n in range(4, 40)]
-    sweep = write_sweep(tmp_path / "many.toml", runs)
+    runs = [("fc", {**TINY["fc"], "nodes": n}) for n in range(4, 64)]
+    # each run times its steps for at least 1 s: the sweep cannot finish inside the box
+    slow = dataclasses.replace(TINY_POLICY, min_time_s=1.0, max_time_s=1.5)
+    sweep = write_sweep(tmp_path / "many.toml", runs, policy=slow)
     with api.shared_workers() as session:
         # a first call starts the worker, so the box below times runs, not a start-up
         api.bench("fc", TINY["fc"], device="cpu", threads=1, timing=TINY_POLICY, db=db)
         t0 = time.monotonic()
-        with pytest.raises(api.TimeBoxExpired), session.time_box(8.0):
+        with pytest.raises(api.TimeBoxExpired), session.time_box(12.0):
             api.run(str(sweep), device="cpu", threads=1, db=db)
-        assert time.monotonic() - t0 < 30  # stopped near its deadline, not after 36 runs
+        assert time.monotonic() - t0 < 45  # stopped near its deadline, not after 60 runs
         assert session.deadline is None  # the box is closed again
         assert not session.parked  # the busy worker was killed, not kept
     swept = [r for r in api.results(db=db) if r["sweep"] == "many"]
