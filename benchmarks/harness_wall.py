@@ -163,6 +163,27 @@ def summary(rounds: list[dict[str, Any]], side: str) -> dict[str, Any]:
     }
 
 
+def machine() -> dict[str, Any]:
+    """What the figures were taken on: the CPU (model, cores, the ISA extensions that matter
+    here), Python and torch, read without importing torch."""
+    from importlib import metadata
+
+    from paradnn import host
+
+    flags = set(host.cpu_flags())
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = None
+    return {
+        "cpu": host.cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "isa": sorted(f for f in flags if f.startswith(("avx", "amx"))),
+        "python": platform.python_version(),
+        "torch": torch_version,
+    }
+
+
 def loadavg() -> list[float] | None:
     try:
         return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
@@ -208,9 +229,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "benchmark": "harness_wall",
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "device": args.device,
-        "cpu": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
+        **machine(),
         "load_before": load_before,
         "load_after": loadavg(),
         "bench_argv": BENCH_ARGS,

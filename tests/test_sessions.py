@@ -62,3 +62,16 @@ def test_sessions_do_not_nest():
     ):
         pass
     assert supervisor._session() is None
+
+
+def test_a_time_box_also_bounds_a_worker_start(tmp_path):
+    """A worker that has not said hello when the box runs out is stopped: no worker starts (a
+    fresh interpreter importing torch) in 50 ms, so the call ends at once, storing nothing."""
+    db = str(tmp_path / "w.db")
+    with api.shared_workers() as session:
+        t0 = time.monotonic()
+        with pytest.raises(api.TimeBoxExpired), session.time_box(0.05):
+            api.bench("fc", TINY["fc"], device="cpu", threads=1, timing=TINY_POLICY, db=db)
+        assert time.monotonic() - t0 < 30
+        assert not session.parked
+    assert len(api.results(db=db)) == 0

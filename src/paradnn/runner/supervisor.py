@@ -234,7 +234,11 @@ class _Pool:
         child.close()
         deadline = time.monotonic() + HELLO_TIMEOUT_S
         while time.monotonic() < deadline:
-            ready = wait([parent, proc.sentinel], timeout=1.0)
+            if _until_deadline() <= 0:  # a session's time box ran out while it started
+                proc.kill()
+                proc.join()
+                raise TimeBoxExpired("the time box ran out while a worker started")
+            ready = wait([parent, proc.sentinel], timeout=max(0.0, min(1.0, _until_deadline())))
             if parent in ready:
                 try:
                     hello = parent.recv()
@@ -544,7 +548,8 @@ class Supervisor:
             self._dispatch(queue, slots, pools, results)
             if not any(w is not None and w.unit for w in slots) and queue:
                 # only re-measures waiting out their back-off: sleep until the first is due
-                time.sleep(max(0.0, min(u.not_before for u in queue) - time.monotonic()))
+                due = min(u.not_before for u in queue) - time.monotonic()
+                time.sleep(max(0.0, min(due, _until_deadline())))
             self._collect(slots, results, queue)
 
     def _idle_baseline(self, device: str) -> dict[str, Any]:
