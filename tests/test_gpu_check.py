@@ -273,7 +273,8 @@ def test_a_session_step_is_boxed_and_its_failure_recorded(tmp_path, monkeypatch)
             "output = 2, batch = 2 }\n"
             for n in range(2, 12)
         )
-        policy = {**vars(TINY_POLICY), "min_time_s": 5.0, "max_time_s": 6.0}
+        # 50-ms blocks, so the sample cap (1,000) cannot end a run before its 5 s
+        policy = {**vars(TINY_POLICY), "min_time_s": 5.0, "max_time_s": 6.0, "min_block_s": 0.05}
         timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy.items())
         sweep = ctx.work / "slow.toml"
         sweep.write_text(f'precisions = ["fp32"]\n{runs}[timing]\n{timing}')

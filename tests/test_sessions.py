@@ -38,7 +38,7 @@ def test_a_time_box_stops_the_call_and_keeps_what_finished(tmp_path):
     db = str(tmp_path / "t.db")
     runs = [("fc", {**TINY["fc"], "nodes": n}) for n in range(4, 64)]
     # each run times its steps for at least 1 s: the sweep cannot finish inside the box
-    slow = dataclasses.replace(TINY_POLICY, min_time_s=1.0, max_time_s=1.5)
+    slow = dataclasses.replace(TINY_POLICY, min_time_s=1.0, max_time_s=1.5, min_block_s=0.02)
     sweep = write_sweep(tmp_path / "many.toml", runs, policy=slow)
     with api.shared_workers() as session:
         # a first call starts the worker, so the box below times runs, not a start-up
