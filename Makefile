@@ -73,6 +73,7 @@ test-avx2: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/harness_overhead.py
+	$(BIN)/python benchmarks/harness_wall.py
 
 # Mutation testing of analysis/, sim/, the timer and statistics, the store and the memory model
 # (benchmarks/mutation.py, [tool.mutmut] in pyproject.toml): hours on a 2-core machine, so it
@@ -83,9 +84,11 @@ mutation: $(STAMP)
 	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[mutation]'
 	$(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
 
-# The GPU acceptance run (docs/gpu.md): every GPU path once, each step capped, 8 minutes on one
-# H100/H200, no network and no install — the machine's own python3 with torch, paradnn from src/.
-# Results: benchmarks/results/gpu/<device>/ (summary.md). `gpu-check-dry` rehearses it on a CPU.
+# The GPU acceptance run (docs/gpu.md): 6 minutes on one H100/H200 by its own accounting, each
+# step's cap from its measured seconds (benchmarks/results/gpu/step_seconds.json, updated by every
+# run), a Table 2 sample into benchmarks/data/gpu/; no network and no install — the machine's own
+# python3 with torch, paradnn from src/. Results: benchmarks/results/gpu/<device>/ (summary.md).
+# `gpu-check-dry` rehearses it on a CPU; GPU_CHECK_ARGS=--plan prints the plan only.
 GPU_CHECK_ARGS ?=
 gpu-check:
 	PYTHONPATH=src $(PYTHON) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)

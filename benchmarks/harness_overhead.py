@@ -3,8 +3,10 @@
 paradnn's step times are only worth reporting if they are what a user's own loop would see: the
 harness (TrainStep's indirections, the adaptive timer's blocks and marks) must not inflate them.
 This script times every config of the `quick` preset twice in one process — once through
-`paradnn.runner.execute.execute`, once with a deliberately plain loop — alternating the two so
-drift hits both equally, and checks that the median ratio paradnn/hand stays within the target.
+`paradnn.runner.execute.execute`, once with a deliberately plain loop — alternating the two (and
+which goes first) so drift hits both equally, and checks that the ratio paradnn/hand stays
+within the target on every config (issue 43: ≤ 1.02×, host-bound configs included), not only in
+the median.
 
 On CPUs, denormal floats are flushed to zero by default (`--denormals keep` to opt out): some quick
 configs (the small FCs under RMSProp, lr 0.1) pass through phases of training, tens to hundreds
@@ -35,7 +37,7 @@ from paradnn.measure.device import resolve
 from paradnn.measure.timer import TimingPolicy
 from paradnn.runner.execute import execute
 
-TARGET = 1.03
+TARGET = 1.02
 OUT = Path(__file__).resolve().parent / "results" / "harness_overhead.json"
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -46,9 +48,17 @@ def _sync(device: torch.device) -> None:
 
 
 def hand_step_time(
-    name: str, values: dict[str, Any], device: torch.device, precision: str, blocks: int = 15
+    name: str,
+    values: dict[str, Any],
+    device: torch.device,
+    precision: str,
+    blocks: int = 15,
+    block_s: float = 0.02,
+    total_s: float = 0.0,
 ) -> float:
-    """Median seconds per step of the plainest loop: zero_grad, forward, loss, backward, step."""
+    """Median seconds per step of the plainest loop: zero_grad, forward, loss, backward, step,
+    timed in blocks of about `block_s` seconds (a sync on each side on a GPU): `blocks` of
+    them, more when they take less than `total_s` in all."""
     family = families.get(name)
     cfg = family.config(values)
     torch.manual_seed(0)
@@ -80,7 +90,8 @@ def hand_step_time(
         step()
     _sync(device)
     est = max((time.perf_counter() - t0) / 5, 1e-9)
-    k = max(1, math.ceil(0.02 / est))
+    k = max(1, math.ceil(block_s / est))
+    blocks = max(blocks, math.ceil(total_s / (k * est)))
     per_step: list[float] = []
     for _ in range(blocks):
         _sync(device)
@@ -119,6 +130,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_flush_denormal(args.denormals == "flush")  # global: execute() inherits it too
     preset = presets.get(args.preset)
     policy = preset.timing if args.timing == "quick" else TimingPolicy()
+    # The plain loop's blocks: on a CPU as long as paradnn's (its policy's min_block_s), so the
+    # two medians differ only by what each loop does per step (on a busy CPU a median of short
+    # blocks dodges preemption more often than one of long blocks, whichever loop ran them); on
+    # a GPU 20 ms, so the sync each block needs costs under 1 % (paradnn's CUDA events need none).
+    block_s = policy.min_block_s if device.type == "cpu" else 0.02
+    total_s = 0.3  # at least this much timed, as paradnn's quick policy
     rows: list[dict[str, Any]] = []
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     for precision in args.precision:
@@ -128,18 +145,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name, values in preset.configs:
             ours: list[float] = []
             hand: list[float] = []
+
+            def hand_side(name: str = name, values: Any = values, p: str = precision) -> float:
+                torch.set_num_threads(args.threads)
+                # execute() restores the flag it set around its run (off): set it again here
+                torch.set_flush_denormal(args.denormals == "flush")
+                return hand_step_time(name, dict(values), device, p, 15, block_s, total_s)
+
             # Untimed: the first run of a config in a process pays first-touch page faults and
             # allocator growth; without this, whichever side went first would carry them.
-            hand_step_time(name, dict(values), device, precision, blocks=1)
-            for _ in range(args.rounds):
+            torch.set_flush_denormal(args.denormals == "flush")
+            hand_step_time(name, dict(values), device, precision, 1, block_s)
+            for i in range(args.rounds):
+                # each round in the other order: whichever side ran first (a warmer cache, a
+                # clock that had not yet ramped) would otherwise always be the same one
+                if i % 2:
+                    hand.append(hand_side())
                 rec = execute(name, dict(values), opts)
                 if rec.status != "ok" or rec.step_time_s is None:
                     print(f"skip {precision} {name} {dict(values)}: {rec.status}: {rec.error}")
+                    hand.clear()
                     break
                 device_name = rec.device_name
                 ours.append(rec.step_time_s)
-                torch.set_num_threads(args.threads)
-                hand.append(hand_step_time(name, dict(values), device, precision))
+                if i % 2 == 0:
+                    hand.append(hand_side())
             if not hand:
                 continue
             ratio = statistics.median(ours) / statistics.median(hand)
@@ -163,6 +193,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not rows:
         raise SystemExit("no config could be measured")
     median_ratio = statistics.median(r["ratio"] for r in rows)
+    max_ratio = max(r["ratio"] for r in rows)
     result = {
         "device": str(device),
         "device_name": device_name,
@@ -171,17 +202,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "precision": args.precision,
         "rounds": args.rounds,
         "timing": args.timing,
+        "hand_block_s": block_s,
+        "hand_total_s": total_s,
         "denormals": args.denormals,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "configs": rows,
         "median_ratio": median_ratio,
+        "max_ratio": max_ratio,
         "target": TARGET,
-        "met": median_ratio <= TARGET,
+        "met": max_ratio <= TARGET,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     verdict = "met" if result["met"] else "NOT met"
-    print(f"median ratio {median_ratio:.3f} (target ≤ {TARGET}: {verdict}) → {args.out}")
+    print(
+        f"ratio median {median_ratio:.3f}, max {max_ratio:.3f} (target ≤ {TARGET} on every "
+        f"config: {verdict}) → {args.out}"
+    )
     return result
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,14 @@ sys.modules["gpu_check"] = gc
 spec.loader.exec_module(gc)
 
 ISSUE_STEPS = (
-    "doctor", "pytest_gpu", "calibrate", "ops", "quick", "modes", "pipeline", "jax",
-    "profile", "memory", "overhead", "simfit",
+    "doctor", "pytest_gpu", "calibrate", "ops", "energy", "modes", "pipeline", "jax",
+    "profile", "memory", "overhead", "sample", "hostprofile", "validate", "benchwall",
 )  # fmt: skip
+CORE = ("doctor", "calibrate", "sample", "hostprofile", "validate")
 STEP_KEYS = {
-    "schema_version", "step", "what", "cap_s", "min_s", "timeout_s", "started_at", "command",
-    "status", "reason", "returncode", "seconds", "stdout_tail", "stderr_tail", "log", "data",
-    "data_error",
+    "schema_version", "step", "what", "kind", "cap_s", "estimate_s", "estimate_source",
+    "timeout_s", "started_at", "command", "status", "reason", "returncode", "seconds",
+    "stdout_tail", "stderr_tail", "log", "data", "data_error",
 }  # fmt: skip
 
 
@@ -36,32 +38,120 @@ class FakeClock:
         return self.t
 
 
-def test_the_plan_has_every_step_and_fits_one_device_call():
-    names = [s.name for s in gc.PLAN]
-    assert set(ISSUE_STEPS) <= set(names)
-    # the headline steps first; the fit reads the runs of quick and sweep
-    assert names[:3] == ["doctor", "calibrate", "quick"]
-    assert names.index("simfit") > max(names.index("quick"), names.index("sweep"))
-    assert len(set(names)) == len(names)
-    assert sum(s.cap_s for s in gc.PLAN) <= gc.TOTAL_BUDGET_S <= 570
-    for s in gc.PLAN:
-        assert 0 < s.min_s <= s.cap_s, s
+def test_the_steps_run_in_an_order_that_keeps_the_gpu_to_each():
+    names = [s.name for s in gc.STEPS]
+    assert set(ISSUE_STEPS) <= set(names) and len(set(names)) == len(names)
+    assert {s.name for s in gc.STEPS if s.core} == set(CORE)
+    assert names[0] == "doctor" and names[-2:] == ["hostprofile", "validate"]
+    kinds = [s.kind for s in gc.STEPS]
+    # the shared worker's steps run together, before the subprocesses that measure on the GPU
+    first, last = kinds.index("session"), len(kinds) - 1 - kinds[::-1].index("session")
+    assert set(kinds[first : last + 1]) == {"session"}
+    assert set(gc.VALUE) == {s.name for s in gc.STEPS if not s.core}
+
+
+@pytest.mark.parametrize(
+    "device", ["nvidia-h100-80gb-hbm3", "nvidia-h200", "nvidia-a100-sxm4-80gb", "unknown"]
+)
+def test_the_plan_fits_six_minutes_by_its_own_accounting(device):
+    """From the committed measured seconds: every included cap (estimate × slack, at least the
+    floor), the shared worker's start and this script's own add up to at most 360 s, the core
+    steps are all in, and a deferred step says why."""
+    costs = gc.load_costs()
+    plan = gc.make_plan(None, costs, device)
+    included = plan.included()
+    assert {p.step.name for p in included} >= set(CORE)
+    caps = sum(p.cap_s for p in included) + plan.session_cap_s + plan.own_s
+    assert plan.total_s == pytest.approx(caps)
+    assert caps <= gc.TOTAL_BUDGET_S == 360
+    for p in included:
+        if p.step.name == "sample":
+            assert p.cap_s == pytest.approx(plan.sample_budget_s + gc.SAMPLE_TAIL_S)
+            continue
+        est, source = gc.estimate(p.step.name, costs, device)
+        assert p.cap_s == pytest.approx(max(gc.FLOOR_S, est * gc.SLACK)) and p.source == source
+    assert plan.sample_budget_s >= gc.SAMPLE_MIN_S
+    for p in plan.steps:
+        if not p.included:
+            assert p.reason.startswith("deferred") and f"--steps {p.step.name}" in p.reason
+    # the plan's own file: what `--plan` prints and summary.json keeps
+    d = plan.as_dict()
+    assert d["total_s"] <= d["budget_s"] and len(d["steps"]) == len(gc.STEPS)
+
+
+def test_the_sample_holds_at_least_150_runs_on_an_h100():
+    """Sized from the committed H100 per-run costs: the plan's sample budget, priced on the
+    H100's datasheet entry, draws at least 150 runs for any seed tried."""
+    from paradnn.api.sample import table2_sample
+
+    costs = gc.load_costs()
+    device = "nvidia-h100-80gb-hbm3"
+    plan = gc.make_plan(None, costs, device)
+    per_run = gc._sample_costs(costs, device)
+    for seed in (1, 20261127, 20270101120000):
+        s = table2_sample(seed, budget_s=plan.sample_budget_s, platform="h100-sxm",
+                          device="cpu", capacity_bytes=80 * 2**30, costs=per_run,
+                          native=["fp32", "tf32", "bf16", "fp16"])  # fmt: skip
+        assert len(s.plan.specs) >= 150, (seed, s.as_dict())
+        assert s.estimated_s <= plan.sample_budget_s
+
+
+def test_caps_follow_what_was_measured():
+    costs = {"devices": {
+        "gpu-a": {"steps": {"ops": {"seconds": 40.0, "status": "ok", "date": "d1"},
+                            "jax": {"seconds": 30.0, "status": "timeout", "date": "d1"}}},
+        "gpu-b": {"steps": {"ops": {"seconds": 60.0, "status": "ok", "date": "d2"},
+                            "memory": {"seconds": 20.0, "status": "ok", "date": "d2"}}},
+    }}  # fmt: skip
+    assert gc.estimate("ops", costs, "gpu-a") == (40.0, "measured on gpu-a d1")
+    seconds, source = gc.estimate("jax", costs, "gpu-a")  # stopped at its cap: it needs more
+    assert seconds == 30.0 * gc.GROWTH and "stopped at its cap" in source
+    assert gc.estimate("memory", costs, "gpu-a") == (20.0, "measured on gpu-b d2")
+    assert gc.estimate("ops", costs, "gpu-c") == (60.0, "measured on gpu-b d2")  # the largest
+    assert gc.estimate("profile", costs, "gpu-a") == (
+        gc.BY_NAME["profile"].default_s,
+        "default estimate (never measured)",
+    )
+    plan = gc.make_plan(["ops", "jax"], costs, "gpu-a")
+    caps = {p.step.name: p.cap_s for p in plan.included()}
+    assert caps == {"ops": 40.0 * gc.SLACK, "jax": 30.0 * gc.GROWTH * gc.SLACK}
+    assert all(p.reason == "not asked for (--steps)" for p in plan.steps if not p.included)
+
+
+def test_each_run_updates_the_measured_seconds():
+    costs = {"devices": {"gpu-a": {"steps": {"ops": {"seconds": 40.0, "status": "ok"}}}}}
+    results = {
+        "ops": {"status": "timeout", "seconds": 48.0},
+        "jax": {"status": "skipped", "seconds": 0.0},
+        "memory": {"status": "ok", "seconds": 12.5},
+    }
+    out = gc.record_costs(costs, "gpu-a", results, 7.25, {"per_run_overhead_s": 0.1}, "d3")
+    steps = out["devices"]["gpu-a"]["steps"]
+    assert steps["ops"] == {"seconds": 48.0, "status": "timeout", "date": "d3"}
+    assert steps["memory"]["seconds"] == 12.5 and "jax" not in steps  # skipped: nothing learnt
+    assert steps[gc.SESSION_START]["seconds"] == 7.25
+    assert out["devices"]["gpu-a"]["sample_costs"]["per_run_overhead_s"] == 0.1
+    assert costs["devices"]["gpu-a"]["steps"]["ops"]["seconds"] == 40.0  # a copy, not in place
 
 
 @pytest.mark.parametrize("dry", [False, True])
-def test_every_step_has_a_command_with_real_flags(tmp_path, dry):
-    ctx = gc.Ctx(out=tmp_path, dry=dry, sizes=gc.DRY_SIZES if dry else gc.GPU_SIZES)
+def test_every_subprocess_step_has_a_command(tmp_path, dry):
+    ctx = gc.Ctx(out=tmp_path, dry=dry, sizes=gc.DRY_SIZES if dry else gc.GPU_SIZES,
+                 dataset=tmp_path / "d.sqlite")  # fmt: skip
     ctx.work.mkdir()
-    for step in gc.PLAN:
+    for step in gc.STEPS:
+        if step.kind != "process":
+            assert step.name in gc.SESSION_CALLS or step.kind == "local"
+            continue
         argv = gc.command(step.name, ctx)
         assert argv[0] == sys.executable
         text = " ".join(argv)
-        assert ("--device cpu" in text) == (dry and step.name not in ("pytest_gpu", "simfit"))
+        assert ("--device cpu" in text) == (dry and step.name != "pytest_gpu")
         assert "--device cuda" not in text if dry else "--device cpu" not in text
-    quick = (tmp_path / "work" / "gpu-quick.toml").read_text()
-    assert 'precisions = ["fp32", "tf32", "bf16", "fp16"]' in quick
+    assert "--host-only" in gc.command("hostprofile", ctx)
+    assert str(tmp_path / "d.sqlite") in gc.command("hostprofile", ctx)  # into the sample's db
     with pytest.raises(ValueError, match="must be one of"):
-        gc.command("nope", ctx)
+        gc.command("calibrate", ctx)  # a session step has no command line
 
 
 def test_the_commands_use_real_cli_flags(tmp_path):
@@ -70,10 +160,12 @@ def test_the_commands_use_real_cli_flags(tmp_path):
 
     from paradnn.cli import app
 
-    ctx = gc.Ctx(out=tmp_path, dry=False, sizes=gc.GPU_SIZES)
+    ctx = gc.Ctx(out=tmp_path, dry=False, sizes=gc.GPU_SIZES, dataset=tmp_path / "d.sqlite")
     ctx.work.mkdir()
     checked = 0
-    for step in gc.PLAN:
+    for step in gc.STEPS:
+        if step.kind != "process":
+            continue
         argv = gc.command(step.name, ctx)
         if argv[1:3] != ["-m", "paradnn"]:
             continue
@@ -85,20 +177,18 @@ def test_the_commands_use_real_cli_flags(tmp_path):
         for flag in [a for a in args if a.startswith("-") and not a[1:2].isdigit()]:
             assert flag in opts, (step.name, flag)
         checked += 1
-    assert checked == 10  # all but pytest and the two benchmark scripts
+    assert checked == 4  # doctor, modes, jax, hostprofile
 
 
 def test_the_budget_caps_each_step_and_skips_what_no_longer_fits():
     clock = FakeClock()
     budget = gc.Budget(100.0, clock)
-    step = gc.Step("s", "a step", cap_s=30.0, min_s=10.0)
-    assert budget.admit(step) == (30.0, None)
+    assert budget.admit(30.0) == (30.0, None)
     clock.t += 75.0  # 25 s left: the step gets what is left, not its cap
-    assert budget.admit(step) == (25.0, None)
-    clock.t += 16.0  # 9 s left: below its minimum
-    timeout, why = budget.admit(step)
-    assert timeout is None and "9 s of the 100 s budget left" in why and "minimum of 10 s" in why
-    assert gc.scaled([step], 4.0)[0].cap_s == 120.0
+    assert budget.admit(30.0) == (25.0, None)
+    clock.t += 18.0  # 7 s left: below the floor a step is started with
+    timeout, why = budget.admit(30.0)
+    assert timeout is None and "7 s of the 100 s budget left" in why
 
 
 def _fake_runner(results):
@@ -120,43 +210,104 @@ def _ok(seconds, stdout=""):
             "error": None}  # fmt: skip
 
 
-def test_failed_timed_out_and_skipped_steps_are_all_recorded(tmp_path):
-    ctx = gc.Ctx(out=tmp_path, dry=True, sizes=gc.DRY_SIZES)
-    steps = [
-        gc.Step("doctor", "d", 10, 5),
-        gc.Step("profile", "p", 10, 5),
-        gc.Step("jax", "j", 10, 5, ("jax",)),
-        gc.Step("simfit", "s", 10, 5),
-    ]
+def test_failed_timed_out_skipped_and_deferred_steps_are_all_recorded(tmp_path):
+    ctx = gc.Ctx(out=tmp_path, dry=True, sizes=gc.DRY_SIZES, dataset=tmp_path / "none.sqlite")
+    plan = gc.make_plan(["doctor", "overhead", "jax", "memory", "validate"], {}, "x")
+    # one more step the plan deferred (as when its cap does not fit)
+    steps = tuple(
+        replace(p, included=False, reason="deferred: its cap of 94 s does not fit")
+        if p.step.name == "modes"
+        else p
+        for p in plan.steps
+    )
+    plan = replace(plan, steps=steps)
     clock = FakeClock()
-    budget = gc.Budget(28.0, clock)
+    budget = gc.Budget(100.0, clock)
     failed = {"status": "failed", "returncode": 2, "seconds": 1.0, "stdout": "",
               "stderr": "error: --db: boom", "error": "exit status 2"}  # fmt: skip
-    timeout = {"status": "timeout", "returncode": -15, "seconds": 10.0, "stdout": "partial",
-               "stderr": "", "error": "stopped at its 10 s cap"}  # fmt: skip
-    runner, calls = _fake_runner([failed, timeout])
+    timeout = {"status": "timeout", "returncode": -15, "seconds": 43.0, "stdout": "partial",
+               "stderr": "", "error": "stopped at its 43 s cap"}  # fmt: skip
+    runner, calls = _fake_runner([failed, timeout, _ok(1.0, "done")])
 
     def advancing(*a):
         got = runner(*a)
-        clock.t += got["seconds"] + 7.0
+        clock.t += got["seconds"] + 20.0
         return got
 
-    summary = gc.run(ctx, steps, budget, "Test CPU", {"jax": False}, advancing, lambda m: None)
+    summary = gc.run(ctx, plan, budget, "Test CPU", {"jax": False}, advancing, lambda m: None)
     recs = {s: json.loads((tmp_path / f"{s}.json").read_text()) for s in
-            ("doctor", "profile", "jax", "simfit")}  # fmt: skip
+            ("doctor", "overhead", "jax", "memory", "validate", "modes")}  # fmt: skip
     for rec in recs.values():
-        assert set(rec) == STEP_KEYS
+        assert set(rec) >= STEP_KEYS
     assert recs["doctor"]["status"] == "failed" and "boom" in recs["doctor"]["stderr_tail"]
     assert recs["doctor"]["returncode"] == 2 and recs["doctor"]["reason"] == "exit status 2"
-    assert recs["profile"]["status"] == "timeout" and recs["profile"]["stdout_tail"] == "partial"
+    assert recs["overhead"]["status"] == "timeout" and recs["overhead"]["stdout_tail"] == "partial"
     assert recs["jax"]["status"] == "skipped" and "not installed: jax" in recs["jax"]["reason"]
-    # 28 - 8 - 17 = 3 s left: simfit (min 5 s) is not started
-    assert recs["simfit"]["status"] == "skipped" and "minimum of 5 s" in recs["simfit"]["reason"]
-    assert len(calls) == 2 and calls[1][1] == 10.0
-    assert [s["status"] for s in summary["steps"]] == ["failed", "timeout", "skipped", "skipped"]
+    # 100 - 21 - 63 = 16 s left: memory gets those, not its cap; then nothing is left
+    assert recs["memory"]["status"] == "ok" and calls[2][1] == 16.0
+    assert recs["validate"]["status"] == "skipped" and "budget left" in recs["validate"]["reason"]
+    assert recs["modes"]["status"] == "skipped" and recs["modes"]["reason"].startswith("defer")
+    assert not (tmp_path / "pytest_gpu.json").exists()  # not asked for: no file written
+    assert len(calls) == 3
+    by_step = {s["step"]: s["status"] for s in summary["steps"]}
+    assert by_step == {"doctor": "failed", "overhead": "timeout", "jax": "skipped",
+                       "memory": "ok", "validate": "skipped", "modes": "skipped"}  # fmt: skip
     assert json.loads((tmp_path / "summary.json").read_text())["steps"] == summary["steps"]
     md = (tmp_path / "summary.md").read_text()
     assert "| doctor | failed |" in md and "n/a (" in md and "dry run" in md
+    assert "The plan:" in md
+
+
+def test_a_session_step_is_boxed_and_its_failure_recorded(tmp_path, monkeypatch):
+    """Session steps are library calls in one shared worker: one that runs past its cap is
+    stopped (timeout), one that raises is recorded (failed); the next still runs."""
+    from paradnn import api
+    from paradnn.config import TimingPolicy
+
+    from conftest import TINY, TINY_POLICY
+
+    def slow(ctx, log):
+        log("running a sweep of runs that each time steps for at least 5 s")
+        runs = "".join(
+            f'[[runs]]\nfamily = "fc"\nconfig = {{ layers = 1, nodes = {n}, input = 4, '
+            "output = 2, batch = 2 }\n"
+            for n in range(2, 12)
+        )
+        # 50-ms blocks, so the sample cap (1,000) cannot end a run before its 5 s
+        policy = {**vars(TINY_POLICY), "min_time_s": 5.0, "max_time_s": 6.0, "min_block_s": 0.05}
+        timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy.items())
+        sweep = ctx.work / "slow.toml"
+        sweep.write_text(f'precisions = ["fp32"]\n{runs}[timing]\n{timing}')
+        api.run(str(sweep), device="cpu", threads=1, db=ctx.db("runs"))
+        return "slow"
+
+    def quick(ctx, log):
+        rec = api.bench("fc", TINY["fc"], device="cpu", threads=1,
+                        timing=TimingPolicy(**vars(TINY_POLICY)), db=ctx.db("profile"))  # fmt: skip
+        return f"bench {rec.status}"
+
+    def broken(ctx, log):
+        raise RuntimeError("a bug in the step")
+
+    monkeypatch.setitem(gc.SESSION_CALLS, "energy", quick)
+    monkeypatch.setitem(gc.SESSION_CALLS, "ops", slow)
+    monkeypatch.setitem(gc.SESSION_CALLS, "pipeline", broken)
+    ctx = gc.Ctx(out=tmp_path, dry=True, sizes=gc.DRY_SIZES, dataset=tmp_path / "d.sqlite")
+    plan = gc.make_plan(["energy", "ops", "pipeline"], {}, "x")
+    caps = {"energy": 300.0, "ops": 15.0, "pipeline": 30.0}
+    plan = replace(plan, steps=tuple(replace(p, cap_s=caps.get(p.step.name, p.cap_s))
+                                     for p in plan.steps))  # fmt: skip
+    summary = gc.run(ctx, plan, gc.Budget(1000.0), "Test CPU", {}, gc.execute, lambda m: None)
+    recs = {s: json.loads((tmp_path / f"{s}.json").read_text()) for s in caps}
+    assert recs["energy"]["status"] == "ok" and recs["energy"]["command"] == "bench ok"
+    assert recs["energy"]["worker_starts_s"] == []  # the session's start is counted apart
+    assert summary["session_start_s"] > 0
+    assert recs["ops"]["status"] == "timeout" and "15 s cap" in recs["ops"]["reason"]
+    assert recs["ops"]["seconds"] < 60
+    assert (
+        recs["pipeline"]["status"] == "failed" and "a bug in the step" in recs["pipeline"]["reason"]
+    )
+    assert (tmp_path / recs["ops"]["log"]).read_text().strip()
 
 
 def test_a_real_timeout_kills_the_step_and_its_children(tmp_path):
@@ -215,7 +366,7 @@ def test_the_headline_picks_the_largest_fc_bf16_and_says_why_when_absent():
              "best_size": 1024, "too_small": "the budget stopped at n=1024", "datasheet": 989e12,
              "fraction_of_datasheet": None},
         ]}},
-        "quick": {"data": {"runs": [
+        "energy": {"data": {"runs": [
             _run("fc", "bf16", flops_per_step=10, utilization_measured=0.5, config={"n": 1}),
             _run("fc", "bf16", flops_per_step=99, utilization_measured=0.85, config={"n": 2},
                  avg_power_w=500.0, energy_per_sample_j=0.01, energy_j=5000.0,
@@ -229,14 +380,13 @@ def test_the_headline_picks_the_largest_fc_bf16_and_says_why_when_absent():
     assert h["fc_bf16_utilization_measured"] == 0.85 and h["fc_bf16_config"] == {"n": 2}
     assert h["harness_overhead_ratio"] is None
     assert h["nulls"]["harness_overhead_ratio"] == "overhead: stopped at its 30 s cap"
-    assert (
-        h["simulator_holdout_mdape"] is None and "simfit" in h["nulls"]["simulator_holdout_mdape"]
-    )
+    assert h["simulator_mdape"] is None and "validate" in h["nulls"]["simulator_mdape"]
+    assert h["sample_runs"] is None and "sample" in h["nulls"]["sample_runs"]
     (e,) = [e for e in h["energy"] if e["avg_power_w"] is not None]
     assert e["energy_per_sample_j"] == 0.01
     assert any(e["reason"] == "not measured" for e in h["energy"])
     md = gc.markdown({"headline": h, "dry": False, "device_name": "NVIDIA H100", "wall_s": 1.0,
-                      "budget_s": 480.0, "started_at": "t", "git": "abc", "versions": {},
+                      "budget_s": 360.0, "started_at": "t", "git": "abc", "versions": {},
                       "steps": []})  # fmt: skip
     assert "85.0%" in md and "500.0 W" in md and "n/a (overhead: stopped" in md
     assert h["matmul_ceiling"]["fp16"]["reason"] == "the budget stopped at n=1024"
@@ -250,7 +400,10 @@ def test_steps_and_budget_options_refuse_bad_input(capsys):
     with pytest.raises(SystemExit) as e:
         gc.main(["--dry", "--budget", "0"])
     assert e.value.code == 2 and "--budget" in capsys.readouterr().err
-    assert [s.name for s in gc.parse_steps("simfit,doctor")] == ["doctor", "simfit"]
+    with pytest.raises(SystemExit) as e:
+        gc.main(["--dry", "--seed", "-3"])
+    assert e.value.code == 2 and "--seed" in capsys.readouterr().err
+    assert gc.parse_steps("validate,doctor") == ["doctor", "validate"]
 
 
 def test_no_gpu_without_dry_is_refused(monkeypatch, capsys):
@@ -259,26 +412,39 @@ def test_no_gpu_without_dry_is_refused(monkeypatch, capsys):
     assert "--dry" in capsys.readouterr().err
 
 
+def test_plan_prints_the_accounting_and_runs_nothing(tmp_path, capsys):
+    assert gc.main(["--dry", "--plan", "--out", str(tmp_path / "o")]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [s["step"] for s in plan["steps"]] == list(gc.STEP_NAMES)
+    assert all(s["included"] for s in plan["steps"])  # the rehearsal runs every step
+    assert not (tmp_path / "o").exists()
+
+
 def test_dry_mode_end_to_end_on_this_cpu(tmp_path):
-    """doctor for real, then simfit on an empty database: a failed step recorded with its
-    error, and summary.json/summary.md written. The whole dry run: `gpu_check.py --dry`."""
+    """doctor for real, then validate with no sample: a failed step recorded with its error,
+    summary.json/summary.md and the measured seconds written under --out (never into the
+    repository). The whole dry run: `gpu_check.py --dry`."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    before = gc.COSTS.read_text()
     p = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry", "--out",
-         str(tmp_path), "--steps", "doctor,simfit"],
+         str(tmp_path), "--steps", "doctor,validate"],
         capture_output=True, text=True, env=env, timeout=240,
     )  # fmt: skip
-    assert p.returncode == 1, p.stderr  # simfit failed: the run says so
+    assert p.returncode == 1, p.stderr  # validate failed: the run says so
     doctor = json.loads((tmp_path / "doctor.json").read_text())
     # exit 1 is a check that failed (a busy machine can fail the timer check): still recorded
     assert doctor["returncode"] in (0, 1), doctor["stderr_tail"]
     assert doctor["data"]["device"] == "cpu" and doctor["data"]["checks"]
-    simfit = json.loads((tmp_path / "simfit.json").read_text())
-    assert simfit["status"] == "failed" and simfit["returncode"] == 2
-    assert "error" in simfit["stderr_tail"] and (tmp_path / simfit["log"]).exists()
+    validate = json.loads((tmp_path / "validate.json").read_text())
+    assert validate["status"] == "failed" and validate["reason"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["dry"] is True and summary["device"] == "cpu"
-    assert [s["step"] for s in summary["steps"]] == ["doctor", "simfit"]
+    assert [s["step"] for s in summary["steps"]] == ["doctor", "validate"]
     assert summary["versions"]["torch"] and summary["modules"]["torch"] is True
-    assert summary["headline"]["nulls"]["simulator_holdout_mdape"].startswith("simfit")
-    assert "| simfit | failed |" in (tmp_path / "summary.md").read_text()
+    assert summary["plan"]["total_s"] <= summary["plan"]["budget_s"]
+    assert summary["headline"]["nulls"]["simulator_mdape"].startswith("validate")
+    assert "| validate | failed |" in (tmp_path / "summary.md").read_text()
+    costs = json.loads((tmp_path / "step_seconds.json").read_text())
+    assert costs["devices"]["cpu-dry"]["steps"]["doctor"]["seconds"] > 0
+    assert gc.COSTS.read_text() == before  # the repository's file is the GPU runs' only

@@ -34,7 +34,10 @@ if TYPE_CHECKING:  # pragma: no cover
         side_table,
         store_info,
     )
+    from paradnn.api.sample import table2_sample
     from paradnn.api.scaling import scale
+    from paradnn.api.sessions import TimeBoxExpired as TimeBoxExpired
+    from paradnn.api.sessions import shared_workers
     from paradnn.api.simulation import (
         simulate,
         simulate_fit,
@@ -71,7 +74,10 @@ _HOMES = {
     "run": "runs",
     "side_table": "runs",
     "store_info": "runs",
+    "table2_sample": "sample",
     "scale": "scaling",
+    "shared_workers": "sessions",
+    "TimeBoxExpired": "sessions",
     "simulate": "simulation",
     "simulate_fit": "simulation",
     "simulate_mxu_study": "simulation",
@@ -117,6 +123,7 @@ __all__ = [
     "results",
     "run",
     "scale",
+    "shared_workers",
     "side_table",
     "simulate",
     "simulate_fit",
@@ -126,6 +133,7 @@ __all__ = [
     "simulate_scaling",
     "simulate_validate",
     "store_info",
+    "table2_sample",
     "unsupported_precision",
     "versions",
 ]

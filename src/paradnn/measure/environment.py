@@ -57,7 +57,9 @@ def collect(device: torch.device, threads: int) -> dict[str, Any]:
     env: dict[str, Any] = {
         "paradnn": paradnn.__version__,
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        # a plain str: torch's TorchVersion would make whoever unpickles this (the supervisor,
+        # which never needs torch) import torch, ~1 s, before it can read the worker's hello
+        "torch": str(torch.__version__),
         "numpy": _version("numpy"),
         "cuda": torch.version.cuda,
         "cudnn": None,

@@ -8,7 +8,8 @@ did), so the optimizer and the parameter count do not change with precision.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -18,6 +19,7 @@ from paradnn.precisions import PRECISIONS, precision_flags
 __all__ = [
     "PRECISIONS",
     "autocast",
+    "autocast_maker",
     "grad_scaler",
     "tf32_flags",
     "unsupported_reason",
@@ -61,6 +63,17 @@ def autocast(precision: str, device: torch.device) -> contextlib.AbstractContext
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def autocast_maker(
+    precision: str, device: torch.device
+) -> Callable[[], contextlib.AbstractContextManager]:
+    """What `autocast` returns, as a maker called once per step: the dtype looked up once, so
+    a timed step enters its autocast region as a plain loop's `with torch.autocast(...)` does."""
+    dtype = _autocast_dtype(precision)
+    if dtype is None:
+        return contextlib.nullcontext
+    return functools.partial(torch.autocast, device_type=device.type, dtype=dtype)
 
 
 def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:

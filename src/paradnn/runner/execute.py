@@ -151,8 +151,7 @@ class TorchBackend:
             if self.meter is not None:
                 energy = _energy(self.meter, timing.steps, run.rec, options.energy_period_s)
                 run.rec = run.rec.with_part(energy)
-            say({"phase": "counting FLOPs"})
-            count = flops.count_step(step, device)  # one more step, untimed, under the counter
+            count = _counted(step, run.rec, options, device, say)
             if options.profile:
                 from paradnn.measure.profile import profile_step
 
@@ -215,6 +214,34 @@ def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch
         "seed": options.seed,
     }
     return CompileRun(step, options.mode, device, job)
+
+
+# The counted FLOPs of each configuration this process has counted: a re-measure of the same run
+# (or the same config again) takes its count from here instead of counting one more step. The
+# key holds everything the count can depend on (the corrections make it device-independent,
+# but a device type, precision, policy or mode is kept apart all the same).
+_COUNTS: dict[tuple[Any, ...], flops.FlopCount] = {}
+
+
+def _counted(
+    step: TrainStep, rec: RunRecord, options: RunOptions, device: torch.device, say: Any
+) -> flops.FlopCount:
+    """This run's counted FLOPs per step: one more step, untimed, under the counter, once per
+    configuration in this process."""
+    import json
+
+    key = (
+        rec.family,
+        json.dumps(rec.config, sort_keys=True, default=str),
+        options.precision,
+        options.precision_policy,
+        options.mode,
+        device.type,
+    )
+    if key not in _COUNTS:
+        say({"phase": "counting FLOPs"})
+        _COUNTS[key] = flops.count_step(step, device)
+    return _COUNTS[key]
 
 
 def _open_meter(options: RunOptions, device: torch.device) -> tuple[Any, Energy | None]:

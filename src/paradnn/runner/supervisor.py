@@ -20,7 +20,9 @@ import multiprocessing as mp
 import os
 import platform
 import signal
+import sys
 import time
+import types
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ class _Worker:
     process: Any
     conn: Connection
     hello: dict[str, Any]
+    settings: WorkerSettings | None = None  # what it was started with (a session parks by it)
     unit: Unit | None = None
     started: float = 0.0
     runs: int = 0
@@ -88,12 +91,132 @@ MAIN_GUARD = (
 )
 
 
+@contextlib.contextmanager
+def _cli_main_left_out() -> Iterator[None]:
+    """While a worker is spawned from paradnn's own console script, hide that script from
+    spawn, which would otherwise run it again in the worker as its main module: the whole
+    command line (typer, rich, every command's module: 0.2-0.5 s) imported in each worker for
+    nothing, since a worker runs only paradnn's functions. Any other main module (a user's
+    script, `python -m paradnn`, whose `__main__` spawn skips itself) is left as it is."""
+    main = sys.modules.get("__main__")
+    entry = getattr(main, "main", None)
+    ours = getattr(entry, "__module__", None) == "paradnn.cli"
+    if main is None or not ours or getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__: nothing to re-run
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+class TimeBoxExpired(Exception):
+    """A call inside `Session.time_box` ran past its seconds: the unit in flight was stopped
+    (not stored, as after Ctrl-C), and every unit finished before it is stored."""
+
+
+class Session:
+    """Workers shared by the calls made while it is open (`shared_workers`): a sweep, bench,
+    calibrate or ops call takes the idle worker of its device and thread count instead of
+    starting one, and leaves it idle at its end, so one torch import and one CUDA context serve
+    them all. A worker's thread choice is the first call's (its record says so, as in a sweep);
+    a worker that must go (recycled, crashed, killed, a compiled run's) goes as it always does.
+    `time_box(seconds)` bounds the calls inside it."""
+
+    def __init__(self) -> None:
+        self.parked: dict[tuple[str, int | None], _Worker] = {}
+        self.deadline: float | None = None
+        self.starts: list[float] = []  # seconds each worker it started took to say hello
+
+    @contextlib.contextmanager
+    def time_box(self, seconds: float) -> Iterator[None]:
+        """Calls inside stop when `seconds` have passed: no unit is sent after the deadline,
+        the one in flight is stopped, and TimeBoxExpired is raised."""
+        saved, self.deadline = self.deadline, time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            self.deadline = saved
+
+    def take(self, settings: WorkerSettings) -> _Worker | None:
+        w = self.parked.pop(_park_key(settings), None)
+        if w is not None and not w.process.is_alive():
+            _stop(w, kill=True)
+            return None
+        return w
+
+    def park(self, w: _Worker) -> bool:
+        key = _park_key(w.settings)
+        if w.settings.cpus or key in self.parked or not w.process.is_alive() or w.unit:
+            return False
+        self.parked[key] = w
+        return True
+
+    def close(self) -> None:
+        for w in self.parked.values():
+            _stop(w, kill=False)
+        self.parked.clear()
+
+
+def _park_key(settings: WorkerSettings) -> tuple[str, int | None]:
+    return (settings.device, settings.threads)
+
+
+_SESSION: list[Session] = []  # the open session, if any (one at a time)
+
+
+@contextlib.contextmanager
+def shared_workers() -> Iterator[Session]:
+    """A `Session` for the calls made inside: their workers are shared, and stopped at the
+    end. Sessions do not nest."""
+    if _SESSION:
+        raise ParadnnError("shared_workers: a session is open already (sessions do not nest)")
+    session = Session()
+    _SESSION.append(session)
+    try:
+        yield session
+    finally:
+        _SESSION.clear()
+        session.close()
+
+
+def _session() -> Session | None:
+    return _SESSION[0] if _SESSION else None
+
+
+def _check_deadline() -> None:
+    session = _session()
+    deadline = session.deadline if session is not None else None
+    if deadline is not None and time.monotonic() >= deadline:
+        raise TimeBoxExpired("the time box of this call ran out")
+
+
+def _until_deadline() -> float:
+    session = _session()
+    if session is None or session.deadline is None:
+        return float("inf")
+    return session.deadline - time.monotonic()
+
+
 class _Pool:
     def __init__(self, settings: WorkerSettings):
         self.ctx = mp.get_context("spawn")
         self.settings = settings
 
     def start(self) -> _Worker:
+        session = _session()
+        if session is not None and not self.settings.cpus:
+            parked = session.take(self.settings)
+            if parked is not None:
+                return parked
+        t0 = time.monotonic()
+        w = self._spawn()
+        if session is not None:
+            session.starts.append(time.monotonic() - t0)
+        return w
+
+    def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
         proc = self.ctx.Process(target=worker_main, args=(child, self.settings), daemon=True)
         # glibc returns freed model memory to the OS and faults it back in, which makes the
@@ -102,7 +225,8 @@ class _Pool:
         for key, value in MALLOC_ENV.items():
             os.environ.setdefault(key, value)
         try:
-            proc.start()
+            with _cli_main_left_out():
+                proc.start()
         except RuntimeError as e:  # we are a worker, still importing an unguarded main module
             if "bootstrapping phase" not in str(e):
                 raise
@@ -110,7 +234,11 @@ class _Pool:
         child.close()
         deadline = time.monotonic() + HELLO_TIMEOUT_S
         while time.monotonic() < deadline:
-            ready = wait([parent, proc.sentinel], timeout=1.0)
+            if _until_deadline() <= 0:  # a session's time box ran out while it started
+                proc.kill()
+                proc.join()
+                raise TimeBoxExpired("the time box ran out while a worker started")
+            ready = wait([parent, proc.sentinel], timeout=max(0.0, min(1.0, _until_deadline())))
             if parent in ready:
                 try:
                     hello = parent.recv()
@@ -119,7 +247,7 @@ class _Pool:
                 if hello["type"] == "error":
                     proc.join(timeout=10)
                     raise ParadnnError(hello["message"])
-                return _Worker(proc, parent, hello)
+                return _Worker(proc, parent, hello, settings=self.settings)
             if proc.sentinel in ready:
                 break
         proc.kill()
@@ -146,14 +274,32 @@ def _stop(w: _Worker, *, kill: bool) -> None:
 
 @contextlib.contextmanager
 def _held(slots: list[_Worker | None]) -> Iterator[None]:
-    """Workers for the length of a sweep: stopped when it ends, killed on Ctrl-C (which goes on
-    up, so the caller can say how to resume). Any other error leaves them to die with us."""
+    """Workers for the length of a sweep: stopped when it ends (left idle for the next call in
+    a `Session`), killed on Ctrl-C (which goes on up, so the caller can say how to resume); at
+    the end of a time box the busy ones are killed and the idle ones kept. Any other error
+    leaves them to die with us."""
     try:
         yield
     except KeyboardInterrupt:
         _stop_all(slots, kill=True)
         raise
-    _stop_all(slots, kill=False)
+    except TimeBoxExpired:
+        for w in slots:
+            if w is not None and w.unit is not None:
+                _stop(w, kill=True)
+            elif w is not None:
+                _release(w)
+        raise
+    for w in slots:
+        if w is not None:
+            _release(w)
+
+
+def _release(w: _Worker) -> None:
+    """A worker the sweep is done with: parked in the open session, else stopped."""
+    session = _session()
+    if session is None or w.settings is None or not session.park(w):
+        _stop(w, kill=False)
 
 
 def _stop_all(slots: list[_Worker | None], *, kill: bool) -> None:
@@ -412,12 +558,15 @@ class Supervisor:
     def _drive(
         self, queue: list[Unit], slots: list[_Worker | None], pools: list[_Pool], results: list[Any]
     ) -> None:
-        """Hand out units and collect outcomes until every unit is stored."""
+        """Hand out units and collect outcomes until every unit is stored (or a session's time
+        box runs out: TimeBoxExpired)."""
         while queue or any(w is not None and w.unit for w in slots):
+            _check_deadline()
             self._dispatch(queue, slots, pools, results)
             if not any(w is not None and w.unit for w in slots) and queue:
                 # only re-measures waiting out their back-off: sleep until the first is due
-                time.sleep(max(0.0, min(u.not_before for u in queue) - time.monotonic()))
+                due = min(u.not_before for u in queue) - time.monotonic()
+                time.sleep(max(0.0, min(due, _until_deadline())))
             self._collect(slots, results, queue)
 
     def _idle_baseline(self, device: str) -> dict[str, Any]:
@@ -550,7 +699,7 @@ class Supervisor:
             return
         timeout = self.settings.timeout_s
         first_deadline = min(w.started + timeout for w in busy)
-        until = min(first_deadline - time.monotonic(), self.heartbeat_s)
+        until = min(first_deadline - time.monotonic(), self.heartbeat_s, _until_deadline())
         if queue and len(busy) < len(slots):
             until = min(until, min(u.not_before for u in queue) - time.monotonic())
         ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(0.0, until))
