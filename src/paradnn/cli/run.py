@@ -334,12 +334,13 @@ def run(
                 executor=where,
                 load=load,
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (runner/signals.py): 130, 143
+        how = f"terminated ({e.args[0]})" if e.args else "interrupted"
         err.print(
-            f"[yellow]interrupted[/]: every finished run is stored in {escape(db)}; run the same "
+            f"[yellow]{how}[/]: every finished run is stored in {escape(db)}; run the same "
             "command again to resume (finished configs are skipped)."
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(getattr(e, "exit_code", 130)) from None
     if mode is not ProgressMode.jsonl:
         _show_runs([r.as_dict() for r in records], sweep.name, report.skipped, db, energy)
         if where.kind != "local":
