@@ -34,6 +34,7 @@ from paradnn.config import RunOptions, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import Prediction, RunRecord, Status
+from paradnn.runner import resume
 from paradnn.runner.sharing import POLL_S, Sharing
 from paradnn.runner.signals import kill_tree
 from paradnn.runner.start import start_record
@@ -333,6 +334,11 @@ def _death(exitcode: int | None) -> tuple[str, str]:
     return Status.CRASHED, f"worker exited with code {exitcode} before returning a result"
 
 
+def _label(rec: RunRecord) -> str:
+    """A run as notes name it: family, precision, config."""
+    return f"{rec.family} {rec.precision} " + ", ".join(f"{k}={v}" for k, v in rec.config.items())
+
+
 def _next_due(queue: list[Unit]) -> Unit | None:
     """The first unit whose back-off has passed (taken off the queue), or None."""
     now_ = time.monotonic()
@@ -427,19 +433,29 @@ class Supervisor:
         counts, the memory prediction: what a worker never writes), and how many specs were
         skipped as already finished. `capacity`: the memory free for one run (`memory_for`)."""
         latest = self.store.latest_status()
+        stored_with = self.store.measured_with() if latest else {}
+        now_with = resume.measured_with(self.options)  # kept in each record (runner/resume.py)
+        env = {**env, "measured_with": now_with}
         seen: set[str] = set()
         records: list[tuple[RunRecord, RunOptions]] = []
+        kept: list[resume.Kept] = []
         skipped = 0
         for spec in specs:
             options = self._options(spec)
             rec = start_record(spec.family, dict(spec.config), options, env, sweep=self.sweep)
             status = latest.get(rec.run_key)
+            was = stored_with.get(rec.run_key, (None, None))
+            changed = self.settings.remeasure_changed and resume.differences(was[1], now_with)
             retry = self.settings.force or (self.settings.retry_failed and status in FAILURES)
-            if rec.run_key in seen or (status is not None and not retry):
+            if rec.run_key in seen or (status is not None and not (retry or changed)):
                 skipped += 1
+                if rec.run_key not in seen:
+                    kept.append(resume.Kept(_label(rec), *was))
+                    seen.add(rec.run_key)
                 continue
             seen.add(rec.run_key)
             records.append((self._predict(rec, options, capacity), options))
+        self.notes += resume.kept_notes(kept, now_with, self.sweep)
         flops = sorted(rec.flops_analytic or 0 for rec, _ in records)
         typical = max(flops[len(flops) // 2], 1) if flops else 1
         # relative cost: a fixed part (warm-up, minimum time) plus the work

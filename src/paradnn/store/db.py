@@ -379,6 +379,26 @@ class Store:
         what = "run" if table == "runs" else f"{table} row"
         log.warning("%s: skipped %s %s: its %s %s", self.path, what, rid, column, problem)
 
+    def measured_with(self) -> dict[str, tuple[str | None, dict[str, Any] | None]]:
+        """For the newest attempt of every run key: the sweep it was stored under and the
+        settings it was measured with (`env.measured_with`; None where not recorded or not
+        readable). A resumed sweep says which stored configurations it keeps (runner/resume.py)."""
+        if not self.exists():
+            return {}
+        sql = (
+            "SELECT run_key, sweep, env FROM runs AS r WHERE attempt = "
+            "(SELECT MAX(attempt) FROM runs WHERE run_key = r.run_key)"
+        )
+        found: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        for key, sweep, env in self.conn.execute(sql).fetchall():
+            try:
+                settings = json.loads(env).get("measured_with")
+            except (TypeError, ValueError, AttributeError):
+                settings = None  # a damaged env says nothing
+            name = sweep if isinstance(sweep, str) else None
+            found[key] = (name, settings if isinstance(settings, dict) else None)
+        return found
+
     def latest_attempts(self) -> dict[str, int]:
         """The newest attempt number of every run key (a claim checks no newer one appeared)."""
         if not self.exists():
@@ -654,6 +674,7 @@ def check_writable(path: str | Path) -> None:
         return
     if path == "":
         raise StoreError("--db = '': must be a database file path")
+    paths.plain("--db", path)  # before SQLite sees it: no newline or other control character
     p = _existing_file(path)
     if p.exists():
         if p.stat().st_size:
@@ -770,6 +791,7 @@ def _wal(conn: sqlite3.Connection) -> None:
 
 
 def _open_readonly(path: str) -> Store:
+    paths.plain("--db", path)
     p = _existing_file(path)
     if not p.exists():
         raise StoreError(f"{path}: no such database (run `paradnn run` first, or pass --db)")
