@@ -419,6 +419,7 @@ class Supervisor:
         self.load = load  # the machine's load before the sweep (sampled here when None)
         self.threads_choice: host.ThreadsChoice | None = None
         self.sharing: Sharing | None = None  # a sweep's claims (runner/sharing.py)
+        self.measured_with: dict[str, Any] | None = None  # runner/resume.py
 
     # -- planning ----------------------------------------------------------------------------
     def _options(self, spec: RunSpec) -> RunOptions:
@@ -434,8 +435,7 @@ class Supervisor:
         skipped as already finished. `capacity`: the memory free for one run (`memory_for`)."""
         latest = self.store.latest_status()
         stored_with = self.store.measured_with() if latest else {}
-        now_with = resume.measured_with(self.options)  # kept in each record (runner/resume.py)
-        env = {**env, "measured_with": now_with}
+        now_with = self.measured_with = resume.measured_with(self.options)  # in each record
         seen: set[str] = set()
         records: list[tuple[RunRecord, RunOptions]] = []
         kept: list[resume.Kept] = []
@@ -713,6 +713,11 @@ class Supervisor:
         queue: list[Unit] | None = None,
     ) -> None:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
+        if isinstance(outcome, RunRecord) and self.measured_with is not None:
+            # how it was measured beyond its run key: a resumed sweep compares (runner/resume.py)
+            outcome = outcome.replace(
+                env={**(outcome.env or {}), "measured_with": self.measured_with}
+            )
         stored = unit.store(outcome, self.store, self.idle)
         if self.sharing is not None:
             self.sharing.stored(unit, stored.attempt)
