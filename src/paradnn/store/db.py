@@ -600,6 +600,15 @@ def _ro_connect(path: str) -> sqlite3.Connection:
     return conn  # a query meets any other error as before
 
 
+_WARNED: set[str] = set()  # databases whose reading was said once in this process
+
+
+def _warn_once(path: str, message: str, *args: object) -> None:
+    if path not in _WARNED:
+        _WARNED.add(path)
+        log.warning(message, *args)
+
+
 class _Copied(sqlite3.Connection):
     """A connection to a copy of a database in a temporary folder, removed when it closes."""
 
@@ -620,7 +629,7 @@ def _without_shm(path: str) -> sqlite3.Connection:
     size = wal.stat().st_size
     why = "its folder cannot be written and it has no -shm file"
     if size == 0:
-        log.warning("%s: read as an immutable file (%s; its -wal is empty)", path, why)
+        _warn_once(path, "%s: read as an immutable file (%s; its -wal is empty)", path, why)
         uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
         return sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
     folder = tempfile.mkdtemp(prefix="paradnn-ro-")
@@ -633,10 +642,11 @@ def _without_shm(path: str) -> sqlite3.Connection:
         raise StoreError(
             f"{path}: {why}, and it cannot be copied to read its -wal ({e.strerror or e})"
         ) from None
-    log.warning(
-        "%s: read from a copy in %s (%s, so its -wal of %s bytes cannot be read in place)",
+    _warn_once(
         path,
-        folder,
+        "%s: read from a copy in a temporary folder (%s, so its -wal of %s bytes cannot be "
+        "read in place)",
+        path,
         why,
         f"{size:,}",
     )
