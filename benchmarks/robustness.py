@@ -115,18 +115,9 @@ def concurrent_runs(c: Ctx) -> dict:
     found = {}
     for n in (2, 4):
         db, sweep = c.work / f"conc{n}.db", c.sweep(f"conc{n}", 8)
-        args = (
-            "run",
-            "--preset",
-            str(sweep),
-            "--db",
-            str(db),
-            "--device",
-            "cpu",
-            "--threads",
-            "1",
-            "--quiet",
-        )
+        # not --quiet: stderr is a pipe, so the progress is a line log with the notes
+        args = ("run", "--preset", str(sweep), "--db", str(db), "--device", "cpu")
+        args += ("--threads", "1")
         t0 = time.monotonic()
         procs = [c.start(*args) for _ in range(n)]
         outs = [p.communicate(timeout=900) for p in procs]
@@ -146,18 +137,7 @@ def concurrent_runs(c: Ctx) -> dict:
 def killed_run(c: Ctx) -> dict:
     """Two runs together; one SIGKILLed once 2 rows are stored; the other waited for."""
     db, sweep = c.work / "kill.db", c.sweep("kill", 8)
-    args = (
-        "run",
-        "--preset",
-        str(sweep),
-        "--db",
-        str(db),
-        "--device",
-        "cpu",
-        "--threads",
-        "1",
-        "--quiet",
-    )
+    args = ("run", "--preset", str(sweep), "--db", str(db), "--device", "cpu", "--threads", "1")
     victim, survivor = c.start(*args), c.start(*args)
     deadline = time.monotonic() + 300
     while victim.poll() is None and _rows(db).get("rows", 0) < 2 and time.monotonic() < deadline:
@@ -335,28 +315,32 @@ def _cmdline(pid: int) -> str:
 
 
 def signals(c: Ctx) -> dict:
-    """SIGTERM (and SIGINT) to a running sweep: exit code, message, children alive at its exit
-    and one second later."""
+    """SIGTERM or SIGINT to a sweep whose worker is measuring (a result stored) or still
+    starting (spawned, importing torch): exit code, message, children alive when the command
+    has exited and one second later."""
     found = {}
-    for name, signum in (("SIGTERM", signal.SIGTERM), ("SIGINT", signal.SIGINT)):
-        db, sweep = c.work / f"sig{name}.db", c.sweep(f"sig{name}", 30)
+    cases = [("SIGTERM, measuring", signal.SIGTERM, "measuring")]
+    cases += [("SIGTERM, worker starting", signal.SIGTERM, "starting")]
+    cases += [("SIGINT, measuring", signal.SIGINT, "measuring")]
+    for i, (name, signum, when) in enumerate(cases):
+        db, sweep = c.work / f"sig{i}.db", c.sweep(f"sig{i}", 30)
+        args = ("run", "--preset", str(sweep), "--db", str(db), "--device", "cpu")
         p = c.start(
-            "run",
-            "--preset",
-            str(sweep),
-            "--db",
-            str(db),
-            "--device",
-            "cpu",
-            "--threads",
-            "1",
-            "--quiet",
+            *args,
+            *("--threads", "1", "--quiet"),
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 300
-        while _rows(db).get("rows", 0) < 1 and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while p.poll() is None and time.monotonic() < deadline:
+            if when == "measuring" and _rows(db).get("rows", 0) >= 1:
+                break
+            if when == "starting" and any(
+                "multiprocessing-fork" in _cmdline(k) for k in _tree(p.pid)
+            ):
+                break
+            time.sleep(0.01)
         kids = _tree(p.pid)
+        names = {k: _cmdline(k) for k in kids}  # read while they run
         t0 = time.monotonic()
         p.send_signal(signum)
         _, err = p.communicate(timeout=120)
@@ -367,9 +351,9 @@ def signals(c: Ctx) -> dict:
         found[name] = {
             "exit": p.returncode,
             "exit_after_s": round(took, 2),
-            "children": [_cmdline(k) for k in kids],
-            "alive_at_exit": [_cmdline(k) for k in at_exit],
-            "alive_1s_later": [_cmdline(k) for k in later],
+            "children": [names[k] for k in kids],
+            "alive_at_exit": [names[k] for k in at_exit],
+            "alive_1s_later": [names[k] for k in later],
             "message": [ln for ln in err.splitlines() if ln.strip()][-2:],
         }
         for k in later:
