@@ -55,7 +55,8 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": 
 @dataclass
 class Event:
     """What the supervisor tells its caller: `start`, `run`, `progress`, `result` (one per stored
-    row), `remeasure` (a noisy run queued again: `notes` says which, why and when), `end`."""
+    row), `remeasure` (a noisy run queued again: `notes` says which, why and when), `note`
+    (another sweep shares the database: `notes` says what it did), `end`."""
 
     kind: str
     done: int
