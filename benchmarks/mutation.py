@@ -45,8 +45,15 @@ OUT = ROOT / "benchmarks" / "results" / "mutation.json"
 
 # name -> (module globs as mutmut names them, target score)
 GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
-    "analysis": (("paradnn.analysis.*", "paradnn.attempts.*"), 0.90),  # attempts: the choice
-    "sim": (("paradnn.sim.*",), 0.90),
+    # attempts: the choice; the key results and the rounding rule (issue 46) state conclusions
+    "analysis": (
+        (
+            *("paradnn.analysis.*", "paradnn.attempts.*"),
+            *("paradnn.report.keyresults.*", "paradnn.rounding.*"),
+        ),
+        0.90,
+    ),
+    "sim": (("paradnn.sim.*", "paradnn.platforms.cores.*"), 0.90),  # cores: issue 46
     "timer-stats": (("paradnn.measure.timer.*", "paradnn.measure.stats.*"), 0.95),
     "store": (("paradnn.store.*",), 0.95),
     "memory": (("paradnn.memory.*",), 0.90),
@@ -58,6 +65,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
             "paradnn.measure.infeed.*",
             "paradnn.measure.collectives.*",
             "paradnn.measure.faults.*",
+            "paradnn.measure.sanity.*",  # a ceiling's sanity checks (issue 46)
+            "paradnn.runner.resume.*",  # what a resumed sweep says it keeps (issue 46)
             "paradnn.runner.supervisor.x__death__mutmut_*",
             "paradnn.runner.units.xǁRunUnitǁfailed__mutmut_*",
         ),

@@ -86,3 +86,35 @@ def test_every_mutation_group_names_modules_mutmut_mutates_and_tests_that_reach_
              "test_collectives")  # fmt: skip
     for test in tests:
         assert f"tests/{test}.py" in config["pytest_add_cli_args_test_selection"], test
+
+
+def test_the_modules_added_since_the_groups_were_drawn_are_in_a_group():
+    """Issue 46: every module of the last rounds' work is mutated and scored in a group, with
+    the tests that reach it selected."""
+    import importlib.util
+    import tomllib
+    from fnmatch import fnmatch
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    spec = importlib.util.spec_from_file_location("mutation_tool", ROOT / "benchmarks/mutation.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    modules = {
+        "sim.timeline": "test_sim_timeline", "sim.hostprofile": "test_hostprofile",
+        "sim.identify": "test_sim_identify", "sim.gemmlib": "test_sim_gemmlib",
+        "sim.xlalayout": "test_sim_tpu", "analysis.whatif": "test_whatif",
+        "sim.papers": "test_papers", "report.keyresults": "test_report_web",
+        "rounding": "test_lastbit", "measure.sanity": "test_ceilings",
+        "platforms.cores": "test_platforms", "store.claims": "test_shared_db",
+        "runner.resume": "test_handing_on",
+    }  # fmt: skip
+    for module, test in modules.items():
+        path = f"src/paradnn/{module.replace('.', '/')}.py"
+        assert (ROOT / path).exists(), path
+        assert any(fnmatch(path, p) for p in config["only_mutate"]), path
+        mutant = f"paradnn.{module}.x_f__mutmut_1"
+        groups = [
+            g for g, (globs, _) in tool.GROUPS.items() if any(fnmatch(mutant, x) for x in globs)
+        ]
+        assert len(groups) == 1, (module, groups)
+        assert f"tests/{test}.py" in config["pytest_add_cli_args_test_selection"], test

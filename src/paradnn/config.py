@@ -356,6 +356,9 @@ class SweepSettings:
     # The CLI turns it on (run: 2, bench: 1; docs/runner.md#re-measuring-noisy-runs).
     remeasure: int = 0
     remeasure_backoff_s: float = REMEASURE_BACKOFF_S
+    # a stored config measured with other settings (timing, energy, profile: not in its run
+    # key) is measured again with these, as a new attempt (runner/resume.py)
+    remeasure_changed: bool = False
 
     def __post_init__(self) -> None:
         # Upper bounds (docs/limits.md): more workers than any host has cores, a week per
@@ -365,6 +368,6 @@ class SweepSettings:
         int_at_least("recycle_every", self.recycle_every, 1, MAX_RECYCLE_EVERY)
         int_at_least("remeasure", self.remeasure, 0, MAX_REMEASURE)
         number_at_least("remeasure_backoff", self.remeasure_backoff_s, 0.0, high=3600.0)
-        for flag in ("predict", "retry_failed", "force"):
+        for flag in ("predict", "retry_failed", "force", "remeasure_changed"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(flag, getattr(self, flag), "must be true or false")

@@ -57,6 +57,14 @@ class StoreError(ParadnnError):
     """The result database cannot be used (e.g. written by a newer paradnn)."""
 
 
+class WorkFailed(ParadnnError):
+    """The work failed part-way through (a full disk, a database made read-only): one line
+    naming the file, the cause and what was kept, exit status 1 (a refusal before any work
+    is 2)."""
+
+    exit_code = 1
+
+
 class Refused(ParadnnError):
     """The device cannot do what was asked (the run's memory exceeds what is free): said in one
     line before any work, with the option that asks for it anyway."""

@@ -5,9 +5,24 @@ in the middle of the path), instead of an OSError after the work is done."""
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 from paradnn.errors import ConfigError
+
+
+def plain(option: str, path: str | Path) -> str:
+    """A path as typed, refused (ConfigError) when it holds a character that ends or hides a
+    line: a control character (a newline, a tab, NUL, escape, DEL) or a Unicode line or
+    paragraph separator. SQLite, pip and a shell would take such a name as it is, and a file
+    called `r.db\n` is one no listing shows for what it is. Non-ASCII letters are fine."""
+    text = str(path)
+    bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ConfigError(
+            option, text, f"must be a plain file name: it holds the control character {bad!r}"
+        )
+    return text
 
 
 def writable(path: str | Path) -> bool:
@@ -28,7 +43,7 @@ def output_file(option: str, path: str | Path) -> Path:
     writable when it exists. Returns it as a Path."""
     if str(path) == "":
         raise ConfigError(option, "", "must be a file path")
-    p = Path(path)
+    p = Path(plain(option, path))
     if p.is_dir():
         raise ConfigError(option, str(path), "is a folder; give a file path")
     folder = p.parent
@@ -51,7 +66,7 @@ def output_folder(option: str, path: str | Path) -> Path:
     file, under no file, and writable (or creatable in a writable folder). Returns it."""
     if str(path) == "":
         raise ConfigError(option, "", "must be a folder path")
-    p = Path(path)
+    p = Path(plain(option, path))
     found = nearest_existing(p)
     if found.exists() and not found.is_dir():
         what = "is a file" if found == p else f"{found} is a file"

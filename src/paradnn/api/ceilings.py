@@ -51,7 +51,7 @@ def calibrate(
     for p in precisions or ():
         RunOptions(precision=p)
     check_budget(budget_s)
-    with open_store(db) as store:
+    with open_store(db, lazy=True) as store:
         measured = kernels.calibrate(
             store,
             device,
@@ -96,7 +96,7 @@ def calibrate_host(
     from paradnn.runner import kernels
 
     RunOptions(device=device, threads=threads)
-    with open_store(db) as store:
+    with open_store(db, lazy=True) as store:
         measured = kernels.host_profile(
             store,
             device,
@@ -135,7 +135,7 @@ def ops(
         device = "cpu"
     else:
         counts = (threads,)
-    with open_store(db) as store:
+    with open_store(db, lazy=True) as store:
         measured = kernels.ops(
             store,
             device,

@@ -86,7 +86,7 @@ def bench(
     )
     check_can_run(family, cfg, options, force=force)
     spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
-    with open_store(db) as store:
+    with open_store(db, lazy=True) as store:
         records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return records[-1]
 
@@ -218,7 +218,7 @@ def run(
         raise ConfigError("executor", executor, "must be an ExecutorSettings")
     if executor.kind != "local":
         return _run_on_cluster(sweep.name, specs, options, settings, executor, db, on_event)
-    with open_store(db) as store:
+    with open_store(db, lazy=True) as store:
         sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event, load=load)
         return sup.run(specs)
 
@@ -255,7 +255,7 @@ def _run_on_cluster(
     check_writable(db)  # before the cluster is reached: every result is stored here
     engine = open_engine(executor, options, settings.timeout_s)
     try:
-        with open_store(db) as store:
+        with open_store(db, lazy=True) as store:
             sup = ClusterSupervisor(store, options, settings, engine, sweep=name, on_event=on_event)
             return sup.run(specs)
     finally:

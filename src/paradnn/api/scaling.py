@@ -119,7 +119,7 @@ def scale(
     values = dict(cfg.__dict__)
     settings = SweepSettings(timeout_s=timeout_s, predict=not force, force=True)
     records: list[RunRecord] = []
-    with open_store(db) as store:
+    with open_store(db, lazy=True) as store:
         for group in ([n for n in ns if n == 1], [n for n in ns if n > 1]):
             if not group:
                 continue

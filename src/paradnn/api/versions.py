@@ -97,6 +97,7 @@ def versions(
     from paradnn import presets
 
     wanted = envs.parse_versions(torch_versions)
+    envs.check_index_url(index_url)  # before pip or uv sees it
     sweep_ = presets.get(preset)  # a bad preset or sweep file: one line now, not per env
     # Every option is checked before anything is installed (each env's `run` checks again).
     RunOptions(device=device, threads=threads)

@@ -20,6 +20,7 @@ from paradnn.cli import ceilings, report, results, run, scale, simulate, version
 from paradnn.cli import doctor as doctor_cmd
 from paradnn.cli.common import error_line, out
 from paradnn.errors import MAX_SHOWN, ParadnnError, shown
+from paradnn.runner import signals
 
 app = typer.Typer(
     name="paradnn",
@@ -116,20 +117,24 @@ def main() -> None:
     work (a file that cannot be written, a database error, a bug) is one line and exit status
     1. `paradnn --debug …` lets the exception through with its traceback."""
     _DEBUG["on"] = False
+    interrupted, code = False, None
     try:
-        code = app(standalone_mode=False)
+        with signals.terminating():  # SIGTERM, SIGHUP: handled as Ctrl-C is
+            code = app(standalone_mode=False)
     except UsageError as e:  # click's own checks: unknown option, not an integer, …
         if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already (as typer)
             sys.exit(0)
         hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
         message = LONG_WORD.sub(lambda m: shown(m[0])[1:].replace("'…", "…", 1), e.format_message())
         code = _fail(message.replace("Value error, ", "") + hint, 2)
-    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a run
-        code = 130
+    except (typer.Abort, KeyboardInterrupt) as e:  # Ctrl-C or SIGTERM outside a run
+        code, interrupted = signals.exit_code(e), True
+        if isinstance(e, signals.Terminated):
+            error_line(f"terminated by {e.args[0]}: every child process was ended", "stopped:")
     except ParadnnError as e:
         if _DEBUG["on"]:
             raise
-        code = _fail(str(e), 2)
+        code = _fail(str(e), getattr(e, "exit_code", 2))  # WorkFailed: 1
     except OSError as e:
         if _DEBUG["on"]:
             raise
@@ -143,6 +148,9 @@ def main() -> None:
             raise
         what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         code = _fail(f"{what} (a paradnn bug: `paradnn --debug …` shows where)", 1)
+    finally:
+        # no worker, resource tracker or other child outlives the command (issue 46)
+        signals.end_children(interrupted=interrupted or code in (130, 143, 129))
     sys.exit(code if isinstance(code, int) else 0)
 
 

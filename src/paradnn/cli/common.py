@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from paradnn import families
+from paradnn import families, paths
 from paradnn.config import (
     BACKENDS,
     DATA_SOURCES,
@@ -101,7 +101,7 @@ def path(flag: str) -> Callable[[Any], Any]:
     def read(v: Any) -> str:
         if not isinstance(v, str) or not v.strip() or "\x00" in v:
             raise ConfigError(flag, v, "must be a file path (not empty)")
-        return v
+        return paths.plain(flag, v)  # no newline or other control character (issue 46)
 
     return option(flag, read)
 

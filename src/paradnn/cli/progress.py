@@ -191,7 +191,8 @@ class BarReporter:
                 for note in e.notes:
                     say(note)
                 say(f"{e.total} runs to do" + (f", {e.skipped} already done" if e.skipped else ""))
-        if e.kind == "remeasure" and not self.quiet:  # when and why a config is measured again
+        if e.kind in ("remeasure", "note") and not self.quiet:  # a config measured again,
+            # another sweep sharing the database (runner/sharing.py)
             for note in e.notes:
                 say(note)
             return
@@ -278,7 +279,7 @@ class JsonlReporter:
         }
         if e.kind == "start":
             event["skipped"] = e.skipped
-        if e.kind == "remeasure":
+        if e.kind in ("remeasure", "note"):
             event["notes"] = e.notes
         if getattr(e, "nodes", None):
             event["nodes"] = e.nodes

@@ -175,6 +175,15 @@ def run(
         bool,
         typer.Option("--retry-failed", help="Re-run oom, timeout, crashed, predicted_oom runs."),
     ] = False,
+    remeasure_changed: Annotated[
+        bool,
+        typer.Option(
+            "--remeasure-changed",
+            help="Measure again (a new attempt) each stored config measured with other "
+            "timing, energy or profile settings than this run's; without it they are kept "
+            "and the start says which.",
+        ),
+    ] = False,
     remeasure: RemeasureOpt = REMEASURE_RUN,
     remeasure_backoff: RemeasureBackoffOpt = REMEASURE_BACKOFF_S,
     dry_run: Annotated[
@@ -290,6 +299,7 @@ def run(
         recycle_every=recycle_every,
         predict=predict,
         retry_failed=retry_failed,
+        remeasure_changed=remeasure_changed,
         remeasure=remeasure,
         remeasure_backoff_s=remeasure_backoff,
     )  # checked before a dry run too: every option has its bound (docs/limits.md)
@@ -334,12 +344,13 @@ def run(
                 executor=where,
                 load=load,
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (runner/signals.py): 130, 143
+        how = f"terminated ({e.args[0]})" if e.args else "interrupted"
         err.print(
-            f"[yellow]interrupted[/]: every finished run is stored in {escape(db)}; run the same "
+            f"[yellow]{how}[/]: every finished run is stored in {escape(db)}; run the same "
             "command again to resume (finished configs are skipped)."
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(getattr(e, "exit_code", 130)) from None
     if mode is not ProgressMode.jsonl:
         _show_runs([r.as_dict() for r in records], sweep.name, report.skipped, db, energy)
         if where.kind != "local":

@@ -27,7 +27,7 @@ from paradnn import paths
 from paradnn.analysis.frames import choice_note, choose, noisy_ok, reason_counts, without_noisy
 from paradnn.errors import ConfigError
 from paradnn.records import Status
-from paradnn.report import keyresults
+from paradnn.report import keyresults, publish
 from paradnn.report.section import Content, Section
 from paradnn.report.sections import (
     backends,
@@ -109,23 +109,26 @@ def build(
     if chips:
         say("what-if predictions")
         data = with_what_if(data, chips)
-    w = Writer(out)
-    sections: list[Content] = []
-    for sec in sections_for(SECTIONS, bool(chips)):
-        say(sec.step or sec.id)
-        sections.append(sec.build(data, w, every=full))
-    notes = [n for n in (_noisy_note(full, noisy), choice_note(choose(full.runs))) if n]
-    for note in reversed(notes):
-        for c in sections:
-            if c.id in _NOTED and not c.empty:
-                c.notes.insert(0, note + ".")
-    if full.skipped:
-        sections[0].notes.insert(0, _skipped_note(full.skipped))
-    key = keyresults.lines(w, data.ok)
-    html = _render(data, sections, key)
-    path = out / "report.html"
-    path.write_text(html, encoding="utf-8")
-    return Report(path, w.figures, w.tables, sections)
+    # built in a folder of its own and moved into place whole (report/publish.py): a killed or
+    # failed build leaves the last report as it was, a rebuild leaves no stale file
+    with publish.staged(out) as stage:
+        w = Writer(stage)
+        sections: list[Content] = []
+        for sec in sections_for(SECTIONS, bool(chips)):
+            say(sec.step or sec.id)
+            sections.append(sec.build(data, w, every=full))
+        notes = [n for n in (_noisy_note(full, noisy), choice_note(choose(full.runs))) if n]
+        for note in reversed(notes):
+            for c in sections:
+                if c.id in _NOTED and not c.empty:
+                    c.notes.insert(0, note + ".")
+        if full.skipped:
+            sections[0].notes.insert(0, _skipped_note(full.skipped))
+        key = keyresults.lines(w, data.ok)
+        html = _render(data, sections, key)
+        (stage / "report.html").write_text(html, encoding="utf-8")
+    figures, csvs = publish.moved(w.figures, stage, out), publish.moved(w.tables, stage, out)
+    return Report(out / "report.html", figures, csvs, sections)
 
 
 def _skipped_note(skipped: list[dict]) -> str:

@@ -6,6 +6,7 @@ loop without waiting."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -39,14 +40,25 @@ def with_refresh(html: Path, seconds: float) -> None:
     at = at + len("<head>") + 1 if at >= 0 else 0
     if at and text[at - 1 : at] != "\n":
         at -= 1
-    html.write_text(text[:at] + tag + text[at:], encoding="utf-8")
+    _replace(html, text[:at] + tag + text[at:])
 
 
 def without_refresh(html: Path) -> None:
     """The page as a plain report again (watching stopped: nothing will change it)."""
     if html.exists():
         text = html.read_text(encoding="utf-8")
-        html.write_text(REFRESH.sub("", text), encoding="utf-8")
+        _replace(html, REFRESH.sub("", text))
+
+
+def _replace(html: Path, text: str) -> None:
+    """Write the page beside itself and move it into place: a reader (or a kill) never meets
+    half a page."""
+    tmp = html.with_name(f".{html.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, html)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def watch(

@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from paradnn.errors import ConfigError, ParadnnError
 
-VERSION = re.compile(r"\d+\.\d+(\.\d+)?([a-z]+\d+)?")
+VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?([a-z]+[0-9]+)?", re.ASCII)  # not ٣.١.٠
 MAX_VERSIONS = 8  # environments per study (each is a torch install: ~1 GB)
 PROBE = "import torch, sys; sys.stdout.write(torch.__version__)"
 PTH = "paradnn-versions.pth"
@@ -49,8 +50,19 @@ class TorchEnv:
 def parse_versions(text: str | Sequence[str]) -> list[str]:
     """`2.11.0,2.13.0` (or a list) → distinct versions in the order given; bad input raises
     ConfigError naming the value and what is allowed."""
-    items = text.split(",") if isinstance(text, str) else [v for t in text for v in t.split(",")]
-    versions = list(dict.fromkeys(v.strip() for v in items if v.strip()))
+    if isinstance(text, str):
+        items = text.split(",")
+    elif isinstance(text, Sequence) and all(isinstance(t, str) for t in text):
+        items = [v for t in text for v in t.split(",")]
+    else:
+        raise ConfigError("--torch", text, "must be torch versions, e.g. 2.11.0,2.13.0")
+    for item in items:  # checked as typed, before pip sees it: a newline is not stripped away
+        odd = next((ch for ch in item if not " " <= ch <= "~"), None)
+        if odd is not None:
+            raise ConfigError(
+                "--torch", item, f"must be a release version such as 2.13.0 (it holds {odd!r})"
+            )
+    versions = list(dict.fromkeys(v.strip(" ") for v in items if v.strip(" ")))
     if not versions:
         raise ConfigError("--torch", text, "give one or more torch versions, e.g. 2.11.0,2.13.0")
     for v in versions:
@@ -59,6 +71,27 @@ def parse_versions(text: str | Sequence[str]) -> list[str]:
     if len(versions) > MAX_VERSIONS:
         raise ConfigError("--torch", text, f"at most {MAX_VERSIONS} versions (one env each)")
     return versions
+
+
+def check_index_url(url: str | None) -> str | None:
+    """A package index for pip or uv: an http(s) URL with a host, or a file URL with a path,
+    in printable ASCII without spaces (percent-encode the rest); checked before pip sees it."""
+    if url is None:
+        return None
+    allowed = (
+        "must be a package index URL, http(s)://host/path or file:///folder (printable ASCII, "
+        "no spaces), e.g. https://download.pytorch.org/whl/cpu"
+    )
+    if not isinstance(url, str) or not url or any(not " " < ch <= "~" for ch in url):
+        raise ConfigError("--index-url", url, allowed)
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # e.g. an unclosed [IPv6 address
+        raise ConfigError("--index-url", url, allowed) from None
+    if (parts.scheme in ("http", "https") and host) or (parts.scheme == "file" and parts.path):
+        return url
+    raise ConfigError("--index-url", url, allowed)
 
 
 def default_cache() -> Path:

@@ -34,6 +34,9 @@ from paradnn.config import RunOptions, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import RunSpec, resolve_native
 from paradnn.records import Prediction, RunRecord, Status
+from paradnn.runner import resume
+from paradnn.runner.sharing import POLL_S, Sharing
+from paradnn.runner.signals import kill_tree
 from paradnn.runner.start import start_record
 from paradnn.runner.tasks import KernelUnit
 from paradnn.runner.units import RunUnit, Stored, Unit
@@ -52,7 +55,8 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": 
 @dataclass
 class Event:
     """What the supervisor tells its caller: `start`, `run`, `progress`, `result` (one per stored
-    row), `remeasure` (a noisy run queued again: `notes` says which, why and when), `end`."""
+    row), `remeasure` (a noisy run queued again: `notes` says which, why and when), `note`
+    (another sweep shares the database: `notes` says what it did), `end`."""
 
     kind: str
     done: int
@@ -232,6 +236,16 @@ class _Pool:
                 raise
             raise SystemExit(MAIN_GUARD_EXIT) from None
         child.close()
+        try:
+            return self._hello(proc, parent)
+        except BaseException:  # Ctrl-C, SIGTERM, a time box: no worker outlives its start
+            if proc.is_alive():
+                kill_tree(proc.pid)
+                proc.kill()
+            proc.join()
+            raise
+
+    def _hello(self, proc: Any, parent: Connection) -> _Worker:
         deadline = time.monotonic() + HELLO_TIMEOUT_S
         while time.monotonic() < deadline:
             if _until_deadline() <= 0:  # a session's time box ran out while it started
@@ -259,6 +273,8 @@ class _Pool:
 
 def _stop(w: _Worker, *, kill: bool) -> None:
     if kill or not w.process.is_alive():
+        if w.process.pid is not None:
+            kill_tree(w.process.pid)  # a data loader's workers, a compiler's: none outlive it
         w.process.kill()
     else:
         try:
@@ -317,6 +333,11 @@ def _death(exitcode: int | None) -> tuple[str, str]:
         name = signal.Signals(-exitcode).name
         return Status.CRASHED, f"worker died with signal {name} ({exitcode})"
     return Status.CRASHED, f"worker exited with code {exitcode} before returning a result"
+
+
+def _label(rec: RunRecord) -> str:
+    """A run as notes name it: family, precision, config."""
+    return f"{rec.family} {rec.precision} " + ", ".join(f"{k}={v}" for k, v in rec.config.items())
 
 
 def _next_due(queue: list[Unit]) -> Unit | None:
@@ -398,6 +419,8 @@ class Supervisor:
         self.heartbeat_s = 2.0  # a `progress` event at least this often while a unit runs
         self.load = load  # the machine's load before the sweep (sampled here when None)
         self.threads_choice: host.ThreadsChoice | None = None
+        self.sharing: Sharing | None = None  # a sweep's claims (runner/sharing.py)
+        self.measured_with: dict[str, Any] | None = None  # runner/resume.py
 
     # -- planning ----------------------------------------------------------------------------
     def _options(self, spec: RunSpec) -> RunOptions:
@@ -412,19 +435,28 @@ class Supervisor:
         counts, the memory prediction: what a worker never writes), and how many specs were
         skipped as already finished. `capacity`: the memory free for one run (`memory_for`)."""
         latest = self.store.latest_status()
+        stored_with = self.store.measured_with() if latest else {}
+        now_with = self.measured_with = resume.measured_with(self.options)  # in each record
         seen: set[str] = set()
         records: list[tuple[RunRecord, RunOptions]] = []
+        kept: list[resume.Kept] = []
         skipped = 0
         for spec in specs:
             options = self._options(spec)
             rec = start_record(spec.family, dict(spec.config), options, env, sweep=self.sweep)
             status = latest.get(rec.run_key)
+            was = stored_with.get(rec.run_key, (None, None))
+            changed = self.settings.remeasure_changed and resume.differences(was[1], now_with)
             retry = self.settings.force or (self.settings.retry_failed and status in FAILURES)
-            if rec.run_key in seen or (status is not None and not retry):
+            if rec.run_key in seen or (status is not None and not (retry or changed)):
                 skipped += 1
+                if rec.run_key not in seen:
+                    kept.append(resume.Kept(_label(rec), *was))
+                    seen.add(rec.run_key)
                 continue
             seen.add(rec.run_key)
             records.append((self._predict(rec, options, capacity), options))
+        self.notes += resume.kept_notes(kept, now_with, self.sweep)
         flops = sorted(rec.flops_analytic or 0 for rec, _ in records)
         typical = max(flops[len(flops) // 2], 1) if flops else 1
         # relative cost: a fixed part (warm-up, minimum time) plus the work
@@ -485,7 +517,7 @@ class Supervisor:
                 running,
                 skipped,
                 self._eta(len(slots)),
-                notes=list(self.notes) if kind in ("start", "remeasure") else [],
+                notes=list(self.notes) if kind in ("start", "remeasure", "note") else [],
                 progress=progress,
                 row=self._last.row if kind == "result" and self._last else None,
             )
@@ -538,7 +570,7 @@ class Supervisor:
         pools = [_Pool(WorkerSettings(self.options.device, threads, c, choice)) for c in cpu_sets]
         slots: list[_Worker | None] = [None] * self.settings.workers
         results: list[RunRecord] = []
-        with _held(slots):
+        with _held(slots), self._shared():
             slots[0] = pools[0].start()  # its hello tells the environment, hence the run keys
             hello = slots[0].hello
             specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
@@ -546,27 +578,80 @@ class Supervisor:
                 self.notes += self._threads_notes(self.threads_choice)
             # parallel CPU workers share the host's memory
             capacity = memory_for(hello, self.settings.workers)
+            if self.sweep is not None:  # before planning: what it finds stored is known
+                self.sharing = Sharing.of(self.store, self.sweep)
             units, skipped = self.plan(specs, hello["env"], capacity)
             self.total, self.cost_left = len(units), sum(u.cost for u in units)
             if self.options.energy and units and self.options.energy_idle_s > 0:
                 self.idle = self._idle_baseline(hello["env"]["device"])
             self._emit("start", slots, skipped)
             self._drive(list(units), slots, pools, results)
+            self._say(self.sharing.summary() if self.sharing else [])
         self._emit("end", [])
         return results
+
+    # -- sharing the database with other sweeps (runner/sharing.py) ---------------------------
+    @contextlib.contextmanager
+    def _shared(self) -> Iterator[None]:
+        """Claims dropped when the sweep ends, however it ends (a killed one's lapse)."""
+        try:
+            yield
+        finally:
+            if self.sharing is not None:
+                self.sharing.close()
+
+    def _take(self, unit: Unit) -> bool:
+        """Whether this sweep measures `unit` now: it claimed it, or no other sweep shares the
+        database. A unit another sweep stored meanwhile leaves the plan."""
+        if self.sharing is None:
+            return True
+        before = self.sharing.by_others
+        mine = self.sharing.take(unit)
+        self._dropped(self.sharing.by_others - before, unit.cost)
+        self._say(self.sharing.notes)
+        return mine
+
+    def _waiting(self, queue: list[Unit]) -> bool:
+        """Whether units wait for another sweep; those it can take now join `queue`."""
+        if self.sharing is None or not self.sharing.waiting:
+            return False
+        before = self.sharing.by_others
+        queue += self.sharing.due()
+        self._dropped(self.sharing.by_others - before, 1.0)
+        self._say(self.sharing.notes)
+        return bool(self.sharing.waiting)
+
+    def _dropped(self, n: int, cost: float) -> None:
+        self.total -= n
+        self.cost_left -= n * cost
+
+    def _say(self, notes: list[str]) -> None:
+        if notes:
+            saved, self.notes = self.notes, list(notes)
+            self._emit("note", [])
+            self.notes = saved
+            notes.clear()
 
     def _drive(
         self, queue: list[Unit], slots: list[_Worker | None], pools: list[_Pool], results: list[Any]
     ) -> None:
         """Hand out units and collect outcomes until every unit is stored (or a session's time
         box runs out: TimeBoxExpired)."""
-        while queue or any(w is not None and w.unit for w in slots):
+        while (
+            self._waiting(queue) or queue or any(w is not None and w.unit for w in slots)
+        ):  # fmt: skip
             _check_deadline()
             self._dispatch(queue, slots, pools, results)
             if not any(w is not None and w.unit for w in slots) and queue:
                 # only re-measures waiting out their back-off: sleep until the first is due
                 due = min(u.not_before for u in queue) - time.monotonic()
                 time.sleep(max(0.0, min(due, _until_deadline())))
+            elif not any(w is not None and w.unit for w in slots) and not queue:
+                # only configurations another sweep is measuring: see what becomes of them
+                n = len(self.sharing.waiting) if self.sharing else 0
+                what = f"waiting for {n} configuration{'s' if n != 1 else ''} another sweep"
+                self._emit("progress", slots, progress={"phase": f"{what} is measuring"})
+                time.sleep(max(0.0, min(POLL_S, _until_deadline())))
             self._collect(slots, results, queue)
 
     def _idle_baseline(self, device: str) -> dict[str, Any]:
@@ -602,6 +687,8 @@ class Supervisor:
                 unit = _next_due(queue)
                 if unit is None:
                     break
+                if not self._take(unit):  # another sweep measures it (runner/sharing.py)
+                    continue
                 settled = unit.settled()
                 if settled is not None:  # invalid, predicted_oom: never reaches a worker
                     self._finish(settled, unit, None, results, slots)
@@ -627,7 +714,14 @@ class Supervisor:
         queue: list[Unit] | None = None,
     ) -> None:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
+        if isinstance(outcome, RunRecord) and self.measured_with is not None:
+            # how it was measured beyond its run key: a resumed sweep compares (runner/resume.py)
+            outcome = outcome.replace(
+                env={**(outcome.env or {}), "measured_with": self.measured_with}
+            )
         stored = unit.store(outcome, self.store, self.idle)
+        if self.sharing is not None:
+            self.sharing.stored(unit, stored.attempt)
         self.done += 1
         self.counts[stored.status] += 1
         self.cost_left -= unit.cost

@@ -6,15 +6,19 @@ flight, and readers (the report, `paradnn results`) never block a running sweep.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
 import sqlite3
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from paradnn import paths
-from paradnn.errors import StoreError
+from paradnn.errors import StoreError, WorkFailed
 from paradnn.records import RECORD_FIELDS, RunRecord, hyperparameter_columns
 from paradnn.store.schema import LATEST, MIGRATIONS
 
@@ -116,14 +120,39 @@ def _decode(row: sqlite3.Row, table: str, numeric: frozenset[str]) -> dict[str, 
 
 
 class Store:
-    def __init__(self, conn: sqlite3.Connection, path: str):
-        self.conn = conn
-        self.conn.text_factory = _text
+    """A result database. `opener`: how to open it when it does not exist yet, called when
+    something is first written (or a read finds the file made by another process), so a
+    command refused before it stores anything creates no file (issue 46)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection | None,
+        path: str,
+        opener: Callable[[], sqlite3.Connection] | None = None,
+    ):
+        self._conn = conn
+        self._opener = opener
+        if conn is not None:
+            conn.text_factory = _text
         self.path = path
         # Rows a read left out because a column could not be read (hand-edited or damaged):
         # {"table", "id", "column", "problem"}, each also logged once as a warning.
         self.skipped: list[dict[str, Any]] = []
         self._numeric: dict[str, frozenset[str]] = {}
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection, opening (and so creating) the database on first use."""
+        if self._conn is None:
+            if self._opener is None:
+                raise StoreError(f"{self.path}: the database is closed")
+            self._conn = self._opener()
+            self._conn.text_factory = _text
+        return self._conn
+
+    def exists(self) -> bool:
+        """Whether there is a database to read: opened, or a file (another process's) now."""
+        return self._conn is not None or Path(self.path).exists()
 
     # -- writing -------------------------------------------------------------------------
     def insert(self, rec: RunRecord) -> int:
@@ -151,13 +180,14 @@ class Store:
         )
         # One IMMEDIATE transaction per result: the attempt number and the row land together,
         # even with another writer (a `paradnn bench` beside a sweep) on the same file.
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            cur = self.conn.execute(sql, [*(row[c] for c in cols), rec.run_key])
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+        with self.writing(f"the result of {rec.family} {rec.precision} {_short(rec.config, 80)}"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self.conn.execute(sql, [*(row[c] for c in cols), rec.run_key])
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
         rid = int(cur.lastrowid)
         attempt = self.conn.execute("SELECT attempt FROM runs WHERE id = ?", (rid,)).fetchone()[0]
         if rec.op_profile:
@@ -169,6 +199,8 @@ class Store:
         re-run skips)."""
         if table not in ("ceilings", "ops", "host_profile"):
             raise ValueError(f"table = {table!r}: must be ceilings, ops or host_profile")
+        if not self.exists():
+            return {}
         sql = (
             f"SELECT task_key, status FROM {table} AS t WHERE task_key IS NOT NULL AND id = "
             f"(SELECT MAX(id) FROM {table} WHERE task_key = t.task_key)"
@@ -177,6 +209,8 @@ class Store:
 
     def latest_status(self) -> dict[str, str]:
         """The status of the newest attempt of every run key (what a resumed sweep skips)."""
+        if not self.exists():
+            return {}
         sql = (
             "SELECT run_key, status FROM runs AS r WHERE attempt = "
             "(SELECT MAX(attempt) FROM runs WHERE run_key = r.run_key)"
@@ -214,6 +248,8 @@ class Store:
         """The thread count paradnn chose (no --threads) for the newest run of `sweep` on
         `hostname`, or None: a resumed sweep keeps it, so its configs keep their run keys and
         the whole sweep is measured at one thread count."""
+        if not self.exists():
+            return None
         rows = self.conn.execute(
             "SELECT threads, env FROM runs WHERE sweep = ? AND hostname = ? ORDER BY id DESC "
             "LIMIT 50",
@@ -236,20 +272,54 @@ class Store:
         if table not in SIDE_TABLES:
             raise ValueError(f"table = {table!r}: must be {', '.join(SIDE_TABLES)}")
         ids = []
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            for row in rows:
-                cols = list(row)
-                vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()]
-                sql = (
-                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-                )
-                ids.append(int(self.conn.execute(sql, vals).lastrowid))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+        with self.writing(f"{len(rows)} {table} row{'s' if len(rows) != 1 else ''}"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for row in rows:
+                    cols = list(row)
+                    vals = [
+                        json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()
+                    ]
+                    sql = (
+                        f"INSERT INTO {table} ({', '.join(cols)}) "
+                        f"VALUES ({', '.join('?' * len(cols))})"
+                    )
+                    ids.append(int(self.conn.execute(sql, vals).lastrowid))
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
         return ids
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already: after a COMMIT that
+        failed on a full disk it has, and a second ROLLBACK would hide why."""
+        if self._conn is not None and self._conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """A write to the database; a full disk, a quota, a file made read-only is one line
+        naming the database, the cause and what is kept (errors.WorkFailed, exit 1)."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            words = write_failure(self.path, e, self._conn)
+            if words is None:
+                raise
+            raise WorkFailed(
+                f"{words}; {what} could not be stored; {self._kept()}; "
+                "run the same command again to resume"
+            ) from e
+
+    def _kept(self) -> str:
+        """What the database holds, for a failure's line (it is read, not written)."""
+        try:
+            n = int(self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        except sqlite3.Error:
+            return "every result stored before it is kept"
+        return f"every result stored before it is kept ({n} run{'s' if n != 1 else ''} in it)"
 
     def rows(self, table: str, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of `ceilings`, `ops`, `op_profile` or `host_profile`, JSON columns decoded,
@@ -277,6 +347,8 @@ class Store:
     def _read(self, table: str, sql: str, args: Sequence[Any]) -> list[dict[str, Any]]:
         """The decoded rows of a query; a row with a column that cannot be read is left out,
         named in `skipped` and logged (one bad row costs that row, not the command)."""
+        if not self.exists():  # a lazy store's file is not made yet: nothing to read
+            return []
         try:
             rows = self.conn.execute(sql, list(args)).fetchall()
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # damaged: shows only here
@@ -307,8 +379,38 @@ class Store:
         what = "run" if table == "runs" else f"{table} row"
         log.warning("%s: skipped %s %s: its %s %s", self.path, what, rid, column, problem)
 
+    def measured_with(self) -> dict[str, tuple[str | None, dict[str, Any] | None]]:
+        """For the newest attempt of every run key: the sweep it was stored under and the
+        settings it was measured with (`env.measured_with`; None where not recorded or not
+        readable). A resumed sweep says which stored configurations it keeps (runner/resume.py)."""
+        if not self.exists():
+            return {}
+        sql = (
+            "SELECT run_key, sweep, env FROM runs AS r WHERE attempt = "
+            "(SELECT MAX(attempt) FROM runs WHERE run_key = r.run_key)"
+        )
+        found: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        for key, sweep, env in self.conn.execute(sql).fetchall():
+            try:
+                settings = json.loads(env).get("measured_with")
+            except (TypeError, ValueError, AttributeError):
+                settings = None  # a damaged env says nothing
+            name = sweep if isinstance(sweep, str) else None
+            found[key] = (name, settings if isinstance(settings, dict) else None)
+        return found
+
+    def latest_attempts(self) -> dict[str, int]:
+        """The newest attempt number of every run key (a claim checks no newer one appeared)."""
+        if not self.exists():
+            return {}
+        sql = "SELECT run_key, MAX(attempt) FROM runs GROUP BY run_key"
+        return {k: int(a) for k, a in self.conn.execute(sql).fetchall()}
+
     def close(self) -> None:
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._opener = None  # closed stays closed
 
     def __enter__(self) -> Store:
         return self
@@ -322,7 +424,42 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Create or upgrade the schema in one EXCLUSIVE transaction: any number of processes may
+    open a new or an old database at once; the first does the work, the others wait for it
+    (the connection's busy timeout) and find the schema done. The version is read again
+    inside the transaction, so no migration is applied twice."""
     version = schema_version(conn)
+    _check_version(conn, path, version)
+    if version == LATEST:
+        return
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+    except sqlite3.Error as e:
+        raise StoreError(
+            f"{path}: cannot lock the database to create or upgrade its schema ({e}); "
+            "another program holds it"
+        ) from e
+    step = version
+    try:
+        version = step = schema_version(conn)  # another process may have done it meanwhile
+        _check_version(conn, path, version)
+        for step in range(version, LATEST):
+            for statement in _statements(MIGRATIONS[step]):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {LATEST}")
+        conn.execute("COMMIT")
+    except sqlite3.Error as e:
+        _rollback(conn)
+        words = write_failure(path, e)
+        raise StoreError(
+            words if words else f"{path}: migration to schema v{step + 1} failed: {e}"
+        ) from e
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def _check_version(conn: sqlite3.Connection, path: str, version: int) -> None:
     if version > LATEST:
         raise StoreError(
             f"{path}: schema version {version} was written by a newer paradnn "
@@ -330,15 +467,79 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         )
     if version == 0 and _has_tables(conn):
         raise StoreError(f"{path}: not a paradnn database (it has tables but no schema version)")
-    for v in range(version, LATEST):
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
+def _statements(script: str) -> list[str]:
+    """A migration's SQL statements one by one (sqlite3 runs one per execute; executescript
+    would commit the transaction they must share)."""
+    found, buf = [], ""
+    for text in script.splitlines(keepends=True):
+        buf += text
+        if sqlite3.complete_statement(buf):
+            found.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        found.append(buf.strip())
+    return found
+
+
+# SQLite's primary result codes a failed write can carry (sqlite3.h)
+_READONLY, _IOERR, _FULL, _CANTOPEN = 8, 10, 13, 14
+
+
+def write_failure(
+    path: str, e: sqlite3.Error, conn: sqlite3.Connection | None = None
+) -> str | None:
+    """A failed write in the user's words, naming the file and the cause: a full disk (with
+    what is free where; or the database's own page limit, `PRAGMA max_page_count`, when
+    `conn` shows it reached), a file or folder made read-only, a write the file system
+    refused (a quota, a failing disk); None for any other error."""
+    code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
+    folder = Path(path).resolve().parent
+    if code == _FULL:
+        limit = _page_limit(conn)
+        if limit is not None:
+            return f"{path}: the database reached its size limit (PRAGMA max_page_count = {limit})"
+        return f"{path}: the disk is full ({_free(folder)})"
+    if code == _READONLY:
+        return f"{path}: the database or its folder {folder} became read-only ({e})"
+    if code in (_IOERR, _CANTOPEN):
+        return (
+            f"{path}: the file system refused a write ({e}): over its quota, out of space or "
+            f"failing ({_free(folder)})"
+        )
+    return None
+
+
+def _page_limit(conn: sqlite3.Connection | None) -> int | None:
+    """The connection's page limit when it was set below SQLite's own (so that a full
+    database, not a full disk, is the likelier cause), else None."""
+    if conn is None:
+        return None
+    try:
+        limit = int(conn.execute("PRAGMA max_page_count").fetchone()[0])
+        fresh = sqlite3.connect(":memory:")
         try:
-            conn.executescript(
-                "BEGIN;\n" + MIGRATIONS[v] + f"\nPRAGMA user_version = {v + 1};\nCOMMIT;"
-            )
-        except sqlite3.Error as e:
-            if conn.in_transaction:
-                conn.rollback()
-            raise StoreError(f"{path}: migration to schema v{v + 1} failed: {e}") from e
+            default = int(fresh.execute("PRAGMA max_page_count").fetchone()[0])
+        finally:
+            fresh.close()
+    except sqlite3.Error:
+        return None
+    return limit if limit < default else None
+
+
+def _free(folder: Path) -> str:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return f"free space in {folder} unknown"
+    return f"{free:,} bytes free in {folder}"
 
 
 def _has_tables(conn: sqlite3.Connection) -> bool:
@@ -347,6 +548,7 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
 
 # The tables each schema version has (a database missing one was damaged by hand).
 _TABLES = {1: ("runs",), 3: ("ceilings", "ops", "op_profile"), 11: ("host_profile",)}
+_TABLES[15] = ("claims",)
 
 
 def check_owned(conn: sqlite3.Connection, path: str) -> int:
@@ -379,11 +581,78 @@ def _check_intact(conn: sqlite3.Connection, path: str) -> None:
 
 def _ro_connect(path: str) -> sqlite3.Connection:
     """A read-only connection that creates nothing beside the file: a WAL database without a
-    -wal file (no writer has it open) is read as an immutable file, so no -wal/-shm appear."""
+    -wal file (no writer has it open) is read as an immutable file, so no -wal/-shm appear.
+    One with a -wal but no -shm in a folder that cannot be written (a copy on a read-only
+    file system) cannot be read in place: see `_without_shm`."""
     uri = Path(path).resolve().as_uri() + "?mode=ro"
     if not Path(path + "-wal").exists():
         uri += "&immutable=1"
-    return sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+        return sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as e:
+        code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
+        shm, folder = Path(path + "-shm"), Path(path).resolve().parent
+        if code == _CANTOPEN and not shm.exists() and not paths.writable(folder):
+            conn.close()
+            return _without_shm(path)
+    return conn  # a query meets any other error as before
+
+
+_WARNED: set[str] = set()  # databases whose reading was said once in this process
+
+
+def _warn_once(path: str, message: str, *args: object) -> None:
+    if path not in _WARNED:
+        _WARNED.add(path)
+        log.warning(message, *args)
+
+
+class _Copied(sqlite3.Connection):
+    """A connection to a copy of a database in a temporary folder, removed when it closes."""
+
+    folder = ""
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _without_shm(path: str) -> sqlite3.Connection:
+    """A WAL database whose folder cannot be written and which has no -shm file: SQLite
+    reads its -wal only with a -shm (which it cannot make there). With an empty -wal it is
+    read as an immutable file and nothing is missed; a -wal holding results is read from a
+    copy of both files in a temporary folder, where SQLite replays it. Either way a warning
+    says so."""
+    wal = Path(path + "-wal")
+    size = wal.stat().st_size
+    why = "its folder cannot be written and it has no -shm file"
+    if size == 0:
+        _warn_once(path, "%s: read as an immutable file (%s; its -wal is empty)", path, why)
+        uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    folder = tempfile.mkdtemp(prefix="paradnn-ro-")
+    copy = Path(folder) / Path(path).name
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(wal, str(copy) + "-wal")
+    except OSError as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise StoreError(
+            f"{path}: {why}, and it cannot be copied to read its -wal ({e.strerror or e})"
+        ) from None
+    _warn_once(
+        path,
+        "%s: read from a copy in a temporary folder (%s, so its -wal of %s bytes cannot be "
+        "read in place)",
+        path,
+        why,
+        f"{size:,}",
+    )
+    conn = sqlite3.connect(str(copy), timeout=30, isolation_level=None, factory=_Copied)
+    conn.folder = folder
+    return conn
 
 
 def _sqlite_error(path: str, e: sqlite3.Error | UnicodeDecodeError) -> StoreError:
@@ -391,6 +660,9 @@ def _sqlite_error(path: str, e: sqlite3.Error | UnicodeDecodeError) -> StoreErro
         return StoreError(
             f"{path}: a damaged database (its schema is not UTF-8 text); use another --db"
         )
+    words = write_failure(path, e)
+    if words is not None and (getattr(e, "sqlite_errorcode", 0) & 0xFF) != _CANTOPEN:
+        return StoreError(f"{words}; nothing was changed")
     return StoreError(f"{path}: cannot open as a SQLite database: {e}")
 
 
@@ -412,18 +684,11 @@ def check_writable(path: str | Path) -> None:
         return
     if path == "":
         raise StoreError("--db = '': must be a database file path")
+    paths.plain("--db", path)  # before SQLite sees it: no newline or other control character
     p = _existing_file(path)
     if p.exists():
         if p.stat().st_size:
-            try:
-                conn = _ro_connect(path)
-                try:
-                    check_owned(conn, path)
-                    _check_intact(conn, path)  # a truncated file: refused before the work
-                finally:
-                    conn.close()
-            except (sqlite3.Error, UnicodeDecodeError) as e:
-                raise _sqlite_error(path, e) from e
+            _check_existing(path)
         if not paths.writable(p):
             raise StoreError(f"{path}: the database is read-only; results cannot be stored")
         if not paths.writable(p.parent):
@@ -439,11 +704,49 @@ def check_writable(path: str | Path) -> None:
         raise StoreError(f"{path}: the folder {found} is read-only; results cannot be stored")
 
 
-def open_store(path: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Store:
+def _check_existing(path: str, tries: int = 3) -> None:
+    """`check_owned` and `_check_intact` on an existing file. A file that changed while it was
+    read (another process creating or upgrading the same database) is read again: what it
+    looked like half-written is not a verdict on it."""
+    for left in range(tries - 1, -1, -1):
+        before = _file_state(path)
+        try:
+            conn = _ro_connect(path)
+            try:
+                check_owned(conn, path)
+                _check_intact(conn, path)  # a truncated file: refused before the work
+            finally:
+                conn.close()
+            return
+        except (sqlite3.Error, UnicodeDecodeError, StoreError) as e:
+            if left and _file_state(path) != before:
+                time.sleep(0.2)
+                continue
+            if isinstance(e, StoreError):
+                raise
+            raise _sqlite_error(path, e) from e
+
+
+def _file_state(path: str) -> tuple[tuple[int, int] | None, ...]:
+    """Size and modification time of the database and its -wal (None: absent)."""
+    found = []
+    for f in (path, path + "-wal"):
+        try:
+            st = Path(f).stat()
+            found.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            found.append(None)
+    return tuple(found)
+
+
+def open_store(
+    path: str | Path = DEFAULT_DB, *, readonly: bool = False, lazy: bool = False
+) -> Store:
     """The database at `path`. `readonly`: an in-memory snapshot of it (older schemas migrated
     in the copy), the file and its -wal/-shm left byte for byte as they were; a missing, empty
     or foreign file is a StoreError. Otherwise the file is checked first (`check_writable`)
-    and then created or migrated, in WAL mode."""
+    and then created or migrated, in WAL mode; with `lazy`, a missing file is created only when
+    something is first written to it, so a command refused before then leaves no file."""
     path = str(path)
     if path == ":memory:":
         conn = sqlite3.connect(path, isolation_level=None)
@@ -455,23 +758,50 @@ def open_store(path: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Stor
     if readonly:
         return _open_readonly(path)
     check_writable(path)
+    if lazy and not Path(path).exists():  # made when first written: a refusal leaves none
+        return Store(None, path, opener=lambda: _open_writer(path, create=True))
+    return Store(_open_writer(path, create=True), path)
+
+
+BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another's lock (a schema being made)
+
+
+def _open_writer(path: str, *, create: bool = False) -> sqlite3.Connection:
+    """A connection in WAL mode with the schema created or upgraded (`migrate`)."""
+    if create:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"{path}: its folder cannot be created ({e.strerror or e})") from None
     try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise StoreError(f"{path}: its folder cannot be created ({e.strerror or e})") from None
-    try:
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)  # explicit transactions
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         conn.text_factory = _text
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
+        _wal(conn)
         conn.execute("PRAGMA synchronous=FULL")
         migrate(conn, path)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
         raise _sqlite_error(path, e) from e
-    return Store(conn, path)
+    return conn
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """WAL journaling. Switching a new file to it needs a moment alone with the file: while
+    another process creates the same database SQLite may answer "locked" at once (its busy
+    handler is not asked for this), so wait and try again within the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _open_readonly(path: str) -> Store:
+    paths.plain("--db", path)
     p = _existing_file(path)
     if not p.exists():
         raise StoreError(f"{path}: no such database (run `paradnn run` first, or pass --db)")

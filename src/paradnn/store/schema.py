@@ -317,6 +317,24 @@ MIGRATIONS: list[str] = [
     UPDATE runs SET ceiling_beaten = (utilization_measured > 1)
         WHERE utilization_measured IS NOT NULL;
     """,
+    # claims (issue 46, docs/runner.md "Two runs on one database"): a sweep claims a run key
+    # before measuring it, so another sweep on the same database skips it instead of measuring
+    # it twice. A claim names its owner (host, pid and the pid's start time, so a reused pid is
+    # not taken for the owner) and expires unless renewed: a killed owner's claims are taken
+    # over at once on its own host (its pid is gone), elsewhere once they expire.
+    """
+    CREATE TABLE claims (
+        run_key     TEXT PRIMARY KEY,
+        sweep       TEXT,
+        host        TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        pid_start   TEXT,                   -- /proc/PID/stat start time (NULL: not readable)
+        token       TEXT NOT NULL,          -- the claiming sweep (one process may run several)
+        claimed_at  REAL NOT NULL,          -- Unix seconds
+        expires_at  REAL NOT NULL           -- Unix seconds; renewed while the owner runs
+    );
+    CREATE INDEX claims_token ON claims(token);
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
