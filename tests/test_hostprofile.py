@@ -474,7 +474,7 @@ def test_calibrate_host_only_on_a_fake_cuda_device_stores_every_term(capsys, tmp
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "host_profile", "-f", "json")
     (r,) = export_rows(out)
     assert r["status"] == "ok" and r["device"] == "cuda:0" and r["device_type"] == "cuda"
-    from paradnn.tables import HOST_FIGURES  # every figure column the table shows
+    from paradnn.cli.tables import HOST_FIGURES  # every figure column the table shows
 
     assert len(HOST_FIGURES) == 12 and set(HOST_FIGURES) <= set(r)
     for k in HOST_FIGURES:

@@ -137,7 +137,7 @@ def test_mixed_fp16_on_a_gpu_waits_for_the_grad_scaler():
 def test_the_breakdown_shows_both_timelines_in_ms():
     from rich.console import Console
 
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     row = st.predict_step("fc", SMALL, chips.load("h100-sxm"), "bf16").row()
     console = Console(record=True, width=200, file=io.StringIO())

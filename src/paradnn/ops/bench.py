@@ -42,7 +42,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from paradnn.config import PRECISIONS, RunOptions
+from paradnn.config import PRECISIONS
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
 from paradnn.measure.calibrate import DTYPES, device_name
@@ -146,7 +146,7 @@ def run_ops(
     policy = policy or TimingPolicy()
     saved_threads = torch.get_num_threads()
     try:
-        dev, env = prepare(RunOptions(device=device, threads=threads))
+        dev, env = prepare(device, threads)
         clock = clock_for(dev)
         common: dict[str, Any] = {
             "threads": env.get("threads") if dev.type == "cpu" else None,

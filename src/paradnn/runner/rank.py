@@ -264,7 +264,7 @@ def torchrun_main(args: Any) -> int:
     import torch
     import torch.distributed as dist
 
-    from paradnn.config import RunOptions, TimingPolicy
+    from paradnn.config import RunOptions, RunSpec, TimingPolicy
     from paradnn.measure.environment import prepare
     from paradnn.records import Status
     from paradnn.runner.core import finish
@@ -293,10 +293,11 @@ def torchrun_main(args: Any) -> int:
         timing=policy,
     )
     values = parse_assignments(args.assignments, what=f"{args.family} config")
-    device, env = prepare(options)  # threads: --threads, or every core this rank may use
+    # threads: --threads, or every core this rank may use
+    device, env = prepare(options.device, options.threads)
     if gpu:
         torch.cuda.set_device(device)
-    rec = start_record(args.family, values, options, env)
+    rec = start_record(RunSpec(args.family, values, options), env)
     if rec.status == Status.INVALID:
         print(rec.error, file=sys.stderr)
         return 2

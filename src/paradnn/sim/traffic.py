@@ -96,13 +96,19 @@ class Capacity:
 
 
 def capacity(
-    family: str, cfg: Any, precision: str, optimizer: str, capacity_bytes: float | None
+    family: str,
+    cfg: Any,
+    precision: str,
+    optimizer: str,
+    capacity_bytes: float | None,
+    policy: str = "mixed",
 ) -> Capacity:
     """Uses `paradnn.memory` (the same model `run` trusts to skip configs) on the per-chip
-    config; it fits when the lower bound does (never claim an OOM that might not happen)."""
+    config under the precision `policy` (pure: 16-bit weights, gradients and optimizer state);
+    it fits when the lower bound does (never claim an OOM that might not happen)."""
     from paradnn import memory
 
     prec = "fp32" if precision == "tf32" else precision
-    est = memory.predict(family, cfg, prec, optimizer, device_type="cuda")
+    est = memory.predict(family, cfg, prec, optimizer, device_type="cuda", policy=policy)
     fits = None if capacity_bytes is None else est.lower_bound <= capacity_bytes
     return Capacity(est.total, est.lower_bound, capacity_bytes, fits)

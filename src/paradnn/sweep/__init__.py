@@ -4,7 +4,7 @@ runs; `load` validates all of it up front and expands it into `RunSpec`s. Torch-
 The file format is documented in `paradnn.sweep.spec` and docs/sweeps.md.
 """
 
-from paradnn.sweep.runspec import RunSpec
+from paradnn.config import RunSpec
 from paradnn.sweep.sampling import Sampling
 from paradnn.sweep.spec import Filters, Sweep, SweepError, load, parse
 
