@@ -259,13 +259,16 @@ class RunOptions:
         return cls(**{**data, "timing": TimingPolicy(**data.get("timing", {}))})
 
 
-def with_fields(options: RunOptions, what: str, fields: Mapping[str, Any]) -> RunOptions:
-    """`options` with `fields` (RunOptions fields by name) in place, checked: an unknown name
-    is one ConfigError naming `what` (e.g. `bench option`) and the fields there are."""
+def with_fields(options: RunOptions | None, what: str, fields: Mapping[str, Any]) -> RunOptions:
+    """`options` (None: the defaults) with `fields` (RunOptions fields by name) in place,
+    checked: an unknown name is one ConfigError naming `what` (e.g. `bench option`) and the
+    fields there are. The library's one way to make run options from keywords."""
     names = [f.name for f in dataclasses.fields(RunOptions)]
     for name in fields:
         if name not in names:
             raise ConfigError(what, name, "unknown; run options are " + ", ".join(names))
+    if options is None:
+        return RunOptions(**fields)
     return dataclasses.replace(options, **fields) if fields else options
 
 

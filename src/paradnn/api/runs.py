@@ -55,7 +55,7 @@ def bench(
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
-    options = with_fields(options or RunOptions(), "bench option", _given(fields))
+    options = with_fields(options, "bench option", _given(fields))
     if not isinstance(force, bool):
         raise ConfigError("force", force, "must be true or false")
     backoff = {} if remeasure_backoff_s is None else {"remeasure_backoff_s": remeasure_backoff_s}
@@ -123,7 +123,7 @@ def plan(
     optimizers = _one_way(
         "optimizer", [optimizer] if optimizer else None, study.pop("optimizer", None)
     )
-    base = with_fields(RunOptions(timing=sweep.timing), "run option", _setting(fields))
+    base = with_fields(None, "run option", {"timing": sweep.timing, **_setting(fields)})
     specs = sweep.specs(precisions, optimizers, study, base)
     return SweepPlan(sweep, tuple(specs), base)
 

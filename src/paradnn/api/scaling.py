@@ -80,7 +80,7 @@ def scale(
     cfg = families.get(family).config(dict(config or {}))
     if "procs" in fields:
         raise ConfigError("scale option", "procs", "is given by procs=[...]: each N is one run")
-    options = with_fields(options or RunOptions(), "scale option", _given(fields))
+    options = with_fields(options, "scale option", _given(fields))
     batch = getattr(cfg, "batch", None)
     if options.scaling == "strong" and batch is not None:
         bad = [n for n in ns if batch % n]

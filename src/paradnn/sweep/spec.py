@@ -161,7 +161,7 @@ class Sweep:
         combos = [dict(zip(study, v, strict=True)) for v in itertools.product(*study.values())]
         combos = _unique(measured(c) for c in combos)  # docs/infeed.md
         for combo in combos:  # values valid alone may clash together (host data on 2 ranks)
-            RunOptions(**combo)
+            dataclasses.replace(base, **combo)
         _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts) * len(combos))
         per_precision = {  # fp32's pure twin is its mixed run: once (paradnn.axes)
             p: combos if p == NATIVE else _unique(_at_precision(c, p) for c in combos)
