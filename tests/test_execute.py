@@ -102,3 +102,24 @@ def test_bad_options_fail_at_construction():
         RunOptions(threads=0)
     with pytest.raises(ConfigError, match="optimizer = 'lamb'"):
         RunOptions(optimizer="lamb")
+
+
+def test_cudnn_benchmark_is_a_study_axis_the_torch_backend_applies(monkeypatch):
+    """The sample axis of issue 44: declared in paradnn.axes, a RunOptions field, set by the
+    torch backend on CUDA, stored in its column and in the run key only when off."""
+    import torch
+
+    from paradnn.runner.execute import on_cuda
+
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device: None)
+    saved = torch.backends.cudnn.benchmark
+    try:
+        for on in (False, True):
+            on_cuda(_opts(cudnn_benchmark=on), torch.device("cuda", 0))
+            assert torch.backends.cudnn.benchmark is on
+    finally:
+        torch.backends.cudnn.benchmark = saved
+    off = execute(RunSpec("fc", TINY["fc"], _opts(cudnn_benchmark=False)))
+    on = execute(RunSpec("fc", TINY["fc"], _opts()))
+    assert (off.status, off.cudnn_benchmark, on.cudnn_benchmark) == ("ok", False, True)
+    assert off.run_key != on.run_key and "cudnn_benchmark" not in _opts().key_fields()

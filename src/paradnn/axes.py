@@ -318,6 +318,16 @@ STUDY: tuple[Axis, ...] = (
         column="persistent_workers",
     ),
     Axis(
+        "cudnn_benchmark",
+        "cudnn_benchmark",
+        "--cudnn-benchmark",
+        "cuDNN's autotuner times each convolution's algorithms and keeps the fastest "
+        "(torch.backends.cudnn.benchmark; CUDA only)",
+        True,
+        "docs/modes.md",
+        column="cudnn_benchmark",
+    ),
+    Axis(
         "optimizer_impl",
         "optimizer_impls",
         "--optimizer-impl",

@@ -179,6 +179,7 @@ class RunOptions:
     prefetch_factor: int = 2  # pipeline: batches each worker keeps ready
     persistent_workers: bool = True  # pipeline: keep the workers across epochs
     backend: str = "torch"  # paradnn.backends (docs/jax.md); in the key only when not torch
+    cudnn_benchmark: bool = True  # cuDNN's autotuner on CUDA (docs/modes.md); key: when off
     seed: int = 0
     profile: bool = False  # also record a per-op profile of extra steps (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)

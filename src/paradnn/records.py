@@ -104,6 +104,7 @@ class Identity:
     # mixed (fp32 master weights under autocast) or pure (16-bit weights and optimizer state);
     # the optimizer implementation that ran is in `flags` (docs/optimizers.md)
     precision_policy: str = "mixed"
+    cudnn_benchmark: bool = True  # cuDNN's autotuner (CUDA runs; docs/modes.md)
     sweep: str | None = None
     device_name: str | None = None
     threads: int | None = None

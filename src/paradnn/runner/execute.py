@@ -92,8 +92,7 @@ class TorchBackend:
         torch.set_flush_denormal(True)
         torch.manual_seed(options.seed)
         if device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
-            torch.cuda.reset_peak_memory_stats(device)
+            on_cuda(options, device)
         with prec.tf32_flags(options.precision):
             say({"phase": "build"})
             with torch.device(device):
@@ -193,6 +192,13 @@ class TorchBackend:
 
 
 BACKEND = TorchBackend
+
+
+def on_cuda(options: RunOptions, device: torch.device) -> None:
+    """What a CUDA run sets before it builds its model: cuDNN's autotuner as the run asks
+    (docs/modes.md) and the peak-memory counter from zero."""
+    torch.backends.cudnn.benchmark = options.cudnn_benchmark
+    torch.cuda.reset_peak_memory_stats(device)
 
 
 def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch.device) -> Any:

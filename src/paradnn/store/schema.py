@@ -317,6 +317,11 @@ MIGRATIONS: list[str] = [
     UPDATE runs SET ceiling_beaten = (utilization_measured > 1)
         WHERE utilization_measured IS NOT NULL;
     """,
+    # cuDNN's autotuner as a study axis (issue 44, docs/modes.md): every earlier CUDA run had it
+    # on (a CPU run has no cuDNN, whatever the setting).
+    """
+    ALTER TABLE runs ADD COLUMN cudnn_benchmark INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 LATEST = len(MIGRATIONS)
