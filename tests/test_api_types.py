@@ -102,7 +102,7 @@ def test_rows_read_as_a_sequence():
 
 
 def test_a_plan_is_not_planned_again(tmp_path, monkeypatch, capsys):
-    from paradnn.sweep.spec import Sweep
+    from paradnn.sweep.file import Sweep
 
     sweep = write_sweep(tmp_path / "s.toml", [("fc", TINY["fc"])])
     planned = api.plan(str(sweep))

@@ -12,7 +12,7 @@ from paradnn.api import runs as api_runs
 from paradnn.config import MODES, RunOptions, RunSpec
 from paradnn.errors import ConfigError
 from paradnn.sweep import SweepError
-from paradnn.sweep.spec import TOP_KEYS
+from paradnn.sweep.file import TOP_KEYS
 
 RUN = '[[runs]]\nfamily = "fc"\nconfig = {{ layers = {} }}\n'
 RUNS = RUN.format(2) + RUN.format(4)

@@ -302,10 +302,10 @@ def test_simulate_step_names_a_file_or_a_chip_files_host_table(capsys, tmp_path)
     code, out, err = run_cli(capsys, *STEP, "--platform", "h100-sxm", "--host-profile", str(f))
     assert code == 0, err
     assert f"host profile: read from --host-profile {f}" in out.replace("\n", "")
-    from paradnn.platforms import specs
+    from paradnn.platforms import datasheets
 
     chip = tmp_path / "mychip.toml"
-    plat = specs.get("h100-sxm")
+    plat = datasheets.get("h100-sxm")
     chip.write_text(
         '[mychip]\nname = "My chip"\nvendor = "me"\nkind = "gpu"\n'
         f"mem_bandwidth = {plat.mem_bandwidth}\n"

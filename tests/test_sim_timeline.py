@@ -184,11 +184,11 @@ def test_a_bad_policy_or_implementation_is_one_line():
         st.predict_step("fc", SMALL, c, "bf16", optimizer_impl="apex")
 
 
-def test_an_optimizer_spec_the_kernel_table_does_not_know(monkeypatch):
-    from paradnn.optimizers import OptimizerSpec
+def test_an_optimizer_the_kernel_table_does_not_know(monkeypatch):
+    from paradnn import optimizers
 
-    spec = OptimizerSpec("adam", "Adam", state_copies=2, words_per_param=7)
-    monkeypatch.setattr(st, "SPECS", {**st.SPECS, "adam": spec})
+    facts = optimizers.Optimizer("adam", "Adam", state_copies=2, words_per_param=7)
+    monkeypatch.setattr(optimizers, "TABLE", {**optimizers.TABLE, "adam": facts})
     assert st.optimizer_kernels("adam") == 5  # one, plus a read-modify-write per state copy
     assert st.optimizer_kernels("rmsprop") == st.OPTIMIZER_KERNELS["rmsprop"]
     assert tl.optimizer_launches("loop", 5, 10, 1000) == 50

@@ -13,7 +13,7 @@ of paradnn needs to know about it, and nothing else repeats it:
 - the record column that stores it (`column`; None: the record's `flags` say what ran).
 
 The command line's options (one value for `bench`, several for `run`: cli/axes.py), the sweep
-file's keys (sweep/spec.py), the run key (`RunOptions.key_fields`), the tables' identity columns
+file's keys (sweep/file.py), the run key (`RunOptions.key_fields`), the tables' identity columns
 and `compare --by` are made from this table. A new axis is a declaration here, a field of
 RunOptions (config.py), the code that applies it, its record column and migration, and docs.
 """
@@ -154,7 +154,7 @@ def _policy(value: Any, values: Values) -> Any:
 
 _LOADER = "the DataLoader's; for data_source pipeline"
 # Precision and optimizer come first: a sweep runs precision-major, then by optimizer, then by
-# the other axes in this order (sweep/spec.py).
+# the other axes in this order (sweep/file.py).
 PRECISION = Axis(
     "precision",
     "precisions",

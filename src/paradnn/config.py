@@ -142,10 +142,10 @@ def check_budget(budget_s: float | None) -> None:
         number_in("budget", budget_s, MIN_BUDGET_S, MAX_TIMING_S)
 
 
-def check_device(spec: str) -> None:
+def check_device(device: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
-    if not isinstance(spec, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", spec):
-        raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N")
+    if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", device):
+        raise ConfigError("device", device, "must be auto, cpu, cuda or cuda:N")
 
 
 def check_threads(threads: int | None) -> None:
@@ -297,20 +297,29 @@ class RunSpec:
     def optimizer(self) -> str:
         return self.options.optimizer
 
+    def as_dict(self) -> dict[str, Any]:
+        """The description as plain JSON values (`from_dict` reads it back)."""
+        return {
+            "family": self.family,
+            "config": dict(self.config),
+            "options": self.options.as_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        return cls(data["family"], data["config"], RunOptions.from_dict(data["options"]))
+
     def to_json(self) -> str:
         """One line of JSON a second process reads back (`from_json`)."""
         import json
 
-        return json.dumps(
-            {"family": self.family, "config": dict(self.config), "options": self.options.as_dict()}
-        )
+        return json.dumps(self.as_dict())
 
     @classmethod
     def from_json(cls, text: str) -> RunSpec:
         import json
 
-        data = json.loads(text)
-        return cls(data["family"], data["config"], RunOptions.from_dict(data["options"]))
+        return cls.from_dict(json.loads(text))
 
 
 EXECUTORS = ("local", "ray", "slurm")

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from paradnn import families
+from paradnn import families, optimizers
 from paradnn.families.shapes import Conv2d, Gemm, Shape
-from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS, SPECS, resolve_implementation
+from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS, resolve_implementation
 from paradnn.precisions import POLICIES, PRECISIONS, effective_policy, state_itemsize
 from paradnn.precisions import itemsize as activation_itemsize
 from paradnn.validate import one_of
@@ -126,7 +126,7 @@ def predict(
     return MemoryEstimate(
         weights=size * params + buffers,
         grads=grads,
-        optimizer_state=size * params * SPECS[optimizer].state_copies,
+        optimizer_state=size * params * optimizers.get(optimizer).state_copies,
         activations=activations,
         activations_floor=floor,
         peak_phase=phase,

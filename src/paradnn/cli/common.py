@@ -19,7 +19,6 @@ from paradnn.axes import listing
 from paradnn.config import (
     MAX_ENERGY_IDLE_S,
     MAX_THREADS,
-    MAX_TIMEOUT_S,
     MAX_TIMING_S,
     PRECISIONS,
     check_device,
@@ -166,7 +165,6 @@ FamilyOpt = Annotated[
         help=f"Only this family: {listing(families.names())} (`paradnn families`).",
     ),
 ]
-TIMEOUT = number("--timeout", 0.0, MAX_TIMEOUT_S, strict=True)  # seconds per config or run
 PRECISION = choice("--precision", PRECISIONS)  # -p too: the message names the long form
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
@@ -187,7 +185,7 @@ MaxTimeOpt = Annotated[
     typer.Option(
         "--max-time",
         parser=number("--max-time", 0.0, MAX_TIMING_S),
-        help="Cap on the timed phase per config, in seconds.",
+        help="Cap on the timed phase of each run, in seconds.",
     ),
 ]
 EnergyOpt = Annotated[

@@ -309,7 +309,7 @@ SWEEP = Group(
                     envvar="PARADNN_REMEASURE",
                     parser=integer("--remeasure", 0, MAX_REMEASURE),
                     help="Measure a run flagged noisy again, up to N times, each a new attempt "
-                    "(0: never); compare and the report use each config's best good attempt.",
+                    "(0: never); compare and the report use each run's best good attempt.",
                 ),
             ],
             REMEASURE_RUN,

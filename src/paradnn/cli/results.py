@@ -75,7 +75,7 @@ def results(
         bool,
         typer.Option(
             "--chosen",
-            help="Only each config's chosen attempt: its best good attempt, else its latest "
+            help="Only each run's chosen attempt: its best good attempt, else its latest "
             "(the one compare, report and findings use; docs/runner.md#attempts-which-one-counts).",
         ),
     ] = False,
@@ -108,7 +108,7 @@ def results(
         typer.Option(
             "--attempt",
             parser=integer("--attempt", 1, INT64_MAX),
-            help="Only this attempt of each config (1: the first measurement).",
+            help="Only this attempt of each run (1: the first measurement).",
         ),
     ] = None,
     *,

@@ -52,7 +52,7 @@ from paradnn.ops.table4 import (
     PASSES,
     TABLE4,
     UTILIZATION_NULLS,
-    OpSpec,
+    MicroBenchmark,
     default_threads_list,
     spec,
 )
@@ -61,7 +61,7 @@ from paradnn.records import Status, now
 
 
 def _build(
-    s: OpSpec, pass_: str, device: torch.device, dtype: torch.dtype
+    s: MicroBenchmark, pass_: str, device: torch.device, dtype: torch.dtype
 ) -> tuple[Callable[[], Any], list[torch.Tensor]]:
     """The step function of one op and pass, and the tensors it holds."""
     gen = torch.Generator(device=device).manual_seed(0)
