@@ -295,17 +295,19 @@ def test_the_report_section_shows_the_figure_the_verdict_and_the_check(tmp_path)
     assert "paradnn scale" in empty.empty and not empty.figures
 
 
-def test_a_gpu_job_names_nccl_and_one_device_per_rank():
+def test_a_gpu_launch_names_nccl_and_one_device_per_rank():
+    from paradnn.runner.launch import Launch
+
     opts = RunOptions(procs=2, device="cuda", strategy="fsdp")
     env = {**ENV, "device": "cuda:0", "device_type": "cuda"}
     rec = start_record(RunSpec("fc", FC, opts), env)
     assert rec.dist_backend == "nccl"
     plan = D.plan_ranks(opts, "cuda", [0, 1, 2, 3], gpus=2)
-    job = D.rank_job(rec, opts, plan)
-    assert (job["backend"], job["device_type"], job["world"], job["strategy"]) == (
-        "nccl", "cuda", 2, "fsdp",
-    )  # fmt: skip
-    assert job["cpus"] == [[0, 1], [2, 3]] and job["rank_batch"] == 8
+    launch = D.launch_of(rec, opts, plan)
+    assert (launch.plan.backend, launch.plan.device_type, launch.world) == ("nccl", "cuda", 2)
+    assert launch.run.options == opts and launch.run.family == "fc"  # the run, whole
+    assert launch.plan.cpus == [[0, 1], [2, 3]] and launch.rank_batch == 8
+    assert Launch.from_json(launch.to_json()) == launch  # the ranks' launch file
 
 
 def test_a_collective_timeout_is_a_timeout_and_names_the_silent_rank(tmp_path):
