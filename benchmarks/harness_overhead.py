@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from paradnn import families, presets
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.measure.device import resolve
 from paradnn.measure.timer import TimingPolicy
 from paradnn.runner.execute import execute
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 # clock that had not yet ramped) would otherwise always be the same one
                 if i % 2:
                     hand.append(hand_side())
-                rec = execute(name, dict(values), opts)
+                rec = execute(RunSpec(name, dict(values), opts))
                 if rec.status != "ok" or rec.step_time_s is None:
                     print(f"skip {precision} {name} {dict(values)}: {rec.status}: {rec.error}")
                     hand.clear()

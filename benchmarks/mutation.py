@@ -53,7 +53,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], float]] = {
         ),
         0.90,
     ),
-    "sim": (("paradnn.sim.*", "paradnn.platforms.cores.*"), 0.90),  # cores: issue 46
+    # cores: issue 46; the simulator's tables moved to the CLI (issue 44)
+    "sim": (("paradnn.sim.*", "paradnn.platforms.cores.*", "paradnn.cli.sim_tables.*"), 0.90),
     "timer-stats": (("paradnn.measure.timer.*", "paradnn.measure.stats.*"), 0.95),
     "store": (("paradnn.store.*",), 0.95),
     "memory": (("paradnn.memory.*",), 0.90),
@@ -205,7 +206,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "each: 'pipeline' > 'host' as text and the most workers wins, as the key orders them",
         "max(kinds, key=None)",
     ),
-    "paradnn.sim.render.x_breakdown_table__mutmut_21": (
+    "paradnn.cli.sim_tables.x_breakdown_table__mutmut_21": (
         "the config is a dict, and _cell writes a dict as key=value words whatever the column "
         "name it is given",
         "_cell('XXconfigXX', row.get('config'))",
@@ -259,12 +260,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "evaluate never prefers it (fast < direct is false): the same op time and counts",
         "sp.fast_conv >= 1.0",
     ),
-    "paradnn.sim.render.x_sim_table__mutmut_103": (
+    "paradnn.cli.sim_tables.x_sim_table__mutmut_103": (
         "rich renders an unknown justify value as left, the value it replaces (checked: the "
         "same text for 'left' and 'LEFT')",
         '"LEFT"',
     ),
-    "paradnn.sim.render.x_sim_table__mutmut_96": (
+    "paradnn.cli.sim_tables.x_sim_table__mutmut_96": (
         "every column's min_width is its longest word (header or cell), so rich only wraps "
         "between words and never has a word to fold or cut (checked: a 60-letter word at "
         "width 30 prints whole either way)",

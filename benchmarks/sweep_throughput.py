@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from paradnn import families, presets
-from paradnn.config import RunOptions, SweepSettings
+from paradnn.config import RunOptions, RunSpec, SweepSettings
 from paradnn.measure.stats import summarize
 from paradnn.measure.step import TrainStep
 from paradnn.runner.execute import execute, prepare
@@ -72,7 +72,7 @@ def main() -> None:
     specs = presets.get("cpu").specs()
     sample = random.Random(args.seed).sample(specs, min(args.configs, len(specs)))
     options = RunOptions(device="cpu")
-    device, env = prepare(options)
+    device, env = prepare(options.device, options.threads)
 
     per_config = []
     for spec in sample:
@@ -81,7 +81,7 @@ def main() -> None:
         matched = replace(options.timing, target_ci_rel=fixed["ci_rel"], max_time_s=120.0)
         for name, policy in (("matched", matched), ("default", options.timing)):
             t0 = time.perf_counter()
-            rec = execute(spec.family, dict(spec.config), replace(options, timing=policy))
+            rec = execute(RunSpec(spec.family, dict(spec.config), replace(options, timing=policy)))
             row[name] = {
                 "wall_s": time.perf_counter() - t0,
                 "median_s": rec.step_time_s,

@@ -13,15 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from paradnn.config import RunOptions, SweepSettings, TimingPolicy
-from paradnn.presets import RunSpec
+from paradnn.config import RunOptions, RunSpec, SweepSettings, TimingPolicy
 from paradnn.runner.supervisor import Supervisor
 from paradnn.store import open_store
 
-SPECS = [
-    RunSpec("fc", {"layers": 1, "nodes": n, "input": 8, "output": 3, "batch": 2}, "fp32")
-    for n in range(4, 16)
-]
 POLICY = TimingPolicy(  # conftest's TINY_POLICY, without importing torch here
     min_samples=5,
     min_time_s=0.0,
@@ -32,6 +27,12 @@ POLICY = TimingPolicy(  # conftest's TINY_POLICY, without importing torch here
     warmup_max_time_s=0.5,
     target_ci_rel=0.5,
 )
+
+OPTIONS = RunOptions(device="cpu", threads=1, timing=POLICY)
+SPECS = [
+    RunSpec("fc", {"layers": 1, "nodes": n, "input": 8, "output": 3, "batch": 2}, OPTIONS)
+    for n in range(4, 16)
+]
 
 
 def sweep(db: str, gate: str, n: int) -> dict:
@@ -48,9 +49,8 @@ def sweep(db: str, gate: str, n: int) -> dict:
         if e.kind == "note":
             notes.extend(e.notes)
 
-    options = RunOptions(device="cpu", threads=1, timing=POLICY)
     with open_store(db, lazy=True) as store:
-        sup = Supervisor(store, options, SweepSettings(), sweep="shared", on_event=heard)
+        sup = Supervisor(store, OPTIONS, SweepSettings(), sweep="shared", on_event=heard)
         records = sup.run(SPECS)
     return {"pid": os.getpid(), "planned": planned[0], "stored": len(records), "notes": notes}
 

@@ -299,7 +299,7 @@ def test_compare_errors_list_the_choices_and_say_what_a_family_needs():
     data = _two_platforms(0.2, 0.3)
     with pytest.raises(ConfigError) as e:
         compare(data, "colour", "a", "b")
-    assert "one of platform, precision, mode, " in str(e.value)
+    assert "one of platform, precision, optimizer, mode, " in str(e.value)
     with pytest.raises(ConfigError) as e:
         compare(data, "platform", "PlatA", "PlatB", family="cnn")
     assert str(e.value).endswith("a family with runs in the database")

@@ -188,7 +188,7 @@ def test_dry_run_is_honest_for_the_zoo(tmp_path, monkeypatch):
 def test_dry_run_table_says_unlikely_when_only_the_estimate_exceeds():
     from rich.console import Console
 
-    from paradnn import tables
+    from paradnn.cli import tables
 
     row = {"family": "fc", "config": {"batch": 2}, "precision": "fp32", "optimizer": "sgd",
            "params": 10, "flops_per_step": 100, "predicted_mem_bytes": 2**30,

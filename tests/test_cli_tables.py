@@ -13,7 +13,8 @@ import re
 import pytest
 from rich.console import Console
 
-from paradnn import api, tables
+from paradnn import api
+from paradnn.cli import tables
 from test_sim_model import make_db
 
 import synth
@@ -57,14 +58,15 @@ def test_only_the_identity_fields_that_differ_are_columns():
     assert "layers=2 nodes=64" in text and "│ batch=8 " in text
 
 
-def test_any_axis_is_picked_up_generically_and_shared_defaults_stay_quiet(monkeypatch):
-    from paradnn import config
+def test_any_axis_is_picked_up_generically_and_shared_defaults_stay_quiet():
+    from paradnn import axes
 
     rows = [_row(threads=1), _row(threads=4, procs=2), _row(backend="jax")]
     varying = tables.split_identity(rows)[0]
     assert {"threads", "procs", "backend"} <= set(varying) and "mode" not in varying
-    # an axis a study adds to paradnn.config.AXES is shown when it differs, with no table code
-    monkeypatch.setitem(config.AXES, "optimizer_policies", "precision_policy")
+    # every axis of paradnn.axes with a record column is shown when it differs, with no table
+    # code of its own
+    assert {a.column for a in axes.AXES if a.column} <= set(tables.identity_fields())
     rows = [_row(precision_policy="amp"), _row(precision_policy="pure")]
     assert "precision_policy" in tables.split_identity(rows)[0]
     line = tables.shared_line({"procs": "1", "backend": "torch", "mode": "eager"})

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from paradnn import formatting as U
 from paradnn import report
-from paradnn import units as U
 from paradnn.sim import errorbands
 from paradnn.store import open_store
 

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from paradnn.config import RunOptions
+from paradnn.cli.tables import energy_notes, rich_table
+from paradnn.config import RunOptions, RunSpec
 from paradnn.errors import ConfigError
 from paradnn.measure.energy import (
     Reading,
@@ -25,7 +26,6 @@ from paradnn.records import RunRecord
 from paradnn.store import open_store
 from paradnn.store.db import schema_version
 from paradnn.store.schema import LATEST, MIGRATIONS
-from paradnn.tables import energy_notes, rich_table
 
 from conftest import TINY, run_cli
 
@@ -341,7 +341,7 @@ def test_execute_measures_the_timed_window_on_a_fake_rapl_package(monkeypatch, t
         target_ci_rel=0.5,
     )
     opts = RunOptions(device="cpu", threads=1, timing=policy, energy=True)
-    rec = execute("fc", TINY["fc"], opts)
+    rec = execute(RunSpec("fc", TINY["fc"], opts))
     assert rec.status == "ok", rec.error
     assert rec.energy_window_s >= 0.1  # extended past max_time to RAPL's 1% minimum
     assert rec.energy_j == pytest.approx(25.0 * rec.energy_window_s, rel=0.02)
@@ -361,7 +361,7 @@ def test_an_energy_failure_nulls_the_energy_never_the_run(monkeypatch, tiny_poli
 
     monkeypatch.setattr(energy, "open_meter", boom)
     opts = RunOptions(device="cpu", threads=1, timing=tiny_policy, energy=True)
-    rec = execute("fc", TINY["fc"], opts)
+    rec = execute(RunSpec("fc", TINY["fc"], opts))
     assert rec.status == "ok" and rec.step_time_s is not None
     assert rec.energy_j is None
     assert rec.nulls["energy_j"] == "read_failed: RuntimeError: sensor on fire"

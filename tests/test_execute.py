@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.errors import ConfigError
 from paradnn.runner.execute import classify, execute
 
@@ -16,7 +16,7 @@ def _opts(**kw):
 
 @pytest.mark.parametrize("family", ["fc", "cnn", "rnn"])
 def test_ok_record_is_complete_and_consistent(family):
-    rec = execute(family, TINY[family], _opts())
+    rec = execute(RunSpec(family, TINY[family], _opts()))
     assert rec.status == "ok", rec.error
     assert rec.params == rec.params_analytic > 0
     assert rec.flops_per_step == rec.flops_analytic > 0
@@ -35,28 +35,28 @@ def test_ok_record_is_complete_and_consistent(family):
 
 
 def test_run_key_is_stable_and_sensitive():
-    a = execute("fc", TINY["fc"], _opts())
-    b = execute("fc", dict(TINY["fc"]), _opts())
-    c = execute("fc", {**TINY["fc"], "nodes": 17}, _opts())
-    d = execute("fc", TINY["fc"], _opts(precision="bf16"))
+    a = execute(RunSpec("fc", TINY["fc"], _opts()))
+    b = execute(RunSpec("fc", dict(TINY["fc"]), _opts()))
+    c = execute(RunSpec("fc", {**TINY["fc"], "nodes": 17}, _opts()))
+    d = execute(RunSpec("fc", TINY["fc"], _opts(precision="bf16")))
     assert a.run_key == b.run_key
     assert len({a.run_key, c.run_key, d.run_key}) == 3
 
 
 def test_defaults_fill_the_config_before_keying():
     partial = {k: v for k, v in TINY["fc"].items() if k != "output"}
-    rec = execute("fc", partial, _opts())
+    rec = execute(RunSpec("fc", partial, _opts()))
     assert rec.config["output"] == 1000
 
 
 def test_invalid_config_is_recorded_not_raised():
-    rec = execute("fc", {"layers": 0}, _opts())
+    rec = execute(RunSpec("fc", {"layers": 0}, _opts()))
     assert rec.status == "invalid"
     assert "fc.layers = 0" in rec.error
 
 
 def test_unsupported_precision_is_recorded():
-    rec = execute("fc", TINY["fc"], _opts(precision="tf32"))
+    rec = execute(RunSpec("fc", TINY["fc"], _opts(precision="tf32")))
     assert rec.status == "unsupported"
     assert "tf32" in rec.error
     assert rec.step_time_s is None
@@ -72,14 +72,14 @@ def test_unsupported_precision_is_recorded():
     ],
 )
 def test_failures_become_statuses(fault, status, needle):
-    rec = execute("fault", {"fault": fault}, _opts())
+    rec = execute(RunSpec("fault", {"fault": fault}, _opts()))
     assert rec.status == status
     assert needle in rec.error
     assert rec.step_time_s is None
 
 
 def test_nan_loss_is_timed_and_flagged():
-    rec = execute("fault", {"fault": "nan"}, _opts())
+    rec = execute(RunSpec("fault", {"fault": "nan"}, _opts()))
     assert rec.status == "nan"
     assert rec.step_time_s is not None and rec.step_time_s > 0
     assert "non-finite" in rec.error
@@ -102,3 +102,24 @@ def test_bad_options_fail_at_construction():
         RunOptions(threads=0)
     with pytest.raises(ConfigError, match="optimizer = 'lamb'"):
         RunOptions(optimizer="lamb")
+
+
+def test_cudnn_benchmark_is_a_study_axis_the_torch_backend_applies(monkeypatch):
+    """The sample axis of issue 44: declared in paradnn.axes, a RunOptions field, set by the
+    torch backend on CUDA, stored in its column and in the run key only when off."""
+    import torch
+
+    from paradnn.runner.execute import on_cuda
+
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device: None)
+    saved = torch.backends.cudnn.benchmark
+    try:
+        for on in (False, True):
+            on_cuda(_opts(cudnn_benchmark=on), torch.device("cuda", 0))
+            assert torch.backends.cudnn.benchmark is on
+    finally:
+        torch.backends.cudnn.benchmark = saved
+    off = execute(RunSpec("fc", TINY["fc"], _opts(cudnn_benchmark=False)))
+    on = execute(RunSpec("fc", TINY["fc"], _opts()))
+    assert (off.status, off.cudnn_benchmark, on.cudnn_benchmark) == ("ok", False, True)
+    assert off.run_key != on.run_key and "cudnn_benchmark" not in _opts().key_fields()

@@ -163,13 +163,12 @@ def test_a_resumed_sweep_says_what_it_keeps_and_remeasures_it_when_asked(capsys,
 
 
 def test_a_renamed_sweep_says_where_its_results_are(store):
-    from paradnn.config import RunOptions
-    from paradnn.presets import RunSpec
+    from paradnn.config import RunOptions, RunSpec
     from paradnn.runner.supervisor import Memory
 
     options = RunOptions(device="cpu", threads=1, timing=TINY_POLICY)
     env = {"device": "cpu", "fingerprint": "f", "threads": 1, "cpu_model": "X"}
-    specs = [RunSpec("fc", {**TINY["fc"], "nodes": n}, "fp32") for n in (4, 5)]
+    specs = [RunSpec("fc", {**TINY["fc"], "nodes": n}, options) for n in (4, 5)]
     first = Supervisor(store, options, SweepSettings(), sweep="before")
     units, _ = first.plan(specs, env, Memory(None, "cpu", "host memory"))
     for u in units:

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from paradnn import families
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.measure import stats
 from paradnn.measure.device import CudaEventClock
 from paradnn.measure.step import TrainStep
@@ -166,7 +166,8 @@ def test_flops_are_counted_once_per_config_in_a_process():
     phases: list[list[str]] = [[], []]
     recs = []
     for i in range(2):
-        recs.append(execute("fc", dict(config), opts, progress=lambda m, i=i: phases[i].append(
+        heard = phases[i].append
+        recs.append(execute(RunSpec("fc", dict(config), opts), progress=lambda m, h=heard: h(
             str(m.get("phase")))))  # fmt: skip
     assert "counting FLOPs" in phases[0] and "counting FLOPs" not in phases[1]
     assert recs[0].flops_per_step == recs[1].flops_per_step == recs[0].flops_analytic

@@ -128,7 +128,7 @@ def test_the_issues_hostile_numbers_are_one_line(capsys, tmp_path, monkeypatch):
 
 def test_a_sweep_too_big_to_run_is_refused_from_its_counts(tmp_path):
     from paradnn.sweep import load
-    from paradnn.sweep.spec import MAX_RUNS
+    from paradnn.sweep.file import MAX_RUNS
 
     axes = "layers = '1..512'\nnodes = '1..10000'\nbatch = '1..10000'"  # 5e10 configs
     with no_hang(), pytest.raises(ParadnnError, match="at most 100,000 per family"):

@@ -302,10 +302,10 @@ def test_simulate_step_names_a_file_or_a_chip_files_host_table(capsys, tmp_path)
     code, out, err = run_cli(capsys, *STEP, "--platform", "h100-sxm", "--host-profile", str(f))
     assert code == 0, err
     assert f"host profile: read from --host-profile {f}" in out.replace("\n", "")
-    from paradnn.platforms import specs
+    from paradnn.platforms import datasheets
 
     chip = tmp_path / "mychip.toml"
-    plat = specs.get("h100-sxm")
+    plat = datasheets.get("h100-sxm")
     chip.write_text(
         '[mychip]\nname = "My chip"\nvendor = "me"\nkind = "gpu"\n'
         f"mem_bandwidth = {plat.mem_bandwidth}\n"
@@ -474,7 +474,7 @@ def test_calibrate_host_only_on_a_fake_cuda_device_stores_every_term(capsys, tmp
     code, out, _ = run_cli(capsys, "results", "--db", db, "--table", "host_profile", "-f", "json")
     (r,) = export_rows(out)
     assert r["status"] == "ok" and r["device"] == "cuda:0" and r["device_type"] == "cuda"
-    from paradnn.tables import HOST_FIGURES  # every figure column the table shows
+    from paradnn.cli.tables import HOST_FIGURES  # every figure column the table shows
 
     assert len(HOST_FIGURES) == 12 and set(HOST_FIGURES) <= set(r)
     for k in HOST_FIGURES:

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from paradnn import sweep
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.errors import ConfigError
 from paradnn.measure import infeed
 from paradnn.runner.execute import execute
@@ -78,13 +78,10 @@ def test_a_sweep_file_sweeps_the_data_source_and_the_loader_workers():
     text = 'data_sources = ["device", "pipeline"]\nloader_workers = [0, 1]\n'
     text += '[[runs]]\nfamily = "cnn"\nconfig = { blocks = 1, filters = 4, image = 16 }\n'
     s = sweep.parse(text, label="s.toml", source="s.toml", name="s")
-    combos = [spec.options for spec in s.specs()]
-    # device data has no loader: it runs once, not once per loader setting
-    assert combos == [
-        {"data_source": "device"},
-        {"data_source": "pipeline", "loader_workers": 0},
-        {"data_source": "pipeline", "loader_workers": 1},
-    ]
+    combos = [(spec.options.data_source, spec.options.loader_workers) for spec in s.specs()]
+    # device data has no loader: it runs once (its loader settings at their defaults), not
+    # once per loader setting
+    assert combos == [("device", 2), ("pipeline", 0), ("pipeline", 1)]
     with pytest.raises(ConfigError, match="data_source = 'host': must be device with procs"):
         s.specs(axes={"data_source": ["host"], "procs": [2]})
 
@@ -137,7 +134,7 @@ def test_the_dataset_is_written_once_then_read_back_as_batches_of_the_steps_shap
 
 
 def test_a_device_run_records_no_wait_and_no_loader():
-    rec = execute("cnn", CNN, _opts())
+    rec = execute(RunSpec("cnn", CNN, _opts()))
     assert rec.status == "ok", rec.error
     assert rec.data_source == "device"
     assert (rec.data_wait_s, rec.infeed_share, rec.input_bound) == (0.0, 0.0, False)
@@ -146,7 +143,7 @@ def test_a_device_run_records_no_wait_and_no_loader():
 
 
 def test_a_host_run_copies_each_step_and_measures_the_copy_alone():
-    rec = execute("cnn", CNN, _opts(data_source="host"))
+    rec = execute(RunSpec("cnn", CNN, _opts(data_source="host")))
     assert rec.status == "ok", rec.error
     assert rec.data_source == "host" and rec.loader_workers is None
     assert rec.data_copy_s > 0 and rec.data_wait_s >= 0
@@ -158,7 +155,7 @@ def test_a_host_run_copies_each_step_and_measures_the_copy_alone():
 
 def test_a_pipeline_run_records_the_wait_the_loader_and_stops_its_workers(tmp_path):
     opts = _opts(data_source="pipeline", loader_workers=2, prefetch_factor=1)
-    rec = execute("cnn", CNN, opts)
+    rec = execute(RunSpec("cnn", CNN, opts))
     assert rec.status == "ok", rec.error
     assert (rec.loader_workers, rec.prefetch_factor, rec.persistent_workers) == (2, 1, True)
     assert rec.pin_memory is False  # page-locking needs a CUDA device: recorded as not used
@@ -184,7 +181,7 @@ def test_a_pipeline_run_records_the_wait_the_loader_and_stops_its_workers(tmp_pa
 
 def test_a_pipeline_with_workers_in_the_run_process_works_without_prefetch():
     rnn = {"layers": 1, "embed": 8, "length": 5, "vocab": 7, "batch": 3, "cell": "lstm"}
-    rec = execute("rnn", rnn, _opts(data_source="pipeline", loader_workers=0))
+    rec = execute(RunSpec("rnn", rnn, _opts(data_source="pipeline", loader_workers=0)))
     assert rec.status == "ok", rec.error
     assert rec.loader_workers == 0 and rec.prefetch_factor is None
     assert rec.persistent_workers is False

@@ -193,7 +193,7 @@ def test_the_simulator_rows_are_plain_values_of_each_fed_run():
 def test_the_results_table_names_the_data_source_and_the_infeed_share():
     from rich.console import Console
 
-    from paradnn import tables
+    from paradnn.cli import tables
 
     rows = _fed("device", 1.0, 0.0)[:1] + _fed("pipeline", 2.0, 0.6, seed0=50)[:1]
     console = Console(width=250, record=True)

@@ -15,11 +15,10 @@ jax = pytest.importorskip("jax")
 import torch  # noqa: E402
 
 from paradnn import analysis, families  # noqa: E402
-from paradnn.config import RunOptions  # noqa: E402
+from paradnn.config import RunOptions, RunSpec  # noqa: E402
 from paradnn.errors import ConfigError  # noqa: E402
 from paradnn.measure import xla  # noqa: E402
 from paradnn.runner.execute import execute  # noqa: E402
-from paradnn.runner.jax_execute import execute_jax  # noqa: E402
 from paradnn.runner.start import start_record  # noqa: E402
 
 from conftest import TINY, TINY_POLICY  # noqa: E402
@@ -40,6 +39,11 @@ CASES = [
     ),
 ]
 IDS = [f"{f}-{c.get('block') or c.get('cell') or ''}" for f, c in CASES]
+
+
+def _jax(family, config, options):
+    """One JAX run prepared and measured in this process."""
+    return execute(RunSpec(family, config, dataclasses.replace(options, backend="jax")))
 
 
 def _opts(**kw):
@@ -72,8 +76,8 @@ def test_params_and_counted_flops_equal_the_analytic_counts_on_both_backends(fam
 def test_the_run_key_and_analytic_counts_of_both_backends():
     env = {"device": "cpu", "fingerprint": "f", "device_type": "cpu"}
     base = RunOptions(device="cpu")
-    t = start_record("fc", TINY["fc"], base, env)
-    j = start_record("fc", TINY["fc"], dataclasses.replace(base, backend="jax"), env)
+    t = start_record(RunSpec("fc", TINY["fc"], base), env)
+    j = start_record(RunSpec("fc", TINY["fc"], dataclasses.replace(base, backend="jax")), env)
     assert (t.params_analytic, t.flops_analytic) == (j.params_analytic, j.flops_analytic)
     assert t.run_key != j.run_key and (t.backend, j.backend) == ("torch", "jax")
     assert "backend" not in base.key_fields()  # torch keys are what they were before backends
@@ -102,7 +106,7 @@ def test_optax_does_the_torch_optimizers_arithmetic(name):
 
 
 def test_a_cpu_run_records_compile_apart_xla_counts_and_the_missing_peak():
-    rec = execute_jax("fc", TINY["fc"], _opts())
+    rec = _jax("fc", TINY["fc"], _opts())
     assert rec.status == "ok", rec.error
     assert rec.backend == "jax" and rec.flags["backend"] == "jax"
     assert rec.params == rec.params_analytic and rec.flops_per_step == rec.flops_analytic
@@ -141,15 +145,15 @@ def test_bf16_steps_train_in_bfloat16_with_fp32_weights():
     ],
 )
 def test_what_the_jax_backend_cannot_run_is_unsupported_with_the_reason(family, kw, match):
-    rec = execute_jax(family, {} if family == "resnet50" else TINY["fc"], _opts(**kw))
+    rec = _jax(family, {} if family == "resnet50" else TINY["fc"], _opts(**kw))
     assert rec.status == "unsupported" and match in rec.error
 
 
 def test_compare_by_backend_pairs_torch_and_jax_runs_of_one_config(store, tmp_path):
     opts = RunOptions(device="cpu", threads=1, timing=TINY_POLICY)
     for fam in ("fc", "rnn"):
-        store.insert(execute(fam, TINY[fam], opts))
-        store.insert(execute_jax(fam, TINY[fam], dataclasses.replace(opts, backend="jax")))
+        store.insert(execute(RunSpec(fam, TINY[fam], opts)))
+        store.insert(_jax(fam, TINY[fam], opts))
     rows = store.runs()
     assert [r["backend"] for r in rows] == ["torch", "jax", "torch", "jax"]
     assert isinstance(rows[1]["xla_detail"], dict) and rows[1]["xla_flops_mismatch"] in (0, 1)
@@ -194,7 +198,7 @@ def test_a_sweep_file_sets_the_backend_axis(tmp_path):
         'backends = ["torch", "jax"]\n[[runs]]\nfamily = "fc"\nconfig = { layers = 1 }\n'
     )
     specs = load(str(path)).specs()
-    assert [s.options["backend"] for s in specs] == ["torch", "jax"]
+    assert [s.options.backend for s in specs] == ["torch", "jax"]
     path.write_text('backends = ["jaxx"]\n[[runs]]\nfamily = "fc"\n')
     with pytest.raises(ConfigError, match="jaxx"):
         load(str(path))

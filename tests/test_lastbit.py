@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 import test_report_golden as golden
+from paradnn import formatting as U
 from paradnn import rounding
-from paradnn import units as U
 from paradnn.analysis import findings as F
 from paradnn.analysis import frames, regression, speedup
 from paradnn.report import keyresults

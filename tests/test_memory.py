@@ -376,3 +376,25 @@ def test_each_phase_can_be_the_peak():
     assert cuda.workspace == 4 * p + memory.CUDA_LIBRARY_BYTES
     cnn = families.get("cnn").config(blocks=1, filters=8, image=16, batch=4)
     assert memory.predict("cnn", cnn, "fp32", "sgd").peak_phase == "backward"
+
+
+def test_one_run_is_predicted_from_its_description_whole():
+    """memory.estimate/check_run take the run's spec: precision policy, implementation and
+    ranks included (issue 44); the simulator's capacity sizes a pure 16-bit run as pure."""
+    from paradnn.config import RunOptions, RunSpec
+    from paradnn.sim import traffic
+
+    values = {"layers": 4, "nodes": 1024, "batch": 64}
+    cfg = families.get("fc").config(values)
+    pure = RunOptions(precision="bf16", optimizer="adam", precision_policy="pure")
+    est = memory.estimate(RunSpec("fc", values, pure), "cuda")
+    assert est == memory.predict("fc", cfg, "bf16", "adam", device_type="cuda", policy="pure")
+    mixed = memory.estimate(
+        RunSpec("fc", values, RunOptions(precision="bf16", optimizer="adam")), "cuda"
+    )
+    assert est.total < mixed.total
+    ranks = RunSpec("fc", values, RunOptions(procs=4))
+    assert memory.check_run(ranks, "cpu", 10**12, "host memory").copies == 4
+    sim_pure = traffic.capacity("fc", cfg, "bf16", "adam", None, policy="pure")
+    sim_mixed = traffic.capacity("fc", cfg, "bf16", "adam", None)
+    assert (sim_pure.needed_bytes, sim_mixed.needed_bytes) == (est.total, mixed.total)

@@ -153,10 +153,11 @@ def test_the_warm_compile_child_uses_the_threads_the_run_used(monkeypatch):
     from paradnn.measure import compile as compile_mod
     from paradnn.runner.execute import _compile
 
-    monkeypatch.setattr(compile_mod, "CompileRun", lambda step, mode, device, job: job)
+    monkeypatch.setattr(compile_mod, "CompileRun", lambda step, run, device: run)
     rec = SimpleNamespace(family="fc", config={"layers": 1}, threads=1)
-    job = _compile(None, rec, RunOptions(device="cpu", mode="compile"), torch.device("cpu"))
-    assert job["threads"] == 1 and job["mode"] == "compile"
+    run = _compile(None, rec, RunOptions(device="auto", mode="compile"), torch.device("cpu"))
+    assert run.options.threads == 1 and run.options.mode == "compile"
+    assert run.options.device == "cpu" and run.family == "fc"  # where this run ran
     given = RunOptions(device="cpu", mode="compile", threads=2)
-    assert _compile(None, SimpleNamespace(**{**vars(rec), "threads": 2}), given,
-                    torch.device("cpu"))["threads"] == 2  # fmt: skip
+    run = _compile(None, SimpleNamespace(**{**vars(rec), "threads": 2}), given, torch.device("cpu"))
+    assert run.options.threads == 2

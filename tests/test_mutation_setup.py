@@ -28,7 +28,7 @@ def test_the_files_tests_read_by_path_are_in_this_copy():
         "src/paradnn/report",
         "src/paradnn/sim",
         "src/paradnn/sweeps/quick.toml",
-        "src/paradnn/platforms/specs.toml",
+        "src/paradnn/platforms/datasheets.toml",
         "examples/chips",
         "docs/sweeps.md",
         "benchmarks/sim_validation.py",  # test_sim_validation runs the validation script

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from paradnn import host, precisions, presets
-from paradnn.config import RunOptions
-from paradnn.presets import RunSpec
+from paradnn.config import RunOptions, RunSpec
 from paradnn.runner.execute import execute, run_environment
 
 from conftest import TINY, TINY_POLICY
@@ -52,10 +51,10 @@ def test_onednn_cap_ladder(monkeypatch):
 
 def test_resolve_native_expands_precision_major():
     specs = [
-        RunSpec("fc", {"batch": 4}, "fp32"),
-        RunSpec("rnn", {"batch": 2}, "fp32"),
-        RunSpec("fc", {"batch": 4}, "native"),
-        RunSpec("rnn", {"batch": 2}, "native"),
+        RunSpec("fc", {"batch": 4}),
+        RunSpec("rnn", {"batch": 2}),
+        RunSpec("fc", {"batch": 4}, native=True),
+        RunSpec("rnn", {"batch": 2}, native=True),
     ]
     out, notes = presets.resolve_native(specs, ["fp32", "bf16", "fp16"])
     assert [(s.family, s.precision) for s in out] == [
@@ -85,20 +84,26 @@ def test_quick_preset_follows_the_device(cpu_flags):
 def test_emulated_runs_only_when_asked(cpu_flags):
     cpu_flags(AVX2)
     opts = RunOptions(device="cpu", threads=1, precision="bf16", timing=TINY_POLICY)
-    rec = execute("fc", TINY["fc"], opts)
+    rec = execute(RunSpec("fc", TINY["fc"], opts))
     assert rec.status == "unsupported" and "no native bf16" in rec.error
     assert rec.emulated is False
-    emu = execute("fc", TINY["fc"], RunOptions(**{**opts.__dict__, "allow_emulated": True}))
+    emu = execute(
+        RunSpec("fc", TINY["fc"], RunOptions(**{**opts.__dict__, "allow_emulated": True}))
+    )
     assert emu.status == "ok" and emu.emulated is True and emu.step_time_s > 0
     assert "no native bf16" in emu.flags["emulated"]
     assert emu.run_key != rec.run_key  # another measurement, not a retry of the unsupported one
     # tf32 cannot be emulated on a CPU: still unsupported
-    tf32 = execute("fc", TINY["fc"], RunOptions(**{**opts.__dict__, "precision": "tf32",
-                                                   "allow_emulated": True}))  # fmt: skip
+    tf32 = execute(RunSpec("fc", TINY["fc"], RunOptions(**{**opts.__dict__, "precision": "tf32",
+                                                   "allow_emulated": True})))  # fmt: skip
     assert tf32.status == "unsupported" and not tf32.emulated
     # an ISA cap is a different environment: different run keys for the same config
-    fp32 = execute("fc", TINY["fc"], RunOptions(device="cpu", threads=1, timing=TINY_POLICY))
+    fp32 = execute(
+        RunSpec("fc", TINY["fc"], RunOptions(device="cpu", threads=1, timing=TINY_POLICY))
+    )
     cpu_flags(ZEN4)
-    fp32_zen = execute("fc", TINY["fc"], RunOptions(device="cpu", threads=1, timing=TINY_POLICY))
+    fp32_zen = execute(
+        RunSpec("fc", TINY["fc"], RunOptions(device="cpu", threads=1, timing=TINY_POLICY))
+    )
     assert fp32.fingerprint != fp32_zen.fingerprint
     assert fp32_zen.env["native_precisions"] == ["fp32", "bf16"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from paradnn import families, memory, optimizers
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.measure.saved_bytes import saved_tensor_bytes
 from paradnn.measure.step import TrainStep, unsupported_implementation
 from paradnn.runner.start import start_record
@@ -83,7 +83,7 @@ def test_the_record_and_key_hold_optimizer_implementation_and_policy():
     base = RunOptions(device="cpu", precision="bf16", optimizer="adam")
     pure = dataclasses.replace(base, precision_policy="pure")
     fused = dataclasses.replace(base, optimizer_impl="fused")
-    recs = [start_record("fc", TINY, o, ENV) for o in (base, pure, fused)]
+    recs = [start_record(RunSpec("fc", TINY, o), ENV) for o in (base, pure, fused)]
     assert len({r.run_key for r in recs}) == 3
     assert [r.precision_policy for r in recs] == ["mixed", "pure", "mixed"]
     assert recs[1].flags["weight_dtype"] == "bfloat16" and recs[1].flags["autocast_dtype"] is None
@@ -99,18 +99,18 @@ def test_a_run_records_the_implementation_that_ran_and_its_policy():
     from conftest import TINY_POLICY
 
     opts = RunOptions(device="cpu", threads=1, timing=TINY_POLICY, optimizer="adamw")
-    rec = execute("fc", TINY, dataclasses.replace(opts, optimizer_impl="fused"))
+    rec = execute(RunSpec("fc", TINY, dataclasses.replace(opts, optimizer_impl="fused")))
     assert rec.status == "ok", rec.error
     assert rec.flags["optimizer_impl"] == "fused" and rec.precision_policy == "mixed"
-    rec = execute("fc", TINY, opts)  # auto: torch's choice on a CPU
+    rec = execute(RunSpec("fc", TINY, opts))  # auto: torch's choice on a CPU
     assert rec.flags["optimizer_impl"] == "loop"
     bad = execute(
-        "fc", TINY, dataclasses.replace(opts, optimizer="rmsprop", optimizer_impl="fused")
+        RunSpec("fc", TINY, dataclasses.replace(opts, optimizer="rmsprop", optimizer_impl="fused"))
     )
     assert bad.status == "unsupported" and "no fused" in bad.error
     # pure bf16, emulated where the CPU lacks bf16 (the policy is what this test checks)
     pure = dataclasses.replace(opts, precision="bf16", precision_policy="pure", allow_emulated=True)
-    rec = execute("fc", TINY, pure)
+    rec = execute(RunSpec("fc", TINY, pure))
     assert rec.status in ("ok", "nan"), rec.error
     assert rec.precision_policy == "pure" and rec.flags["weight_dtype"] == "bfloat16"
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from paradnn import analysis as A
-from paradnn import tables
 from paradnn.analysis import scaling as S
+from paradnn.cli import tables
 from paradnn.report.sections import summary
 from paradnn.report.sections.summary import _p90
 from paradnn.report.writer import Writer

@@ -198,7 +198,7 @@ def test_bad_user_toml_is_a_one_line_error(tmp_path, edit, needle):
 def test_database_entries_require_sources():
     data = {"name": "x", "vendor": "v", "kind": "gpu", "peak_dense": {"fp32": 1e12}}
     with pytest.raises(ConfigError, match=r"x\.sources: required key is missing"):
-        platforms.specs.parse_entry("x", {**data, "mem_bandwidth": 1e12})
+        platforms.datasheets.parse_entry("x", {**data, "mem_bandwidth": 1e12})
 
 
 # --- detection ----------------------------------------------------------------------------

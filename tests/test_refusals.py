@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from paradnn import api, host, memory
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.errors import ConfigError, Refused
 from paradnn.measure.energy.fakes import FakeNvml, VirtualClock
 from paradnn.records import RunRecord, Status
@@ -116,10 +116,10 @@ def test_one_check_for_bench_and_run_at_the_same_numbers():
         pre = api.check_can_run
         with _free(free):
             if verdict.fits:
-                pre("fc", cfg, RunOptions(device="cpu"))
+                pre(RunSpec("fc", cfg.__dict__, RunOptions(device="cpu")))
             else:
                 with pytest.raises(Refused):
-                    pre("fc", cfg, RunOptions(device="cpu"))
+                    pre(RunSpec("fc", cfg.__dict__, RunOptions(device="cpu")))
 
 
 @contextlib.contextmanager
@@ -276,18 +276,12 @@ def test_a_gpu_s_free_memory_comes_from_nvml_through_cuda_visible_devices(monkey
     assert api.free_memory("auto") == (3 * GiB, "GPU memory")
     cfg = {"layers": 8, "nodes": 8192, "batch": 1024}
     with pytest.raises(Refused, match=r"3\.00 GiB of GPU memory is free"):
-        api.check_can_run("fc", _cfg(cfg), RunOptions(device="cuda"))
+        api.check_can_run(RunSpec("fc", cfg, RunOptions(device="cuda")))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{nv.uuid}")  # torch's cuda:0 is that GPU
     assert api.free_memory("cuda:0") == (3 * GiB, "GPU memory")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-abc")  # a MIG slice: not known here
     assert api.free_memory("cuda:0") == (None, "GPU memory")
-    api.check_can_run("fc", _cfg(cfg), RunOptions(device="cuda"))  # unknown: the worker decides
-
-
-def _cfg(values):
-    from paradnn import families
-
-    return families.get("fc").config(values)
+    api.check_can_run(RunSpec("fc", cfg, RunOptions(device="cuda")))  # unknown: the worker decides
 
 
 def test_a_gpu_nvml_cannot_see_is_left_to_the_worker():
@@ -296,7 +290,7 @@ def test_a_gpu_nvml_cannot_see_is_left_to_the_worker():
     predicted_oom, and `bench` then exits 1)."""
     assert api.unsupported_precision("bf16", "cuda") is None
     assert api.free_memory("cuda") == (None, "GPU memory")
-    api.check_can_run("fc", _cfg({"layers": 128, "nodes": 8192}), RunOptions(device="cuda"))
+    api.check_can_run(RunSpec("fc", {"layers": 128, "nodes": 8192}, RunOptions(device="cuda")))
 
 
 # -- host memory ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The report as people read it: numbers with units and % (the CLI's formatting, from
-paradnn.units), human headers, one column per hyperparameter (report, CSVs, Store.frame, CSV
+paradnn.formatting), human headers, one column per hyperparameter (report, CSVs, Store.frame, CSV
 export), numeric CSVs, the whole roofline, integer colourbars, the per-op breakdown and per-op
 speedups, the collapsed untestable findings, observations 8, 9 and 11, and citations that name
 figures the seeds have. Figures are checked by their contents (axes, texts, labels), not pixels."""
@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 from paradnn import analysis as A
+from paradnn import formatting, report
 from paradnn import plots as P
-from paradnn import report, tables, units
 from paradnn.analysis.breakdown import op_type
 from paradnn.analysis.roofline import Roof
+from paradnn.cli import tables
 from paradnn.report import cells
 from paradnn.store import open_store
 
@@ -36,16 +37,18 @@ FC = {
 
 
 def test_units_read_as_the_cli_prints_them():
-    assert units.si(3.485e10, "FLOP/s") == "34.9 GFLOP/s"
-    assert units.si(1.628e11, "FLOP/s") == "163 GFLOP/s"
-    assert units.pct(0.0812) == "8.1%"
-    assert units.pct(float("nan")) == "—"
-    assert units.number(322644) == "323 k"
-    assert units.number(0.125) == "0.125"
-    assert units.number(64.0) == "64"
-    assert units.times(1.2345) == "1.23×"
-    assert units.nbytes(3 * 2**20) == "3 MiB"
-    assert tables._si(4.402e5) == units.si(4.402e5) == "440 k"  # the CLI's is the same function
+    assert formatting.si(3.485e10, "FLOP/s") == "34.9 GFLOP/s"
+    assert formatting.si(1.628e11, "FLOP/s") == "163 GFLOP/s"
+    assert formatting.pct(0.0812) == "8.1%"
+    assert formatting.pct(float("nan")) == "—"
+    assert formatting.number(322644) == "323 k"
+    assert formatting.number(0.125) == "0.125"
+    assert formatting.number(64.0) == "64"
+    assert formatting.times(1.2345) == "1.23×"
+    assert formatting.nbytes(3 * 2**20) == "3 MiB"
+    assert (
+        tables._si(4.402e5) == formatting.si(4.402e5) == "440 k"
+    )  # the CLI's is the same function
 
 
 def test_html_tables_have_units_percentages_human_headers_and_hyperparameter_columns():

@@ -13,7 +13,7 @@ import pytest
 from paradnn import sweep
 from paradnn.analysis import frames
 from paradnn.analysis import scaling as S
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.errors import ConfigError
 from paradnn.measure.collectives import busbw, overlap_fraction
 from paradnn.records import Parallel
@@ -49,9 +49,9 @@ def test_the_key_names_n_strategy_scaling_and_backend_only_for_several_processes
     assert "strategy" not in RunOptions(strategy="fsdp").key_fields()  # one process: no replicas
     key = RunOptions(procs=2, strategy="fsdp", scaling="strong").key_fields()
     assert (key["procs"], key["strategy"], key["scaling"]) == (2, "fsdp", "strong")
-    one = start_record("fc", FC, RunOptions(), ENV)
-    two = start_record("fc", FC, RunOptions(procs=2), ENV)
-    fsdp = start_record("fc", FC, RunOptions(procs=2, strategy="fsdp"), ENV)
+    one = start_record(RunSpec("fc", FC, RunOptions()), ENV)
+    two = start_record(RunSpec("fc", FC, RunOptions(procs=2)), ENV)
+    fsdp = start_record(RunSpec("fc", FC, RunOptions(procs=2, strategy="fsdp")), ENV)
     assert len({one.run_key, two.run_key, fsdp.run_key}) == 3
     assert one.procs == 1 and one.nulls["allreduce_s"].startswith("one process")
     assert (two.dist_backend, two.global_batch, two.rank_batch) == ("gloo", 16, 8)
@@ -59,9 +59,11 @@ def test_the_key_names_n_strategy_scaling_and_backend_only_for_several_processes
 
 
 def test_strong_scaling_splits_the_batch_or_refuses_it_in_one_line():
-    rec = start_record("fc", FC, RunOptions(procs=2, scaling="strong"), ENV)
+    rec = start_record(RunSpec("fc", FC, RunOptions(procs=2, scaling="strong")), ENV)
     assert (rec.status, rec.global_batch, rec.rank_batch) == ("ok", 8, 4)
-    bad = start_record("fc", {**FC, "batch": 9}, RunOptions(procs=2, scaling="strong"), ENV)
+    bad = start_record(
+        RunSpec("fc", {**FC, "batch": 9}, RunOptions(procs=2, scaling="strong")), ENV
+    )
     assert bad.status == "invalid"
     assert (
         bad.error == "batch = 9: strong scaling splits it over procs = 2 ranks; use a multiple of 2"
@@ -73,7 +75,7 @@ def test_a_sweep_file_takes_procs_as_an_axis():
         'procs = [1, 2]\nstrategies = ["ddp"]\n[[runs]]\nfamily = "fc"\nconfig = { layers = 1 }\n'
     )
     s = sweep.parse(text, label="s.toml", source="s.toml", name="s")
-    assert [spec.options["procs"] for spec in s.specs()] == [1, 2]
+    assert [spec.options.procs for spec in s.specs()] == [1, 2]
     with pytest.raises(sweep.SweepError, match=r"procs\[0\] = 0"):
         sweep.parse(text.replace("[1, 2]", "[0]"), label="s.toml", source="s.toml", name="s")
 
@@ -229,7 +231,7 @@ def test_the_simulator_recovers_a_ring_it_was_fitted_on():
 
 
 def test_the_part_is_stored_and_read_back(store):
-    rec = start_record("fc", FC, RunOptions(procs=2), ENV)
+    rec = start_record(RunSpec("fc", FC, RunOptions(procs=2)), ENV)
     part = Parallel(
         procs=2, strategy="ddp", scaling="weak", dist_backend="gloo", allreduce_s=0.001,
         allreduce_busbw=1e8, parallel={"allreduce_ladder": [{"bytes": 1, "time_s": 0.1}]},
@@ -293,17 +295,19 @@ def test_the_report_section_shows_the_figure_the_verdict_and_the_check(tmp_path)
     assert "paradnn scale" in empty.empty and not empty.figures
 
 
-def test_a_gpu_job_names_nccl_and_one_device_per_rank():
+def test_a_gpu_launch_names_nccl_and_one_device_per_rank():
+    from paradnn.runner.launch import Launch
+
     opts = RunOptions(procs=2, device="cuda", strategy="fsdp")
     env = {**ENV, "device": "cuda:0", "device_type": "cuda"}
-    rec = start_record("fc", FC, opts, env)
+    rec = start_record(RunSpec("fc", FC, opts), env)
     assert rec.dist_backend == "nccl"
     plan = D.plan_ranks(opts, "cuda", [0, 1, 2, 3], gpus=2)
-    job = D.rank_job(rec, opts, plan)
-    assert (job["backend"], job["device_type"], job["world"], job["strategy"]) == (
-        "nccl", "cuda", 2, "fsdp",
-    )  # fmt: skip
-    assert job["cpus"] == [[0, 1], [2, 3]] and job["rank_batch"] == 8
+    launch = D.launch_of(rec, opts, plan)
+    assert (launch.plan.backend, launch.plan.device_type, launch.world) == ("nccl", "cuda", 2)
+    assert launch.run.options == opts and launch.run.family == "fc"  # the run, whole
+    assert launch.plan.cpus == [[0, 1], [2, 3]] and launch.rank_batch == 8
+    assert Launch.from_json(launch.to_json()) == launch  # the ranks' launch file
 
 
 def test_a_collective_timeout_is_a_timeout_and_names_the_silent_rank(tmp_path):

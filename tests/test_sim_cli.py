@@ -217,7 +217,7 @@ def test_table_headers_carry_units_and_never_wrap_inside_a_word():
     from rich.console import Console
 
     from paradnn import api
-    from paradnn.sim.render import header, sim_table
+    from paradnn.cli.sim_tables import header, sim_table
 
     assert header("predicted_step_s") == "predicted step (ms)"
     assert header("compute_s") == "compute (ms)"
@@ -251,7 +251,7 @@ def test_default_precision_is_fp32_except_on_a_chip_without_fp32():
 
 
 def test_breakdown_title_names_the_config():
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     row = {"family": "fc", "config": {"layers": 2, "batch": 64}, "platform": "v100-sxm2"}
     row |= {"precision": "fp32", "chips": 1, "predicted_step_s": 0.01, "gemm_s": 0.004}
@@ -261,7 +261,7 @@ def test_breakdown_title_names_the_config():
 
 
 def test_one_platform_goes_into_the_title_once():
-    from paradnn.sim.render import sim_table
+    from paradnn.cli.sim_tables import sim_table
 
     rows = [{"family": "fc", "platform": "tpu-v3"}]
     assert sim_table(rows, title="runs").title == "runs on tpu-v3"  # column dropped, title adds it
@@ -288,7 +288,7 @@ def test_scaling_check_skips_a_run_without_a_ladder_and_checks_the_rest():
 
 
 def test_a_bytes_per_second_column_not_named_gets_gb_per_s():
-    from paradnn.sim.render import header
+    from paradnn.cli.sim_tables import header
 
     assert header("link_bytes_per_s") == "link (GB/s)"  # `link_` + `bytes_per_s`, `_` stripped
 
@@ -296,7 +296,7 @@ def test_a_bytes_per_second_column_not_named_gets_gb_per_s():
 def test_the_table_title_sits_at_the_left():
     from rich.console import Console
 
-    from paradnn.sim.render import sim_table
+    from paradnn.cli.sim_tables import sim_table
 
     console = Console(width=40, record=True)
     console.print(sim_table([{"family": "fc", "op": "matmul"}], title="runs"))

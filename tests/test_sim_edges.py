@@ -235,7 +235,7 @@ def test_rounding_error_defaults_to_unit_scale_inputs():
 
 
 def test_the_tables_keep_their_columns_and_name_the_winograd_gemms():
-    from paradnn.sim.render import breakdown_table, sim_table
+    from paradnn.cli.sim_tables import breakdown_table, sim_table
 
     t = sim_table([{"platform": "x"}])
     assert [c.header for c in t.columns] == ["platform"]  # the only column stays
@@ -426,7 +426,7 @@ def test_a_scaling_curve_reaches_a_million_chips_and_no_further():
 
 
 def test_a_breakdown_without_a_predicted_step_shows_no_share():
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     def shares(row):
         from rich.console import Console
@@ -444,7 +444,7 @@ def test_a_breakdown_without_a_predicted_step_shows_no_share():
 
 
 def test_a_bandwidth_column_header_is_in_gb_per_s_with_spaces():
-    from paradnn.sim.render import header
+    from paradnn.cli.sim_tables import header
 
     assert header("host_link_bytes_per_s") == "host link (GB/s)"
     assert header("bisection_bytes_per_s") == "bisection (GB/s)"
@@ -464,7 +464,7 @@ def test_the_infeed_check_shows_the_model_and_infeed_times_it_predicted_from():
 
 
 def test_a_stored_config_string_is_shown_as_its_settings():
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
     stored = {**row, "config": '{"batch": 32, "layers": 2}'}  # as a database column holds it
@@ -481,7 +481,7 @@ def test_a_tf32_config_gets_the_fp32_memory_estimate():
 
 
 def test_a_breakdown_row_without_winograd_counts_says_zero():
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     row = steptime.predict_step("fc", FC, C.load("v100-sxm2"), "fp32").row()
     del row["fast_conv_ops"]
@@ -491,7 +491,7 @@ def test_a_breakdown_row_without_winograd_counts_says_zero():
 def test_a_long_cell_is_folded_not_cut():
     from rich.console import Console
 
-    from paradnn.sim.render import sim_table
+    from paradnn.cli.sim_tables import sim_table
 
     name = "q" * 60  # one word: no place to wrap, only to fold or to cut
     console = Console(record=True, width=30, file=io.StringIO())

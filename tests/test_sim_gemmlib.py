@@ -195,13 +195,13 @@ def test_cudnn_recurrent_layers_run_a_pointwise_kernel_per_time_step():
 
 
 def test_the_optimizer_moves_every_unfused_ops_words_and_a_fused_one_pass():
-    from paradnn.optimizers import SPECS
+    from paradnn.optimizers import TABLE
     from paradnn.sim import traffic
 
     assert traffic.optimizer_bytes(10, "rmsprop", "foreach") == 18 * 4 * 10
     assert traffic.optimizer_bytes(10, "rmsprop", "fused") == 7 * 4 * 10
     assert traffic.optimizer_bytes(10, "sgd", "loop") == 3 * 4 * 10  # one op: one pass
-    for spec in SPECS.values():
+    for spec in TABLE.values():
         unfused = spec.unfused_words_per_param or spec.words_per_param
         assert unfused >= spec.words_per_param
     h100 = chips.load("h100-sxm")

@@ -364,7 +364,7 @@ def test_a_step_table_tile_may_be_one_wide_but_not_zero():
 
 
 def test_the_batch_per_core_is_the_whole_batch_on_one_core_and_an_integer_share_on_two():
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     cfg = {"layers": 1, "nodes": 16, "batch": 64}
     gpu = st.predict_step("fc", cfg, chips.load("v100-sxm2"), "fp32")

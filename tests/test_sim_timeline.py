@@ -137,7 +137,7 @@ def test_mixed_fp16_on_a_gpu_waits_for_the_grad_scaler():
 def test_the_breakdown_shows_both_timelines_in_ms():
     from rich.console import Console
 
-    from paradnn.sim.render import breakdown_table
+    from paradnn.cli.sim_tables import breakdown_table
 
     row = st.predict_step("fc", SMALL, chips.load("h100-sxm"), "bf16").row()
     console = Console(record=True, width=200, file=io.StringIO())
@@ -184,11 +184,11 @@ def test_a_bad_policy_or_implementation_is_one_line():
         st.predict_step("fc", SMALL, c, "bf16", optimizer_impl="apex")
 
 
-def test_an_optimizer_spec_the_kernel_table_does_not_know(monkeypatch):
-    from paradnn.optimizers import OptimizerSpec
+def test_an_optimizer_the_kernel_table_does_not_know(monkeypatch):
+    from paradnn import optimizers
 
-    spec = OptimizerSpec("adam", "Adam", state_copies=2, words_per_param=7)
-    monkeypatch.setattr(st, "SPECS", {**st.SPECS, "adam": spec})
+    facts = optimizers.Optimizer("adam", "Adam", state_copies=2, words_per_param=7)
+    monkeypatch.setattr(optimizers, "TABLE", {**optimizers.TABLE, "adam": facts})
     assert st.optimizer_kernels("adam") == 5  # one, plus a read-modify-write per state copy
     assert st.optimizer_kernels("rmsprop") == st.OPTIMIZER_KERNELS["rmsprop"]
     assert tl.optimizer_launches("loop", 5, 10, 1000) == 50

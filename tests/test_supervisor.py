@@ -1,5 +1,6 @@
 """The sweep supervisor with real worker processes: faults, resume, parallel workers, kill -9."""
 
+import dataclasses
 import os
 import random
 import signal
@@ -11,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from paradnn.config import RunOptions, SweepSettings
+from paradnn.config import RunOptions, RunSpec, SweepSettings
 from paradnn.errors import ParadnnError
-from paradnn.presets import RunSpec
 from paradnn.runner.supervisor import Supervisor, _death
 
 from conftest import TINY, TINY_POLICY
@@ -26,15 +26,23 @@ def _fault_family_in_workers(monkeypatch):
     monkeypatch.setenv("PARADNN_FAMILIES", "fault=faults")
 
 
+OPTS = RunOptions(device="cpu", threads=1, timing=TINY_POLICY)
+
+
+def _spec(family, config, precision="fp32", options=OPTS):
+    """A run of this sweep: the supervisor's device, threads and timing, at `precision`."""
+    return RunSpec(family, config, dataclasses.replace(options, precision=precision))
+
+
 def _run(store, specs, **settings):
     events = []
-    options = RunOptions(device="cpu", threads=1, timing=TINY_POLICY)
+    options = OPTS
     sup = Supervisor(store, options, SweepSettings(**settings), sweep="t", on_event=events.append)
     return sup.run(specs), events
 
 
 def _fault(name):
-    return RunSpec("fault", {"fault": name}, "fp32")
+    return _spec("fault", {"fault": name})
 
 
 def test_every_fault_becomes_a_row_and_the_sweep_goes_on(store):
@@ -46,9 +54,9 @@ def test_every_fault_becomes_a_row_and_the_sweep_goes_on(store):
         _fault("nan"),
         _fault("crash"),
         _fault("sigkill"),
-        RunSpec("fc", {"layers": 0}, "fp32"),
-        RunSpec("fc", TINY["fc"], "tf32"),
-        RunSpec("fc", TINY["fc"], "fp32"),
+        _spec("fc", {"layers": 0}),
+        _spec("fc", TINY["fc"], "tf32"),
+        _spec("fc", TINY["fc"]),
     ]
     # The hang costs the whole timeout; 15 s, not less, because a healthy first run in a fresh
     # worker (lazy torch init, oneDNN JIT) took over 5 s on a 2-core machine under full load.
@@ -82,7 +90,7 @@ def test_every_fault_becomes_a_row_and_the_sweep_goes_on(store):
 
 
 def test_resume_skips_finished_runs_and_retries_failures_on_request(store):
-    specs = [RunSpec("fc", TINY["fc"], "fp32"), _fault("crash")]
+    specs = [_spec("fc", TINY["fc"]), _fault("crash")]
     first, _ = _run(store, specs)
     assert [r.status for r in first] == ["ok", "crashed"]
     again, events = _run(store, specs)
@@ -96,9 +104,9 @@ def test_resume_skips_finished_runs_and_retries_failures_on_request(store):
 def test_parallel_cpu_workers_split_the_cores(store):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
-    specs = [RunSpec("fc", {**TINY["fc"], "nodes": n}, "fp32") for n in (8, 9, 10, 11)]
     events = []
-    options = RunOptions(device="cpu", timing=TINY_POLICY)
+    options = RunOptions(device="cpu", timing=TINY_POLICY)  # threads: each worker's cores
+    specs = [_spec("fc", {**TINY["fc"], "nodes": n}, options=options) for n in (8, 9, 10, 11)]
     sup = Supervisor(store, options, SweepSettings(workers=2), on_event=events.append)
     records = sup.run(specs)
     assert [r.status for r in records] == ["ok"] * 4
@@ -109,7 +117,7 @@ def test_parallel_cpu_workers_split_the_cores(store):
 
 
 def test_duplicate_specs_run_once(store):
-    spec = RunSpec("fc", TINY["fc"], "fp32")
+    spec = _spec("fc", TINY["fc"])
     records, events = _run(store, [spec, spec])
     assert len(records) == 1 and events[0].skipped == 1
 
@@ -121,7 +129,7 @@ def test_cuda_without_a_gpu_is_one_clear_error(store):
         pytest.skip("a GPU is present")
     options = RunOptions(device="cuda", timing=TINY_POLICY)
     with pytest.raises(ParadnnError, match="no CUDA device is visible"):
-        Supervisor(store, options, SweepSettings()).run([RunSpec("fc", TINY["fc"], "fp32")])
+        Supervisor(store, options, SweepSettings()).run([_spec("fc", TINY["fc"])])
     assert store.count() == 0
 
 
@@ -217,7 +225,7 @@ def test_predicted_oom_skips_the_run_unless_prediction_is_off(store, monkeypatch
     monkeypatch.setattr(
         supervisor, "memory_for", lambda hello, sharing=1: real({**hello, "free_bytes": 1024})
     )
-    spec = RunSpec("fc", TINY["fc"], "fp32")
+    spec = _spec("fc", TINY["fc"])
     (skipped,), _ = _run(store, [spec])
     assert skipped.status == "predicted_oom" and skipped.worker_pid is None
     assert "0.00 GiB of host memory is free; --force runs it anyway" in skipped.error
@@ -227,7 +235,7 @@ def test_predicted_oom_skips_the_run_unless_prediction_is_off(store, monkeypatch
 
 
 def test_workers_are_recycled_every_n_runs(store):
-    specs = [RunSpec("fc", {**TINY["fc"], "nodes": n}, "fp32") for n in (5, 6, 7)]
+    specs = [_spec("fc", {**TINY["fc"], "nodes": n}) for n in (5, 6, 7)]
     records, _ = _run(store, specs, recycle_every=2)
     pids = [r.worker_pid for r in records]
     assert pids[0] == pids[1] != pids[2]

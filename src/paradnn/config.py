@@ -1,14 +1,32 @@
-"""Run options: everything besides the model config that changes what a measurement means."""
+"""Run options (everything besides the model config that changes what a measurement means),
+the run description that carries them (`RunSpec`), and how a sweep runs and where."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from paradnn import backends
+from paradnn.axes import (
+    AXES,
+    DATA_SOURCES,
+    LOADER_SETTINGS,
+    MAX_LOADER_WORKERS,
+    MAX_PREFETCH,
+    MAX_PROCS,
+    MODES,
+    SCALINGS,
+    STRATEGIES,
+    STUDY,
+    in_effect,
+)
 from paradnn.errors import ConfigError
 from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS
-from paradnn.precisions import POLICIES, PRECISIONS, effective_policy, precision_flags
+from paradnn.precisions import NATIVE, POLICIES, PRECISIONS, precision_flags
 from paradnn.validate import (
     SEED_MAX,
     int_at_least,
@@ -20,12 +38,13 @@ from paradnn.validate import (
 
 __all__ = [
     "AXES",
-    "BACKENDS",
     "DATA_SOURCES",
     "EXECUTORS",
     "IMPLEMENTATIONS",
-    "KEYED_WHEN_SET",
     "LOADER_SETTINGS",
+    "MAX_LOADER_WORKERS",
+    "MAX_PREFETCH",
+    "MAX_PROCS",
     "MODES",
     "OPTIMIZERS",
     "POLICIES",
@@ -35,63 +54,15 @@ __all__ = [
     "STRATEGIES",
     "ExecutorSettings",
     "RunOptions",
+    "RunSpec",
     "SweepSettings",
     "TimingPolicy",
     "check_device",
-    "for_precision",
+    "check_threads",
     "precision_flags",
-    "relevant_axes",
+    "with_fields",
 ]
 
-# Execution modes (docs/modes.md): eager, or torch.compile's forward+loss under one of its modes.
-# `reduce-overhead` captures CUDA graphs: `unsupported` (with the reason) on a CPU.
-MODES = ("eager", "compile", "max-autotune", "reduce-overhead")
-# Study axes: sweep-file key -> RunOptions field. A sweep runs every value of each axis it sets
-# (`modes = ["eager", "compile"]`), the CLI and the API take the same values, and RunOptions
-# validates them (one place says what is allowed). A study adds its field to RunOptions and one
-# entry here; nothing else in the pipeline changes.
-AXES: dict[str, str] = {
-    "modes": "mode",
-    "procs": "procs",  # data-parallel runs (docs/scaling.md): procs = [1, 2, 4]
-    "strategies": "strategy",
-    "scalings": "scaling",
-    # Host data infeed (docs/infeed.md): where each step's batch comes from, and the loader's
-    # settings (these matter, and enter the run key, only for data_source = pipeline).
-    "data_sources": "data_source",
-    "loader_workers": "loader_workers",
-    "pin_memory": "pin_memory",
-    "prefetch_factors": "prefetch_factor",
-    "persistent_workers": "persistent_workers",
-    "backends": "backend",  # docs/jax.md: backends = ["torch", "jax"]
-    # issue 35 (docs/optimizers.md): torch.optim's implementation, and the precision policy
-    # (pure: 16-bit weights and optimizer state; for fp32 and tf32 the same run as mixed)
-    "optimizer_impls": "optimizer_impl",
-    "precision_policies": "precision_policy",
-}
-# Fields that enter the run key only when they differ from their default, so the keys of runs
-# that do not use a study never change (`mode` predates this and is always in the key).
-KEYED_WHEN_SET: tuple[str, ...] = (
-    *("procs", "strategy", "scaling", "backend"),
-    *("data_source", "loader_workers", "pin_memory", "prefetch_factor", "persistent_workers"),
-)
-# Data sources (docs/infeed.md): `device` synthetic tensors made once on the device (ParaDnn's
-# synthetic input, the default); `host` pinned host tensors copied to the device every step
-# (non_blocking); `pipeline` JPEG images and token files written by paradnn to a local cache,
-# decoded and augmented by a torch DataLoader every step.
-DATA_SOURCES = ("device", "host", "pipeline")
-# The DataLoader settings (RunOptions fields): they change what is measured only for
-# data_source = pipeline. One tuple for the sweep, the run key and the record's nulls.
-LOADER_SETTINGS = ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers")
-MAX_LOADER_WORKERS = 256  # DataLoader processes of one run (docs/limits.md)
-MAX_PREFETCH = 64  # batches each loader worker keeps ready
-# The framework that builds and runs the step (docs/jax.md): PyTorch, or JAX/XLA (the optional
-# extra paradnn[jax]; one jitted step with donated buffers, XLA's cost analysis beside it).
-BACKENDS = ("torch", "jax")
-# Data-parallel runs (docs/scaling.md): N processes, how the model is replicated, and whether
-# the batch is per rank (weak scaling) or split across the ranks (strong scaling).
-STRATEGIES = ("ddp", "fsdp")
-SCALINGS = ("weak", "strong")
-MAX_PROCS = 4096  # ranks of one run on one machine (docs/limits.md); torchrun spans machines
 MAX_THREADS = 4096  # more than the cores of any host torch runs on (docs/limits.md)
 MAX_ENERGY_IDLE_S = 600.0  # ten minutes of idle baseline is already far past what it needs
 MAX_TIMING_S = 86_400.0  # a day: any time budget of TimingPolicy (docs/limits.md)
@@ -102,24 +73,6 @@ MAX_RECYCLE_EVERY = 1_000_000  # runs per worker before a fresh one
 MAX_CONFIGS_PER_JOB = 10_000  # configs one Slurm array element runs in turn
 MAX_REMEASURE = 10  # re-measures of one noisy run: beyond this the machine is not going quiet
 REMEASURE_BACKOFF_S = 10.0  # the first re-measure's wait; each next one waits twice as long
-
-
-def relevant_axes(combo: dict[str, object]) -> dict[str, object]:
-    """A combination of study-axis values without those that change nothing measured: the
-    loader's settings unless the data source is a pipeline (docs/infeed.md). A sweep runs each
-    remaining combination once."""
-    if combo.get("data_source", "device") == "pipeline":
-        return dict(combo)
-    return {k: v for k, v in combo.items() if k not in LOADER_SETTINGS}
-
-
-def for_precision(combo: dict[str, object], precision: str) -> dict[str, object]:
-    """A combination of study-axis values as a run of `precision` has them: fp32 and tf32
-    have one precision policy (mixed), so a sweep runs their pure twin once."""
-    if "precision_policy" not in combo:
-        return combo
-    policy = effective_policy(precision, str(combo["precision_policy"]))
-    return {**combo, "precision_policy": policy}
 
 
 def _finite(value: object) -> bool:
@@ -189,14 +142,24 @@ def check_budget(budget_s: float | None) -> None:
         number_in("budget", budget_s, MIN_BUDGET_S, MAX_TIMING_S)
 
 
-def check_device(spec: str) -> None:
+def check_device(device: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
-    if not isinstance(spec, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", spec):
-        raise ConfigError("device", spec, "must be auto, cpu, cuda or cuda:N")
+    if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", device):
+        raise ConfigError("device", device, "must be auto, cpu, cuda or cuda:N")
+
+
+def check_threads(threads: int | None) -> None:
+    """CPU threads for torch: None (paradnn chooses from the free cores) or 1 to MAX_THREADS."""
+    if threads is not None:
+        int_at_least("threads", threads, 1, MAX_THREADS)
 
 
 @dataclass(frozen=True)
 class RunOptions:
+    """Everything besides the model config that a run is measured with. The study axes (the
+    fields paradnn.axes declares: precision, optimizer, mode, procs, ...) are what a sweep
+    varies; the other fields say where and how (device, threads, timing, energy, ...)."""
+
     precision: str = "fp32"
     optimizer: str = "rmsprop"
     # torch.optim's implementation (paradnn.optimizers.IMPLEMENTATIONS; auto: torch's choice) and
@@ -215,7 +178,8 @@ class RunOptions:
     pin_memory: bool = True  # pipeline: page-locked batches (a CUDA device only; else ignored)
     prefetch_factor: int = 2  # pipeline: batches each worker keeps ready
     persistent_workers: bool = True  # pipeline: keep the workers across epochs
-    backend: str = "torch"  # torch or jax (docs/jax.md); in the key only when not torch
+    backend: str = "torch"  # paradnn.backends (docs/jax.md); in the key only when not torch
+    cudnn_benchmark: bool = True  # cuDNN's autotuner on CUDA (docs/modes.md); key: when off
     seed: int = 0
     profile: bool = False  # also record a per-op profile of extra steps (not in the key)
     energy: bool = False  # measure energy over the timed window (docs/energy.md)
@@ -225,17 +189,8 @@ class RunOptions:
     timing: TimingPolicy = field(default_factory=TimingPolicy)
 
     def __post_init__(self) -> None:
-        one_of("precision", self.precision, PRECISIONS)
-        one_of("optimizer", self.optimizer, OPTIMIZERS)
-        one_of("optimizer_impl", self.optimizer_impl, IMPLEMENTATIONS)
-        one_of("precision_policy", self.precision_policy, POLICIES)
-        one_of("mode", self.mode, MODES)
-        int_at_least("procs", self.procs, 1, MAX_PROCS)
-        one_of("strategy", self.strategy, STRATEGIES)
-        one_of("scaling", self.scaling, SCALINGS)
-        one_of("data_source", self.data_source, DATA_SOURCES)
-        int_at_least("loader_workers", self.loader_workers, 0, MAX_LOADER_WORKERS)
-        int_at_least("prefetch_factor", self.prefetch_factor, 1, MAX_PREFETCH)
+        for axis in AXES:  # each study axis as paradnn.axes declares it
+            axis.check(getattr(self, axis.field))
         if self.procs > 1 and self.data_source != "device":
             raise ConfigError(
                 "data_source",
@@ -243,8 +198,7 @@ class RunOptions:
                 f"must be device with procs = {self.procs} (data-parallel ranks train on "
                 "device data; docs/infeed.md)",
             )
-        one_of("backend", self.backend, BACKENDS)
-        if self.backend != "torch" and self.data_source != "device":
+        if self.data_source != "device" and not backends.get(self.backend).infeed:
             raise ConfigError(
                 "data_source",
                 self.data_source,
@@ -252,10 +206,9 @@ class RunOptions:
                 "PyTorch's DataLoader; docs/infeed.md)",
             )
         check_device(self.device)
-        if self.threads is not None:
-            int_at_least("threads", self.threads, 1, MAX_THREADS)
+        check_threads(self.threads)
         int_at_least("seed", self.seed, 0, SEED_MAX)
-        for name in ("energy", "allow_emulated", "profile", "pin_memory", "persistent_workers"):
+        for name in ("energy", "allow_emulated", "profile"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "must be true or false")
         ok = isinstance(self.energy_period_s, (int, float)) and not isinstance(
@@ -272,37 +225,101 @@ class RunOptions:
             raise ConfigError("timing", self.timing, "must be a TimingPolicy")
 
     def key_fields(self) -> dict[str, object]:
-        """What enters the run key (timing budgets do not: they change precision, not meaning).
+        """What enters the run key: each study axis as paradnn.axes says (always, or only off
+        its default, and only where it changes what is measured), in effect (fp32's `pure`
+        policy is `mixed`). Timing budgets do not: they change precision, not meaning.
 
         An energy run is its own measurement (a longer window, a sampler thread beside the
         steps), so `energy` enters the key, only when on: keys of other runs are unchanged."""
-        key: dict[str, object] = {
-            "precision": self.precision,
-            "optimizer": self.optimizer,
-            "mode": self.mode,
-        }
+        values = self.axis_values()
+        key: dict[str, object] = {a.field: a.value_in(values) for a in AXES if a.in_key(values)}
         if self.energy:
             key["energy"] = True
-        if self.optimizer_impl != "auto":
-            key["optimizer_impl"] = self.optimizer_impl
-        if effective_policy(self.precision, self.precision_policy) != "mixed":
-            key["precision_policy"] = self.precision_policy
-        defaults = RunOptions.__dataclass_fields__
-        for name in KEYED_WHEN_SET:
-            value = getattr(self, name)
-            if value != defaults[name].default:
-                key[name] = value
-        if self.procs == 1:  # one process: no replication, no split; the ordinary run
-            key.pop("strategy", None)
-            key.pop("scaling", None)
-        if self.data_source != "pipeline":  # no loader: its settings change nothing measured
-            for name in LOADER_SETTINGS:
-                key.pop(name, None)
         return key
 
     def axis_values(self) -> dict[str, object]:
-        """The value of every study axis (AXES), as a sweep or a row names them."""
-        return {name: getattr(self, name) for name in AXES.values()}
+        """The value of every study axis (paradnn.axes), by field."""
+        return {a.field: getattr(self, a.field) for a in AXES}
+
+    def study(self) -> dict[str, object]:
+        """The study axes besides precision and optimizer, as a sweep or a row names them."""
+        return {a.field: getattr(self, a.field) for a in STUDY}
+
+    def in_effect(self) -> RunOptions:
+        """These options as the run has them in effect (paradnn.axes.in_effect: a strategy on
+        one process, a loader's settings without a pipeline at their defaults; fp32's pure
+        policy mixed)."""
+        return dataclasses.replace(self, **in_effect(self.axis_values()))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, the timing policy's too: plain JSON (`from_dict` reads it back)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
+        return cls(**{**data, "timing": TimingPolicy(**data.get("timing", {}))})
+
+
+def with_fields(options: RunOptions | None, what: str, fields: Mapping[str, Any]) -> RunOptions:
+    """`options` (None: the defaults) with `fields` (RunOptions fields by name) in place,
+    checked: an unknown name is one ConfigError naming `what` (e.g. `bench option`) and the
+    fields there are. The library's one way to make run options from keywords."""
+    names = [f.name for f in dataclasses.fields(RunOptions)]
+    for name in fields:
+        if name not in names:
+            raise ConfigError(what, name, "unknown; run options are " + ", ".join(names))
+    if options is None:
+        return RunOptions(**fields)
+    return dataclasses.replace(options, **fields) if fields else options
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run's description, whole: the family, its config (field -> value) and every run
+    option. Planning makes it once (api.plan, the sweep's every combination); the supervisor,
+    the worker, the memory prediction, the record and a compiled run's second process take it
+    as it is. Its identity in an environment is the run key (runner/start.py).
+
+    `native`: a placeholder for every low precision the device runs natively (a sweep's
+    `precisions = ["native"]`), replaced once the device is known (presets.resolve_native);
+    its options' precision is not used until then."""
+
+    family: str
+    config: Mapping[str, Any]
+    options: RunOptions = field(default_factory=RunOptions)
+    native: bool = False
+
+    @property
+    def precision(self) -> str:
+        return NATIVE if self.native else self.options.precision
+
+    @property
+    def optimizer(self) -> str:
+        return self.options.optimizer
+
+    def as_dict(self) -> dict[str, Any]:
+        """The description as plain JSON values (`from_dict` reads it back)."""
+        return {
+            "family": self.family,
+            "config": dict(self.config),
+            "options": self.options.as_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        return cls(data["family"], data["config"], RunOptions.from_dict(data["options"]))
+
+    def to_json(self) -> str:
+        """One line of JSON a second process reads back (`from_json`)."""
+        import json
+
+        return json.dumps(self.as_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        import json
+
+        return cls.from_dict(json.loads(text))
 
 
 EXECUTORS = ("local", "ray", "slurm")

@@ -16,14 +16,17 @@ tensors are the fp32 step's in the 16-bit type.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from paradnn import families
+from paradnn import families, optimizers
 from paradnn.families.shapes import Conv2d, Gemm, Shape
-from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS, SPECS, resolve_implementation
+from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS, resolve_implementation
 from paradnn.precisions import POLICIES, PRECISIONS, effective_policy, state_itemsize
 from paradnn.precisions import itemsize as activation_itemsize
 from paradnn.validate import one_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.config import RunSpec
 
 DEVICE_TYPES = ("cpu", "cuda")
 # An allowance for the cuBLAS and cuBLASLt workspaces (PyTorch's defaults: a few MiB, 32 MiB on
@@ -123,7 +126,7 @@ def predict(
     return MemoryEstimate(
         weights=size * params + buffers,
         grads=grads,
-        optimizer_state=size * params * SPECS[optimizer].state_copies,
+        optimizer_state=size * params * optimizers.get(optimizer).state_copies,
         activations=activations,
         activations_floor=floor,
         peak_phase=phase,
@@ -200,6 +203,31 @@ class MemoryCheck:
             f"needs at least {self.lower_bytes / GiB:.2f} GiB{ranks} (predicted "
             f"{self.predicted_bytes / GiB:.2f} GiB) and {free} of {self.where} is free"
         )
+
+
+def estimate(spec: RunSpec, device_type: str) -> MemoryEstimate:
+    """One run's estimate, from its description whole: family, config, precision, optimizer,
+    precision policy and optimizer implementation, on a `device_type` device."""
+    o = spec.options
+    cfg = families.get(spec.family).config(dict(spec.config))
+    return predict(
+        spec.family,
+        cfg,
+        o.precision,
+        o.optimizer,
+        device_type=device_type,
+        policy=o.precision_policy,
+        implementation=o.optimizer_impl,
+    )
+
+
+def check_run(spec: RunSpec, device_type: str, free_bytes: int | None, where: str) -> MemoryCheck:
+    """A run, described whole, against the memory free for it on a `device_type` device: its
+    `estimate` for as many copies as its ranks need (`copies`). The supervisor, `bench`,
+    `scale` and the dry run judge every run through this one call."""
+    o = spec.options
+    ranks = copies(device_type, o.procs, o.scaling)
+    return check(estimate(spec, device_type), free_bytes, where, copies=ranks)
 
 
 def copies(device_type: str, procs: int = 1, scaling: str = "weak") -> int:

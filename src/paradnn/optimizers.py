@@ -19,7 +19,10 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class OptimizerSpec:
+class Optimizer:
+    """What paradnn knows of one optimizer: torch's class and hyperparameters, optax's, and the
+    state and memory traffic of its update (the memory model and the simulator read them)."""
+
     name: str
     torch_class: str  # the class in torch.optim
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)
@@ -34,7 +37,7 @@ class OptimizerSpec:
     # as separate elementwise ops, each reading its inputs and writing its output in full (an op
     # reading one tensor twice, as addcmul_(g, g), counted once: the second read hits the cache).
     # None: as `words_per_param` (a single pass). Counted from torch.optim's _single_tensor_* and
-    # _multi_tensor_* functions (torch 2.x) in `SPECS` below.
+    # _multi_tensor_* functions (torch 2.x) in `TABLE` below.
     unfused_words_per_param: int | None = None
     # The optax function and its arguments that do the same arithmetic (the JAX backend):
     # RMSProp with ε outside the square root (eps_in_sqrt=False) and zero-initialised averages,
@@ -47,9 +50,9 @@ class OptimizerSpec:
     implementations: tuple[str, ...] = ("loop", "foreach", "fused")
 
 
-SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
+TABLE: Mapping[str, Optimizer] = MappingProxyType(
     {
-        "rmsprop": OptimizerSpec(
+        "rmsprop": Optimizer(
             "rmsprop",
             "RMSprop",
             MappingProxyType({"lr": 0.1, "alpha": 0.9, "momentum": 0.9, "eps": 1.0}),
@@ -71,13 +74,13 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
             ),
             implementations=("loop", "foreach"),
         ),
-        "sgd": OptimizerSpec(
+        "sgd": Optimizer(
             "sgd",
             "SGD",
             MappingProxyType({"lr": 0.1}),
             optax_hyperparameters=MappingProxyType({"learning_rate": 0.1}),
         ),
-        "momentum": OptimizerSpec(
+        "momentum": Optimizer(
             "momentum",
             "SGD",
             MappingProxyType({"lr": 0.1, "momentum": 0.9}),
@@ -90,7 +93,7 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
         # words). The loop and foreach implementations also allocate temporaries (foreach:
         # sqrt(exp_avg_sq) for every parameter at once) and AdamW's decay is a separate pass
         # over w there (2 more words); fused does it all in one kernel per chunk: 7 is the floor.
-        "adam": OptimizerSpec(
+        "adam": Optimizer(
             "adam",
             "Adam",
             MappingProxyType({"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8}),
@@ -106,7 +109,7 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
         ),
         # AdamW: torch decays w by lr·wd before the Adam update; optax adds wd·w (the old w) to
         # the update before scaling by -lr: the same arithmetic.
-        "adamw": OptimizerSpec(
+        "adamw": Optimizer(
             "adamw",
             "AdamW",
             MappingProxyType(
@@ -129,7 +132,7 @@ SPECS: Mapping[str, OptimizerSpec] = MappingProxyType(
         ),
     }
 )
-OPTIMIZERS = tuple(SPECS)  # ("rmsprop", "sgd", "momentum", "adam", "adamw"): the default first
+OPTIMIZERS = tuple(TABLE)  # ("rmsprop", "sgd", "momentum", "adam", "adamw"): the default first
 
 # How torch.optim runs the update (docs/optimizers.md): `auto` is torch's own choice, what every
 # run measured before the option existed: foreach on CUDA, the per-parameter loop on a CPU
@@ -140,10 +143,10 @@ IMPLEMENTATIONS = ("auto", "loop", "foreach", "fused")
 FOREACH_DEVICES = ("cuda",)  # where torch's `auto` picks foreach (else the loop)
 
 
-def spec(name: str) -> OptimizerSpec:
-    if name not in SPECS:
+def get(name: str) -> Optimizer:
+    if name not in TABLE:
         raise ValueError(f"optimizer = {name!r}: must be one of {', '.join(OPTIMIZERS)}")
-    return SPECS[name]
+    return TABLE[name]
 
 
 def resolve_implementation(implementation: str, device_type: str) -> str:
@@ -155,7 +158,7 @@ def resolve_implementation(implementation: str, device_type: str) -> str:
 
 def implementation_reason(name: str, implementation: str) -> str | None:
     """Why torch.optim has no such implementation of this optimizer (None: it has)."""
-    s = spec(name)
+    s = get(name)
     if implementation == "auto" or implementation in s.implementations:
         return None
     return (

@@ -1,5 +1,5 @@
-"""Named sweeps shipped with paradnn (`paradnn/sweeps/<name>.toml`); `RunSpec` (one run) lives
-in `paradnn.sweep.runspec` and is re-exported here.
+"""Named sweeps shipped with paradnn (`paradnn/sweeps/<name>.toml`); `RunSpec` (one run's
+description) lives in `paradnn.config` and is re-exported here.
 
 Torch-free, so `paradnn families`/`--dry-run` can list and expand them cheaply. A preset is an
 ordinary sweep file (docs/sweeps.md): copy one to start your own and pass its path instead.
@@ -13,8 +13,8 @@ import os
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from paradnn.config import RunSpec
 from paradnn.errors import ConfigError
-from paradnn.sweep.runspec import RunSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.sweep import Sweep
@@ -25,19 +25,21 @@ DEFAULT = "quick"
 
 
 def resolve_native(specs: list[RunSpec], native: list[str]) -> tuple[list[RunSpec], list[str]]:
-    """Replace the `native` placeholder precision by every low precision the device runs
+    """Replace each `native` placeholder by a run at every low precision the device runs
     natively (precision-major, like the rest), and say what it became."""
-    from paradnn.precisions import LOW_PRECISIONS, NATIVE
+    from paradnn.precisions import LOW_PRECISIONS
 
-    held = [s for s in specs if s.precision == NATIVE]
+    held = [s for s in specs if s.native]
     if not held:
         return list(specs), []
     lows = [p for p in LOW_PRECISIONS if p in native]
-    out = [s for s in specs if s.precision != NATIVE]
+    out = [s for s in specs if not s.native]
     seen = {_identity(s) for s in out}
     for p in lows:
         for s in held:
-            spec = dataclasses.replace(s, precision=p)
+            spec = dataclasses.replace(
+                s, options=dataclasses.replace(s.options, precision=p), native=False
+            )
             if _identity(spec) not in seen:
                 seen.add(_identity(spec))
                 out.append(spec)
@@ -50,9 +52,8 @@ def resolve_native(specs: list[RunSpec], native: list[str]) -> tuple[list[RunSpe
     return out, [note]
 
 
-def _identity(s: RunSpec) -> tuple[str, str, str, str, str]:
-    opts = repr(sorted(s.options.items()))
-    return (s.family, repr(sorted(s.config.items())), s.precision, s.optimizer, opts)
+def _identity(s: RunSpec) -> tuple[str, str, str]:
+    return (s.family, repr(sorted(s.config.items())), repr(s.options))
 
 
 @functools.cache

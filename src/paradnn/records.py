@@ -35,6 +35,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from paradnn.axes import AXES
+
 
 class Status(StrEnum):
     """What became of a run (equal to its string, as stored)."""
@@ -51,6 +53,29 @@ class Status(StrEnum):
 
 STATUSES = tuple(s.value for s in Status)
 QUALITIES = ("good", "noisy")
+# What a comparison may group runs by (`compare --by`): the platform, every study axis with a
+# column (paradnn.axes), the software, the thread count, the attempt, the database, and
+# `engine` (torch-eager, torch-compile, …, jax: any torch mode against jax).
+COMPARE_BY = (
+    "platform",
+    *(a.column for a in AXES if a.column is not None),
+    "torch_version",
+    "cuda_version",
+    "hostname",
+    "db",
+    "threads",
+    "device",
+    "attempt",
+    "engine",
+)
+# The rates a comparison may compare (`compare --metric`), and whether higher is better.
+METRICS = {
+    "examples_per_s": True,
+    "achieved_flops": True,
+    "step_time_s": False,
+    "utilization_measured": True,
+    "utilization_datasheet": True,
+}
 
 
 def run_key(family: str, config: dict[str, Any], options: dict[str, Any], fingerprint: str) -> str:
@@ -79,6 +104,7 @@ class Identity:
     # mixed (fp32 master weights under autocast) or pure (16-bit weights and optimizer state);
     # the optimizer implementation that ran is in `flags` (docs/optimizers.md)
     precision_policy: str = "mixed"
+    cudnn_benchmark: bool = True  # cuDNN's autotuner (CUDA runs; docs/modes.md)
     sweep: str | None = None
     device_name: str | None = None
     threads: int | None = None

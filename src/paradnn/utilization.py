@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from paradnn.formatting import missing
 from paradnn.records import RunRecord, Status, Utilization
 from paradnn.store import Store
-from paradnn.units import missing
 
 NO_CEILING = "no measured ceiling for {device} at {precision}: run `paradnn calibrate`"
 RECALIBRATE = "paradnn calibrate --force"

@@ -26,8 +26,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from paradnn import formatting as U
 from paradnn import rounding
-from paradnn import units as U
 from paradnn.analysis.frames import (
     METRICS,
     Data,
@@ -46,8 +46,8 @@ from paradnn.analysis.scaling import (
 )
 from paradnn.analysis.speedup import compare, geomean, values, version_key
 from paradnn.analysis.summaries import thread_scaling
+from paradnn.formatting import number
 from paradnn.records import Status
-from paradnn.units import number
 
 # The papers the findings cite, by the seed number every `source` names.
 SEEDS = {

@@ -21,9 +21,9 @@ from paradnn.attempts import add_quality as add_quality  # the quality flags liv
 from paradnn.attempts import choice_note as choice_note
 from paradnn.attempts import choose as choose  # the one choice of a config's attempt
 from paradnn.errors import ConfigError, StoreError
+from paradnn.formatting import missing as no_value
 from paradnn.records import Status
 from paradnn.store import open_store
-from paradnn.units import missing as no_value
 from paradnn.utilization import flagged
 
 SIDE_TABLES = ("ceilings", "ops", "op_profile")

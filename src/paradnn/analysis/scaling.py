@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from paradnn import formatting as U
 from paradnn import rounding
-from paradnn import units as U
 from paradnn.analysis.frames import Data, choose
 from paradnn.records import Status
 

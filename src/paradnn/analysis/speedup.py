@@ -31,37 +31,16 @@ import pandas as pd
 
 from paradnn import rounding
 from paradnn.analysis.frames import Data, by_count, choose, noisy_ok, reason_counts
+from paradnn.axes import AXES
 from paradnn.errors import ConfigError
-from paradnn.records import Status
+from paradnn.records import COMPARE_BY, METRICS, Status
 
-# What a group may be defined by, and what must otherwise be equal for two runs to pair.
-BY = (
-    "platform",
-    "precision",
-    "mode",
-    "optimizer",
-    "torch_version",
-    "cuda_version",
-    "hostname",
-    "db",
-    "threads",
-    "device",
-    "attempt",
-    "procs",  # data-parallel processes (docs/scaling.md): analysis/scaling.py has efficiency
-    "strategy",
-    "data_source",  # host data infeed (docs/infeed.md): analysis/infeed.py has the study
-    "backend",  # torch or jax (docs/jax.md): pairs match on mode, so torch eager against jax
-    "engine",  # torch-eager, torch-compile, …, jax: any torch mode against jax
-    "precision_policy",  # mixed or pure 16-bit weights (docs/optimizers.md)
-)
+# What a group may be defined by (records.COMPARE_BY), and what must otherwise be equal for
+# two runs to pair.
+BY = COMPARE_BY
+ENGINE = ("mode", "backend")  # the columns `engine` names
 IDENTITY = ("family", "config_key", "platform", "precision", "mode", "optimizer")
-HIGHER_IS_BETTER = {
-    "examples_per_s": True,
-    "achieved_flops": True,
-    "step_time_s": False,
-    "utilization_measured": True,
-    "utilization_datasheet": True,
-}
+HIGHER_IS_BETTER = METRICS
 FASTER, SLOWER, NO_CHANGE, NO_INTERVAL = "faster", "slower", "no detectable change", "no interval"
 RESAMPLES = 1000  # bootstrap replicates: the 2.5% and 97.5% quantiles to about ±0.5 percentile
 MIN_SAMPLES = 5  # fewer raw samples on a side: no bootstrap (the stored CI, if any)
@@ -276,20 +255,16 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
         key += ["db", "run_key"]
     if by == "engine":  # the engine names the mode (and the backend)
         key.remove("mode")
-    elif by != "backend" and "backend" in ga and "backend" in gb:
-        key.append("backend")  # a jax run pairs with jax runs only
-    for col in ("procs", "strategy", "scaling"):  # a data-parallel run pairs with its own kind
-        if by == "procs" or col == by or col not in ga or col not in gb:
+    for axis in AXES:  # a run pairs with runs of its own kind along every other study axis
+        col = axis.column
+        if col is None or col in key or col == by or (by == "engine" and col in ENGINE):
             continue
-        if col == "procs" or (ga[col].notna().any() and gb[col].notna().any()):
+        if col not in ga or col not in gb:
+            continue
+        # an axis null where it measures nothing (a strategy on one process) joins the key
+        # only where both groups have it
+        if axis.when is None or (ga[col].notna().any() and gb[col].notna().any()):
             key.append(col)
-    if by != "precision_policy" and "precision_policy" in ga and "precision_policy" in gb:
-        key.append("precision_policy")  # a pure run pairs with pure runs (docs/optimizers.md)
-    if by != "data_source" and "data_source" in ga and "data_source" in gb:
-        key.append("data_source")  # a host-fed run pairs with its own kind (docs/infeed.md)
-        for col in ("loader_workers", "pin_memory", "prefetch_factor", "persistent_workers"):
-            if col in ga and col in gb and ga[col].notna().any() and gb[col].notna().any():
-                key.append(col)
     if by != "threads" and "threads" in ga and "threads" in gb:
         ta = set(ga.loc[ga["status"] == Status.OK, "threads"].dropna())
         tb = set(gb.loc[gb["status"] == Status.OK, "threads"].dropna())

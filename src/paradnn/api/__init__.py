@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.runs import (
         bench,
         check_can_run,
+        check_precisions,
         dry_run,
         dry_run_count,
         dry_run_total,
@@ -66,6 +67,7 @@ _HOMES = {
     "doctor": "doctor",
     "bench": "runs",
     "check_can_run": "runs",
+    "check_precisions": "runs",
     "dry_run": "runs",
     "dry_run_count": "runs",
     "dry_run_total": "runs",
@@ -108,6 +110,7 @@ __all__ = [
     "calibrate",
     "calibrate_host",
     "check_can_run",
+    "check_precisions",
     "compare",
     "device_capacity",
     "doctor",

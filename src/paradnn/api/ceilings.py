@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paradnn.api.returns import Rows, rows
-from paradnn.config import RunOptions, check_budget
+from paradnn.axes import PRECISION
+from paradnn.config import check_budget, check_device, check_threads
 from paradnn.errors import ConfigError
 from paradnn.records import Status
 from paradnn.store import DEFAULT_DB, open_store
@@ -47,9 +48,10 @@ def calibrate(
     if paths is not None:
         check_paths(paths)
 
-    RunOptions(device=device, threads=threads)
+    check_device(device)
+    check_threads(threads)
     for p in precisions or ():
-        RunOptions(precision=p)
+        PRECISION.check(p)
     check_budget(budget_s)
     with open_store(db, lazy=True) as store:
         measured = kernels.calibrate(
@@ -95,7 +97,8 @@ def calibrate_host(
     with `if_missing` it comes back instead of a new one."""
     from paradnn.runner import kernels
 
-    RunOptions(device=device, threads=threads)
+    check_device(device)
+    check_threads(threads)
     with open_store(db, lazy=True) as store:
         measured = kernels.host_profile(
             store,
@@ -125,9 +128,10 @@ def ops(
     from paradnn.ops.table4 import default_threads_list
     from paradnn.runner import kernels
 
-    RunOptions(device=device, threads=threads)
+    check_device(device)
+    check_threads(threads)
     for p in precisions:
-        RunOptions(precision=p)
+        PRECISION.check(p)
     if thread_sweep:
         if device not in ("auto", "cpu"):
             raise ConfigError("--thread-sweep", device, "sweeps CPU threads: use --device cpu")

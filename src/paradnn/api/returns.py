@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.config import RunOptions, RunSpec
     from paradnn.sweep import Sweep
-    from paradnn.sweep.runspec import RunSpec
 
 Row = dict[str, Any]  # one table row: column -> value, in the table's column order
 
@@ -210,15 +210,40 @@ class SimFit:
 @dataclass(frozen=True)
 class SweepPlan:
     """A sweep expanded into its runs and checked (`api.plan`): what `run` measures and
-    `dry_run` estimates, planned once. `as_dict()`: the sweep's name and each run."""
+    `dry_run` estimates, planned once. Each run is described whole (RunSpec); `options` are
+    what every run shares (device, threads, timing, ...: the supervisor's). `as_dict()`: the
+    sweep's name and each run."""
 
     sweep: Sweep
     specs: tuple[RunSpec, ...]
+    options: RunOptions
 
     @property
     def name(self) -> str:
         return self.sweep.name
 
+    def with_options(self, fields: Mapping[str, Any]) -> SweepPlan:
+        """The same runs with `fields` (RunOptions fields every run shares: device, threads,
+        timing, ...) in place, in each run and in `options`."""
+        from paradnn.config import with_fields
+
+        if not fields:
+            return self
+        runs = tuple(
+            dataclasses.replace(s, options=with_fields(s.options, "run option", fields))
+            for s in self.specs
+        )
+        return SweepPlan(self.sweep, runs, with_fields(self.options, "run option", fields))
+
     def as_dict(self) -> dict[str, Any]:
-        runs = [{**dataclasses.asdict(s), "config": dict(s.config)} for s in self.specs]
+        runs = [
+            {
+                "family": s.family,
+                "config": dict(s.config),
+                "precision": s.precision,
+                "optimizer": s.optimizer,
+                "options": s.options.study(),
+            }
+            for s in self.specs
+        ]
         return {"sweep": self.sweep.name, "runs": runs}

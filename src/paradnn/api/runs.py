@@ -3,7 +3,6 @@ it without torch (`dry_run`, `dry_run_count`), and read the stored results back.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -11,10 +10,9 @@ from typing import TYPE_CHECKING, Any
 from paradnn import families, presets
 from paradnn.api.devices import device_capacity, native_precisions
 from paradnn.api.returns import DryRunRow, Rows, StoreInfo, SweepPlan, rows
-from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
+from paradnn.axes import AXES
+from paradnn.config import ExecutorSettings, RunOptions, RunSpec, SweepSettings, with_fields
 from paradnn.errors import ConfigError, Refused
-from paradnn.measure.timer import TimingPolicy
-from paradnn.presets import RunSpec
 from paradnn.records import RunRecord, Status
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import EmptyDatabase, check_writable
@@ -29,33 +27,26 @@ def bench(
     family: str,
     config: Mapping[str, Any] | None = None,
     *,
-    precision: str = "fp32",
-    optimizer: str = "rmsprop",
-    device: str = "auto",
-    threads: int | None = None,
-    timing: TimingPolicy | None = None,
-    timeout_s: float = 900.0,
-    profile: bool = False,
-    energy: bool = False,
-    energy_period_s: float = 0.05,
-    energy_idle_s: float = 2.0,
-    allow_emulated: bool = False,
     db: str = DEFAULT_DB,
+    timeout_s: float = 900.0,
     on_event: Callable[[Event], None] | None = None,
     remeasure: int = 0,
     remeasure_backoff_s: float | None = None,
     load: LoadSample | None = None,
     force: bool = False,
-    **study: Any,
+    options: RunOptions | None = None,
+    **fields: Any,
 ) -> RunRecord:
     """Measure one configuration in a worker process, as `run` does (same isolation, same
     environment, same run key), and store it; a config measured before gets a new attempt.
-    `remeasure`: measure a noisy result again (each a new attempt) up to this many times; the
-    last attempt is returned (the good one when one was good: re-measuring stops there).
-    `study`: a value for each study axis to set (paradnn.config.AXES fields, e.g.
-    `mode="compile"`). Bad input raises before any work starts; `on_event` hears the phases.
-    `load` (host.sample_load) is the machine's load the thread count is chosen from; without
-    it the load is sampled here (not for `threads=1`: one thread never exceeds the free cores).
+    The run is `options` (default: RunOptions()) with `fields` in place: any RunOptions field
+    by name, a study axis (`precision="bf16"`, `mode="compile"`, `backend="jax"`) or where
+    and how (`device="cpu"`, `threads=1`, `timing=...`, `energy=True`); an unknown name is
+    refused. `remeasure`: measure a noisy result again (each a new attempt) up to this many
+    times; the last attempt is returned (the good one when one was good: re-measuring stops
+    there). Bad input raises before any work starts; `on_event` hears the phases. `load`
+    (host.sample_load) is the machine's load the thread count is chosen from; without it the
+    load is sampled here (not for `threads=1`: one thread never exceeds the free cores).
 
     Refused before any work (no worker, no database): a precision the device does not run
     natively (ConfigError; `allow_emulated` runs an emulatable one, labelled), and a config
@@ -64,42 +55,35 @@ def bench(
     from paradnn.runner.supervisor import Supervisor
 
     cfg = families.get(family).config(_mapping(family, config))
-    options = RunOptions(
-        precision=precision,
-        optimizer=optimizer,
-        device=device,
-        threads=threads,
-        timing=timing or TimingPolicy(),
-        profile=profile,
-        energy=energy,
-        energy_period_s=energy_period_s,
-        energy_idle_s=energy_idle_s,
-        allow_emulated=allow_emulated,
-    )
-    _check_study(study)
-    options = dataclasses.replace(options, **study)
+    options = with_fields(options, "bench option", _given(fields))
     if not isinstance(force, bool):
         raise ConfigError("force", force, "must be true or false")
     backoff = {} if remeasure_backoff_s is None else {"remeasure_backoff_s": remeasure_backoff_s}
     settings = SweepSettings(
         timeout_s=timeout_s, predict=not force, force=True, remeasure=remeasure, **backoff
     )
-    check_can_run(family, cfg, options, force=force)
-    spec = RunSpec(family, dict(cfg.__dict__), precision, optimizer, study)
+    spec = RunSpec(family, dict(cfg.__dict__), options)
+    check_can_run(spec, force=force)
     with open_store(db, lazy=True) as store:
         records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return records[-1]
 
 
-def check_can_run(family: str, cfg: Any, options: RunOptions, *, force: bool = False) -> None:
+def _given(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword fields as given; `timing=None` is the default policy (as it always was)."""
+    return {k: v for k, v in fields.items() if not (k == "timing" and v is None)}
+
+
+def check_can_run(spec: RunSpec, *, force: bool = False) -> None:
     """Refuse, before any work, a run that would measure nothing: its precision is not native
     on the device (ConfigError naming what it runs natively and how to ask for emulation) or,
     unless `force`, its predicted memory cannot fit in what the device has free now
-    (errors.Refused; memory.check, the rule `run` stores `predicted_oom` by). Torch-free, in
-    milliseconds. What cannot be read here (a GPU NVML cannot see) the worker decides."""
+    (errors.Refused; memory.check_run, the rule `run` stores `predicted_oom` by). Torch-free,
+    in milliseconds. What cannot be read here (a GPU NVML cannot see) the worker decides."""
     from paradnn import memory
     from paradnn.api.devices import free_memory, unsupported_precision
 
+    options = spec.options
     device = options.device
     why = unsupported_precision(options.precision, device, allow_emulated=options.allow_emulated)
     if why:
@@ -107,23 +91,13 @@ def check_can_run(family: str, cfg: Any, options: RunOptions, *, force: bool = F
     if force:
         return
     _, device_type = device_capacity(device)
-    est = memory.predict(
-        family,
-        cfg,
-        options.precision,
-        options.optimizer,
-        device_type=device_type,
-        policy=options.precision_policy,
-        implementation=options.optimizer_impl,
-    )
     free, where = free_memory(device)
-    ranks = memory.copies(device_type, options.procs, options.scaling)
-    verdict = memory.check(est, free, where, copies=ranks)
+    verdict = memory.check_run(spec, device_type, free, where)
     if verdict.fits is False:
-        shape = " ".join(f"{k}={v}" for k, v in cfg.__dict__.items())
+        shape = " ".join(f"{k}={v}" for k, v in spec.config.items())
         raise Refused(
-            f"{family} {shape} at {options.precision} {verdict.words()}: refused before any "
-            "work (the lower bound of docs/memory.md); --force runs it anyway"
+            f"{spec.family} {shape} at {options.precision} {verdict.words()}: refused before "
+            "any work (the lower bound of docs/memory.md); --force runs it anyway"
         )
 
 
@@ -133,16 +107,44 @@ def plan(
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
     axes: Mapping[str, Sequence[Any]] | None = None,
+    **fields: Any,
 ) -> SweepPlan:
-    """A preset or sweep file (or a loaded Sweep) expanded into its runs: every config at every
-    precision, optimizer and study-axis value (`precisions`, `optimizer` and `axes` replace the
-    sweep's). Everything is checked here, before any work: `run`, `dry_run` and
-    `dry_run_count` take the plan and do not plan again."""
+    """A preset or sweep file (or a loaded Sweep) expanded into its runs, each described whole
+    (RunSpec): every config at every precision, optimizer and study-axis value (`precisions`,
+    `optimizer` and `axes`, keyed by RunOptions field, replace the sweep's; `axes` may name
+    `precision` and `optimizer` too), with `fields` (RunOptions fields besides the study axes:
+    device, threads, timing, energy, ...) in every run. Everything is checked here, before any
+    work: `run`, `dry_run` and `dry_run_count` take the plan and do not plan again."""
     from paradnn.sweep import Sweep
 
     sweep = preset if isinstance(preset, Sweep) else presets.get(preset)  # get: checks the name
-    specs = sweep.specs(precisions, [optimizer] if optimizer else None, axes)
-    return SweepPlan(sweep, tuple(specs))
+    study = dict(axes or {})
+    precisions = _one_way("precisions", precisions, study.pop("precision", None))
+    optimizers = _one_way(
+        "optimizer", [optimizer] if optimizer else None, study.pop("optimizer", None)
+    )
+    base = with_fields(None, "run option", {"timing": sweep.timing, **_setting(fields)})
+    specs = sweep.specs(precisions, optimizers, study, base)
+    return SweepPlan(sweep, tuple(specs), base)
+
+
+def _one_way(name: str, given: Sequence[str] | None, in_axes: Sequence[str] | None) -> Any:
+    if given and in_axes:
+        raise ConfigError(name, list(given), "is given twice (also in axes); give it once")
+    return given or in_axes
+
+
+def _setting(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Run-option fields that hold for every run of a sweep: a study axis is planned per run
+    (`axes=`), so it is refused here with a line saying where it goes."""
+    from paradnn.axes import BY_FIELD
+
+    for name in fields:
+        if name in BY_FIELD:
+            raise ConfigError(
+                "run option", name, f"is a study axis: give it as axes={{{name!r}: [...]}}"
+            )
+    return _given(fields)
 
 
 def _planned(
@@ -150,15 +152,17 @@ def _planned(
     precisions: Sequence[str] | None,
     optimizer: str | None,
     axes: Mapping[str, Sequence[Any]] | None,
+    fields: Mapping[str, Any],
 ) -> SweepPlan:
-    """`preset` planned, or the plan given (whose precisions, optimizer and axes are set)."""
+    """`preset` planned, or the plan given (whose precisions, optimizer and axes are set) with
+    `fields` (device, threads, ...: not study axes) in every run."""
     if not isinstance(preset, SweepPlan):
-        return plan(preset, precisions=precisions, optimizer=optimizer, axes=axes)
+        return plan(preset, precisions=precisions, optimizer=optimizer, axes=axes, **fields)
     given = {"precisions": precisions, "optimizer": optimizer, "axes": axes}
     for name, value in given.items():
         if value:
             raise ConfigError(name, value, "is set by api.plan: give it there, not with a plan")
-    return preset
+    return preset.with_options(_setting(fields))
 
 
 def run(
@@ -166,67 +170,60 @@ def run(
     *,
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
-    device: str = "auto",
-    threads: int | None = None,
-    timing: TimingPolicy | None = None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
     db: str = DEFAULT_DB,
     settings: SweepSettings | None = None,
-    profile: bool = False,
-    energy: bool = False,
-    energy_period_s: float = 0.05,
-    energy_idle_s: float = 2.0,
-    allow_emulated: bool = False,
-    on_event: Callable[[Event], None] | None = None,
-    axes: Mapping[str, Sequence[Any]] | None = None,
     executor: ExecutorSettings | None = None,
+    on_event: Callable[[Event], None] | None = None,
     load: LoadSample | None = None,
+    **fields: Any,
 ) -> list[RunRecord]:
     """Run a preset or sweep file (or its `plan`) in worker processes; each result is stored as
-    it lands, and a second call with the same arguments resumes where the first stopped. `axes`
-    replaces
-    the sweep's study axes, keyed by RunOptions field (e.g. `{"mode": ["eager", "compile"]}`).
+    it lands, and a second call with the same arguments resumes where the first stopped.
+    `precisions`, `optimizer`, `axes` and `fields` (RunOptions fields: device, threads, timing,
+    energy, ...) plan it as `plan` does; with a plan, `fields` apply to each of its runs.
     `executor` (default: the sweep's `[executor]`, else local workers) sends the runs to a Ray
     cluster or Slurm instead (docs/cluster.md); this process still stores every result.
     `load`: as for `bench` (`paradnn run` measures it for a second before the sweep).
     A precision named in `precisions` that the device does not run natively raises
     ConfigError before any work (`unsupported_precision`); the sweep's own precisions are
     stored `unsupported` where the device lacks them."""
-    from paradnn.api.devices import unsupported_precision
     from paradnn.runner.supervisor import Supervisor
 
-    planned = _planned(preset, precisions, optimizer, axes)  # checks each precision's name
-    for p in precisions or ():
-        why = unsupported_precision(p, device, allow_emulated=allow_emulated)
-        if why:
-            raise ConfigError("precision", p, why)
-    sweep, specs = planned.sweep, list(planned.specs)
-    options = RunOptions(
-        device=device,
-        threads=threads,
-        timing=timing or sweep.timing,
-        profile=profile,
-        energy=energy,
-        energy_period_s=energy_period_s,
-        energy_idle_s=energy_idle_s,
-        allow_emulated=allow_emulated,
-    )
+    planned = _planned(preset, precisions, optimizer, axes, fields)
+    check_precisions(planned, precisions or (axes or {}).get("precision"))
     settings = settings or SweepSettings()
     if not isinstance(settings, SweepSettings):
         raise ConfigError("settings", settings, "must be a SweepSettings")
-    executor = executor or sweep.executor or ExecutorSettings()
+    executor = executor or planned.sweep.executor or ExecutorSettings()
     if not isinstance(executor, ExecutorSettings):
         raise ConfigError("executor", executor, "must be an ExecutorSettings")
     if executor.kind != "local":
-        return _run_on_cluster(sweep.name, specs, options, settings, executor, db, on_event)
+        return _run_on_cluster(planned, settings, executor, db, on_event)
     with open_store(db, lazy=True) as store:
-        sup = Supervisor(store, options, settings, sweep=sweep.name, on_event=on_event, load=load)
-        return sup.run(specs)
+        sup = Supervisor(
+            store, planned.options, settings, sweep=planned.name, on_event=on_event, load=load
+        )
+        return sup.run(planned.specs)
+
+
+def check_precisions(
+    planned: SweepPlan, precisions: Sequence[str] | None, name: str = "precision"
+) -> None:
+    """Precisions asked for by name that the plan's device does not run natively: one
+    ConfigError naming `name` (the CLI's `--precision`) before any work (a sweep file's own
+    are stored `unsupported`, so a shared sweep runs anywhere)."""
+    from paradnn.api.devices import unsupported_precision
+
+    o = planned.options
+    for p in precisions or ():
+        why = unsupported_precision(p, o.device, allow_emulated=o.allow_emulated)
+        if why:
+            raise ConfigError(name, p, why)
 
 
 def _run_on_cluster(
-    name: str,
-    specs: list[RunSpec],
-    options: RunOptions,
+    planned: SweepPlan,
     settings: SweepSettings,
     executor: ExecutorSettings,
     db: str,
@@ -234,6 +231,7 @@ def _run_on_cluster(
 ) -> list[RunRecord]:
     from paradnn.runner.cluster import ClusterSupervisor, open_engine
 
+    options = planned.options
     if settings.workers != 1:
         raise ConfigError(
             "workers", settings.workers, f"local workers only; {executor.kind} decides how many"
@@ -244,7 +242,7 @@ def _run_on_cluster(
             True,
             f"needs --executor local (it measures this machine, not {executor.kind}'s)",
         )
-    ranks = max((s.options.get("procs", 1) for s in specs), default=1)
+    ranks = max((s.options.procs for s in planned.specs), default=1)
     if ranks > 1:  # a task asks for one worker's CPUs/GPU; N ranks need torchrun's own launch
         raise ConfigError(
             "procs",
@@ -256,8 +254,10 @@ def _run_on_cluster(
     engine = open_engine(executor, options, settings.timeout_s)
     try:
         with open_store(db, lazy=True) as store:
-            sup = ClusterSupervisor(store, options, settings, engine, sweep=name, on_event=on_event)
-            return sup.run(specs)
+            sup = ClusterSupervisor(
+                store, options, settings, engine, sweep=planned.name, on_event=on_event
+            )
+            return sup.run(planned.specs)
     finally:
         engine.close()
 
@@ -276,12 +276,11 @@ def dry_run(
     *,
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
-    device: str = "auto",
-    timing: TimingPolicy | None = None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
     db: str = DEFAULT_DB,
     limit: int | None = None,
     sample: int | None = None,
-    axes: Mapping[str, Sequence[Any]] | None = None,
+    **fields: Any,
 ) -> list[DryRunRow]:
     """What `run` would do, without torch: each config with its parameters, FLOPs per step,
     predicted memory (whether it can fit in what this machine's device has free now: `fits`,
@@ -300,14 +299,14 @@ def dry_run(
     start (WORKER_START_S) is the sweep's, once per --recycle-every runs: `dry_run_total`.
 
     `limit`: only the first `limit` runs; `sample`: an even sample of that many runs across the
-    whole sweep (for the totals of a huge sweep, in seconds instead of minutes)."""
+    whole sweep (for the totals of a huge sweep, in seconds instead of minutes). The device
+    and timing are the plan's (`fields` as for `run`: device="cpu", timing=...)."""
     from paradnn import memory
     from paradnn.api.devices import free_memory
 
-    planned = _planned(preset, precisions, optimizer, axes)
+    planned = _planned(preset, precisions, optimizer, axes, fields)
     specs = list(planned.specs)
-    options = RunOptions(device=device, timing=timing or planned.sweep.timing)
-    policy = options.timing
+    device, policy = planned.options.device, planned.options.timing
     _, device_type = device_capacity(device)
     free, where = free_memory(device)  # what `run`'s memory check holds each config against
     specs, _ = presets.resolve_native(specs, native_precisions(device_type, device))
@@ -315,44 +314,31 @@ def dry_run(
     history = _history(db, device_type)
     overhead = history.overhead_s if history.overhead_s is not None else RUN_OVERHEAD_S
 
-    def copies(o: RunOptions) -> int:
-        return memory.copies(device_type, o.procs, o.scaling)
-
     found = []
     for spec in specs:
         fam = families.get(spec.family)
         cfg = fam.config(dict(spec.config))
-        spec_options = dataclasses.replace(
-            options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
-        )
-        est = memory.predict(
-            spec.family,
-            cfg,
-            spec.precision,
-            spec.optimizer,
-            device_type=device_type,
-            policy=spec_options.precision_policy,
-            implementation=spec_options.optimizer_impl,
-        )
+        verdict = memory.check_run(spec, device_type, free, where)
+        est = verdict.estimate
         flops = fam.train_flops(cfg)
         rate = history.rates.get((spec.family, spec.precision))
         peak = None if rate else _peak_rate(history, device, spec.precision)
         step = flops / rate if rate else (flops / peak if peak else 0.0)
         warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
         timed = max(policy.min_time_s, policy.min_samples * max(step, policy.min_block_s))
-        stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec_options)
+        stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec.options)
         found.append(
             DryRunRow(
                 family=spec.family,
                 config=dict(cfg.__dict__),
                 precision=spec.precision,
                 optimizer=spec.optimizer,
-                options=dict(spec.options),
+                options=spec.options.study(),
                 params=fam.params(cfg),
                 flops_per_step=flops,
                 predicted_mem_bytes=est.total,
                 predicted_mem_lower_bytes=est.lower_bound,
-                fits=memory.check(est, free, where, copies=copies(spec_options)).fits,
+                fits=verdict.fits,
                 fits_estimate=None if free is None else est.total <= free,
                 stored=stored,
                 est_time_s=0.0 if stored else overhead + step + warm + timed,
@@ -389,13 +375,16 @@ def dry_run_count(
     *,
     precisions: Sequence[str] | None = None,
     optimizer: str | None = None,
-    device: str = "auto",
     axes: Mapping[str, Sequence[Any]] | None = None,
+    **fields: Any,
 ) -> int:
     """How many runs `run` would plan, counted without estimating any of them."""
-    specs = list(_planned(preset, precisions, optimizer, axes).specs)
+    planned = _planned(preset, precisions, optimizer, axes, fields)
+    device = planned.options.device
     _, device_type = device_capacity(device)
-    return len(presets.resolve_native(specs, native_precisions(device_type, device))[0])
+    return len(
+        presets.resolve_native(list(planned.specs), native_precisions(device_type, device))[0]
+    )
 
 
 def _pick(specs: list[RunSpec], limit: int | None, sample: int | None) -> list[RunSpec]:
@@ -405,16 +394,6 @@ def _pick(specs: list[RunSpec], limit: int | None, sample: int | None) -> list[R
         step = len(specs) / sample
         specs = [specs[int(i * step)] for i in range(sample)]
     return specs
-
-
-def _check_study(study: Mapping[str, Any]) -> None:
-    """`bench`'s study keywords: only the fields of paradnn.config.AXES."""
-    from paradnn.config import AXES
-
-    for name in study:
-        if name not in AXES.values():
-            allowed = ", ".join(AXES.values())
-            raise ConfigError("bench option", name, f"unknown; study axes are {allowed}")
 
 
 @dataclass
@@ -517,13 +496,10 @@ def _stored_status(
 
 
 # `results`' filters on a run's identity beyond what the store selects on: field -> the value a
-# row stored before the field existed has (a null `mode` is an eager run).
+# row stored before the field existed has (a null `mode` is an eager run): each study axis with
+# a column of its own in every run (paradnn.axes), the thread count and the attempt.
 IDENTITY_FILTERS: dict[str, Any] = {
-    "precision": None,
-    "mode": "eager",
-    "backend": "torch",
-    "data_source": "device",
-    "procs": 1,
+    **{a.field: a.default for a in AXES if a.column is not None and a.when is None},
     "threads": None,
     "attempt": 1,
 }
@@ -539,7 +515,7 @@ def results(
     picked it as its config's attempt (the one compare, report and findings use), or None for
     an attempt they pass over. `chosen`: only those. The choice is made over every row of the
     database, before the filters. `where`: {field: value} of IDENTITY_FILTERS fields a row must
-    have (mode, backend, data_source, procs, threads, attempt, precision)."""
+    have (precision, mode, backend, data_source, procs, ..., threads, attempt)."""
     from paradnn.attempts import chosen_ids
 
     where = {k: v for k, v in (where or {}).items() if v is not None}

@@ -22,6 +22,7 @@ policy's minimums. Torch-free.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,7 +159,7 @@ def table2_sample(
     from paradnn import families as fams
     from paradnn import memory
     from paradnn.api.devices import device_capacity, native_precisions
-    from paradnn.presets import RunSpec
+    from paradnn.config import RunOptions, RunSpec
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.steptime import predict_step
     from paradnn.sweep import Sweep
@@ -192,6 +193,7 @@ def table2_sample(
         number_in(f"weights.{f}", w.get(f, 0.0), 0.0, 1e6, strict=True)
     drawn_from, odds = list(families), [w[f] for f in families]
     rng = random.Random(seed)
+    base = RunOptions(optimizer=OPTIMIZER, timing=timing)  # every run's, but its precision
     skipped = {"repeat": 0, "memory": 0, "slow": 0, "invalid": 0}
     seen: set[tuple[str, str, tuple[tuple[str, Any], ...]]] = set()
     picked: list[tuple[RunSpec, float]] = []
@@ -213,7 +215,8 @@ def table2_sample(
             skipped["repeat"] += 1
             continue
         seen.add(key)
-        est = memory.predict(name, cfg, precision, OPTIMIZER, device_type=device_type)
+        run = RunSpec(name, dict(cfg.__dict__), dataclasses.replace(base, precision=precision))
+        est = memory.estimate(run, device_type)
         if capacity is not None and est.total > MEMORY_SHARE * capacity:
             skipped["memory"] += 1
             continue
@@ -225,7 +228,7 @@ def table2_sample(
         if total + cost > budget_s:
             break
         total += cost
-        picked.append((RunSpec(name, dict(cfg.__dict__), precision, OPTIMIZER, {}), cost))
+        picked.append((run, cost))
     specs = tuple(s for s, _ in picked)
     sweep = Sweep(
         name=f"table2-sample-{seed}",
@@ -241,7 +244,7 @@ def table2_sample(
         timing=timing,
     )
     return Sample(
-        plan=SweepPlan(sweep, specs),
+        plan=SweepPlan(sweep, specs, base),
         seed=seed,
         budget_s=budget_s,
         estimated_s=total,

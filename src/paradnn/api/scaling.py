@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families
-from paradnn.config import RunOptions, SweepSettings, TimingPolicy
+from paradnn.axes import BY_FIELD
+from paradnn.config import RunOptions, RunSpec, SweepSettings, with_fields
 from paradnn.errors import ConfigError
-from paradnn.presets import RunSpec
 from paradnn.records import RunRecord
 from paradnn.store import DEFAULT_DB, open_store
 
@@ -43,7 +43,7 @@ def check_procs(procs: Sequence[int]) -> list[int]:
     if len(procs) > MAX_PROCS_LIST:
         raise ConfigError("procs", list(procs), f"at most {MAX_PROCS_LIST} values")
     for n in procs:
-        RunOptions(procs=n)  # its ConfigError names the field, value and range
+        BY_FIELD["procs"].check(n)  # its ConfigError names the field, value and range
     if len(set(procs)) < len(procs):  # `1,1`: a typo, not two measurements
         raise ConfigError("procs", list(procs), "each process count once")
     return list(procs)
@@ -54,45 +54,43 @@ def scale(
     config: Mapping[str, Any] | None = None,
     *,
     procs: Sequence[int] = (1, 2),
-    strategy: str = "ddp",
-    scaling: str = "weak",
-    precision: str = "fp32",
-    optimizer: str = "rmsprop",
-    device: str = "auto",
-    threads: int | None = None,
-    timing: TimingPolicy | None = None,
     timeout_s: float = 900.0,
     db: str = DEFAULT_DB,
     on_event: Callable[[Event], None] | None = None,
     force: bool = False,
-    allow_emulated: bool = False,
+    options: RunOptions | None = None,
+    **fields: Any,
 ) -> Scaled:
     """Measure `family`'s config at each N in `procs` (a new attempt of each), every rank with
     the same device: on CPU `threads` cores each (default: the usable cores // max(procs)), so
-    the N = 1 run is the baseline of the others. Bad input (a batch that strong scaling cannot
-    split, more ranks than cores, a precision the device lacks, ranks whose memory cannot fit
-    in what is free unless `force`: api.check_can_run) raises before any work starts;
-    `allow_emulated` runs an emulatable precision the device lacks, labelled emulated."""
+    the N = 1 run is the baseline of the others. The runs are `options` with `fields` in place
+    (RunOptions fields as for `bench`: strategy, scaling, precision, device, threads, timing,
+    allow_emulated, ...; not procs). Bad input (a batch that strong scaling cannot split, more
+    ranks than cores, a precision the device lacks, ranks whose memory cannot fit in what is
+    free unless `force`: api.check_can_run) raises before any work starts; `allow_emulated`
+    runs an emulatable precision the device lacks, labelled emulated."""
     import dataclasses
 
     from paradnn import host
     from paradnn.api.devices import device_capacity
-    from paradnn.api.runs import check_can_run
+    from paradnn.api.runs import _given, check_can_run
     from paradnn.runner.supervisor import Supervisor
 
     ns = check_procs(procs)
     cfg = families.get(family).config(dict(config or {}))
-    RunOptions(precision=precision, optimizer=optimizer, device=device, threads=threads)
-    RunOptions(strategy=strategy, scaling=scaling)
+    if "procs" in fields:
+        raise ConfigError("scale option", "procs", "is given by procs=[...]: each N is one run")
+    options = with_fields(options, "scale option", _given(fields))
     batch = getattr(cfg, "batch", None)
-    if scaling == "strong" and batch is not None:
+    if options.scaling == "strong" and batch is not None:
         bad = [n for n in ns if batch % n]
         if bad:
             raise ConfigError(
                 "batch", batch, f"strong scaling splits it over procs = {bad[0]}: a multiple of it"
             )
-    _, device_type = device_capacity(device)
+    _, device_type = device_capacity(options.device)
     cpus = host.usable_cpus()
+    threads = options.threads
     if device_type == "cpu":
         usable = len(cpus)
         if threads is None:
@@ -104,35 +102,26 @@ def scale(
                 f"× threads = {threads} needs {max(ns) * threads} CPU cores pinned apart; "
                 f"this machine lets paradnn use {usable}",
             )
-    options = RunOptions(
-        precision=precision,
-        optimizer=optimizer,
-        device=device,
-        threads=threads,
-        timing=timing or TimingPolicy(),
-        allow_emulated=allow_emulated,
-    )
+    options = dataclasses.replace(options, threads=threads)
     if not isinstance(force, bool):
         raise ConfigError("force", force, "must be true or false")
-    most = dataclasses.replace(options, procs=max(ns), scaling=scaling)
-    check_can_run(family, cfg, most, force=force)  # the most ranks need the most memory
     values = dict(cfg.__dict__)
+    runs = {
+        n: RunSpec(family, values, dataclasses.replace(options, procs=n).in_effect()) for n in ns
+    }
+    check_can_run(runs[max(ns)], force=force)  # the most ranks need the most memory
     settings = SweepSettings(timeout_s=timeout_s, predict=not force, force=True)
     records: list[RunRecord] = []
     with open_store(db, lazy=True) as store:
         for group in ([n for n in ns if n == 1], [n for n in ns if n > 1]):
             if not group:
                 continue
-            specs = [
-                RunSpec(family, values, precision, optimizer, _study(n, strategy, scaling))
-                for n in group
-            ]
             # N = 1 on CPU runs on the cores rank 0 gets at N > 1 (its worker inherits this
             # affinity), so the baseline and each rank had the same cores, not the whole host
             pin = cpus[: threads or len(cpus)] if group == [1] and device_type == "cpu" else None
             with _pinned(pin):
                 sup = Supervisor(store, options, settings, on_event=on_event)
-                records += sup.run(specs)
+                records += sup.run([runs[n] for n in group])
     return summarize(records)
 
 
@@ -149,10 +138,6 @@ def _pinned(cpus: list[int] | None) -> Iterator[None]:
         yield
     finally:
         os.sched_setaffinity(0, old)
-
-
-def _study(n: int, strategy: str, scaling: str) -> dict[str, Any]:
-    return {"procs": n} if n == 1 else {"procs": n, "strategy": strategy, "scaling": scaling}
 
 
 def summarize(records: Sequence[RunRecord]) -> Scaled:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from paradnn import families, presets
 from paradnn.api.returns import Rows, SimFit, Validation, rows
 from paradnn.api.runs import _mapping, plan
+from paradnn.config import RunOptions, RunSpec
 from paradnn.errors import ABSENT, ConfigError, StoreError
-from paradnn.presets import RunSpec
 from paradnn.store import DEFAULT_DB
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,7 +111,8 @@ def simulate(
         cfg = families.get(family).config(_mapping(family, config))
         precision = precision or default_precision(chip)
         chip.peak(precision)
-        specs = [RunSpec(family, dict(cfg.__dict__), precision, optimizer or "rmsprop")]
+        run = RunOptions(precision=precision, optimizer=optimizer or "rmsprop")
+        specs = [RunSpec(family, dict(cfg.__dict__), run)]
     found = []
     band = {"model": model, **_band(chip, model)}
     for spec in specs:
@@ -141,6 +142,7 @@ def simulate(
             concurrent=concurrent,
             loader_examples_per_s=loader_rate,
             loader_overlapped=loader_overlapped,
+            policy=policy,
         )
         loader = (loader_rate, loader_overlapped)
         if model == "roofline":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paradnn import paths
-from paradnn.config import PRECISIONS, RunOptions, TimingPolicy
+from paradnn.config import PRECISIONS, TimingPolicy, check_device, check_threads
 from paradnn.runner import envs
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import check_writable
@@ -100,7 +100,8 @@ def versions(
     envs.check_index_url(index_url)  # before pip or uv sees it
     sweep_ = presets.get(preset)  # a bad preset or sweep file: one line now, not per env
     # Every option is checked before anything is installed (each env's `run` checks again).
-    RunOptions(device=device, threads=threads)
+    check_device(device)
+    check_threads(threads)
     for p in precisions or ():
         one_of("precision", p, PRECISIONS)
     changes = {"min_time_s": min_time, "max_time_s": max_time}

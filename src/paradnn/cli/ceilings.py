@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from paradnn import api, tables
+from paradnn import api
+from paradnn.axes import listing
+from paradnn.cli import tables
 from paradnn.cli.common import (
     PRECISION,
     DbOpt,
@@ -20,7 +22,7 @@ from paradnn.cli.common import (
     unique,
 )
 from paradnn.cli.progress import say
-from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S
+from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S, PRECISIONS
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB
 
@@ -42,7 +44,7 @@ def calibrate(
             "-p",
             parser=PRECISION,
             callback=unique("--precision"),
-            help="Matmul precisions (default: all the device runs).",
+            help=f"Matmul precisions: {listing(PRECISIONS)} (default: all the device runs).",
         ),
     ] = None,
     db: DbOpt = DEFAULT_DB,
@@ -163,7 +165,7 @@ def ops(
             "-p",
             parser=PRECISION,
             callback=unique("--precision"),
-            help="Precisions (default fp32).",
+            help=f"Precisions: {listing(PRECISIONS)} (default fp32).",
         ),
     ] = None,
     name: Annotated[

@@ -15,19 +15,11 @@ from rich.console import Console
 from rich.text import Text
 
 from paradnn import families, paths
+from paradnn.axes import listing
 from paradnn.config import (
-    BACKENDS,
-    DATA_SOURCES,
-    IMPLEMENTATIONS,
     MAX_ENERGY_IDLE_S,
-    MAX_LOADER_WORKERS,
-    MAX_PREFETCH,
     MAX_THREADS,
-    MAX_TIMEOUT_S,
     MAX_TIMING_S,
-    MODES,
-    OPTIMIZERS,
-    POLICIES,
     PRECISIONS,
     check_device,
 )
@@ -84,15 +76,19 @@ def number(
     return option(flag, read)
 
 
-def choice(flag: str, allowed: Iterable[str]) -> Callable[[Any], Any]:
-    """A word from a closed set; the message lists the set."""
-    allowed = tuple(allowed)
+def choice(flag: str, allowed: Iterable[str] | Callable[[], Iterable[str]]) -> Callable[[Any], Any]:
+    """A word from a closed set (or from a registry, read when the option is: `allowed` a
+    function); the message lists the set. The parser's `accepts()` says what it takes (the
+    help test holds every option's help against it)."""
+    words = allowed if callable(allowed) else (lambda fixed=tuple(allowed): fixed)
 
     def read(v: Any) -> str:
-        one_of(flag, v, allowed)
+        one_of(flag, v, tuple(words()))
         return v
 
-    return option(flag, read)
+    parse = option(flag, read)
+    parse.accepts = lambda: tuple(words())  # type: ignore[attr-defined]
+    return parse
 
 
 def path(flag: str) -> Callable[[Any], Any]:
@@ -104,11 +100,6 @@ def path(flag: str) -> Callable[[Any], Any]:
         return paths.plain(flag, v)  # no newline or other control character (issue 46)
 
     return option(flag, read)
-
-
-def _family(v: Any) -> str:
-    one_of("--family", v, families.names())  # registered now (a test may add one)
-    return v
 
 
 def device_spec(v: Any) -> str:
@@ -170,178 +161,11 @@ FamilyOpt = Annotated[
     str | None,
     typer.Option(
         "--family",
-        parser=option("--family", lambda v: _family(v)),
-        help="Only this family (`paradnn families`).",
+        parser=choice("--family", families.names),
+        help=f"Only this family: {listing(families.names())} (`paradnn families`).",
     ),
 ]
-TIMEOUT = number("--timeout", 0.0, MAX_TIMEOUT_S, strict=True)  # seconds per config or run
 PRECISION = choice("--precision", PRECISIONS)  # -p too: the message names the long form
-OptimizerOpt = Annotated[
-    str,
-    typer.Option(
-        "--optimizer",
-        parser=choice("--optimizer", OPTIMIZERS),
-        help="rmsprop (ParaDnn's default), sgd or momentum.",
-    ),
-]
-ModeOpt = Annotated[
-    str,
-    typer.Option(
-        "--mode",
-        parser=choice("--mode", MODES),
-        help="Execution mode (docs/modes.md); default eager.",
-    ),
-]
-ModesOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--mode",
-        parser=choice("--mode", MODES),
-        callback=unique("--mode"),
-        help="Override the sweep's execution modes (repeatable).",
-    ),
-]
-# Host data infeed (docs/infeed.md): where each step's batch comes from, and the loader's settings.
-DataOpt = Annotated[
-    str,
-    typer.Option(
-        "--data",
-        parser=choice("--data", DATA_SOURCES),
-        help="Data source: device (synthetic, on the device; default), host (pinned host "
-        "tensors copied each step) or pipeline (JPEG/token files through a DataLoader).",
-    ),
-]
-DatasOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--data",
-        parser=choice("--data", DATA_SOURCES),
-        callback=unique("--data"),
-        help="Override the sweep's data sources (repeatable): device, host, "
-        "pipeline (docs/infeed.md).",
-    ),
-]
-LOADER_WORKERS = integer("--loader-workers", 0, MAX_LOADER_WORKERS)
-LoaderWorkersOpt = Annotated[
-    int,
-    typer.Option(
-        "--loader-workers",
-        parser=LOADER_WORKERS,
-        help="pipeline: DataLoader num_workers (0: in-process).",
-    ),
-]
-LoaderWorkersListOpt = Annotated[
-    list[int] | None,
-    typer.Option(
-        "--loader-workers",
-        parser=LOADER_WORKERS,
-        callback=unique("--loader-workers"),
-        help="pipeline: DataLoader num_workers (repeatable).",
-    ),
-]
-PinMemoryOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--pin-memory/--no-pin-memory",
-        help="pipeline: page-locked batches (CUDA).",
-        show_default=False,
-    ),
-]
-PrefetchOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--prefetch-factor",
-        parser=integer("--prefetch-factor", 1, MAX_PREFETCH),
-        help="pipeline: batches each loader worker keeps ready (default 2).",
-    ),
-]
-PersistentOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--persistent-workers/--no-persistent-workers",
-        help="pipeline: keep the loader workers across epochs (default on).",
-        show_default=False,
-    ),
-]
-
-
-def infeed_axes(
-    data: list[str] | None,
-    workers: list[int] | None,
-    pin: bool | None,
-    prefetch: int | None,
-    persistent: bool | None,
-) -> dict[str, Any]:
-    """The infeed options as study axes (RunOptions fields -> values; None: the sweep's)."""
-
-    def one(v: Any) -> list[Any] | None:
-        return None if v is None else [v]
-
-    return {
-        "data_source": data,
-        "loader_workers": workers,
-        "pin_memory": one(pin),
-        "prefetch_factor": one(prefetch),
-        "persistent_workers": one(persistent),
-    }
-
-
-BackendOpt = Annotated[
-    str,
-    typer.Option(
-        "--backend",
-        parser=choice("--backend", BACKENDS),
-        help="torch (default) or jax: the same model on JAX/XLA (docs/jax.md).",
-    ),
-]
-BackendsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--backend",
-        parser=choice("--backend", BACKENDS),
-        callback=unique("--backend"),
-        help="Override the sweep's backends (repeatable): torch, jax.",
-    ),
-]
-# issue 35 (docs/optimizers.md): how torch.optim runs the update, and the precision policy.
-_IMPL_HELP = (
-    "torch.optim's implementation: auto (torch's choice: foreach on CUDA, the loop on CPU), "
-    "loop, foreach or fused (Adam, AdamW, SGD; none for RMSprop)"
-)
-_POLICY_HELP = (
-    "mixed (fp32 master weights, autocast; default) or pure (16-bit weights, gradients and "
-    "optimizer state, as model.half(); bf16/fp16 only)"
-)
-OptimizerImplOpt = Annotated[
-    str,
-    typer.Option(
-        "--optimizer-impl", parser=choice("--optimizer-impl", IMPLEMENTATIONS), help=_IMPL_HELP
-    ),
-]
-OptimizerImplsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--optimizer-impl",
-        parser=choice("--optimizer-impl", IMPLEMENTATIONS),
-        callback=unique("--optimizer-impl"),
-        help=_IMPL_HELP + " (repeatable).",
-    ),
-]
-PolicyOpt = Annotated[
-    str,
-    typer.Option(
-        "--precision-policy", parser=choice("--precision-policy", POLICIES), help=_POLICY_HELP
-    ),
-]
-PoliciesOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--precision-policy",
-        parser=choice("--precision-policy", POLICIES),
-        callback=unique("--precision-policy"),
-        help=_POLICY_HELP + " (repeatable).",
-    ),
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = typer.Option(
     "--profile",
@@ -361,7 +185,7 @@ MaxTimeOpt = Annotated[
     typer.Option(
         "--max-time",
         parser=number("--max-time", 0.0, MAX_TIMING_S),
-        help="Cap on the timed phase per config, in seconds.",
+        help="Cap on the timed phase of each run, in seconds.",
     ),
 ]
 EnergyOpt = Annotated[
@@ -421,7 +245,9 @@ def enum_choice(flag: str, cls: type[StrEnum]) -> Callable[[Any], Any]:
         one_of(flag, v, names)
         return cls(v)
 
-    return option(flag, read)
+    parse = option(flag, read)
+    parse.accepts = lambda: names  # type: ignore[attr-defined]
+    return parse
 
 
 FormatOpt = Annotated[

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.text import Text
 
-from paradnn import tables
+from paradnn.cli import tables
 from paradnn.cli.common import err, error_line
 from paradnn.measure.timer import progress_words
 

@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from paradnn import api, tables
+from paradnn import api
+from paradnn.axes import listing
+from paradnn.cli import tables
 from paradnn.cli.common import (
     LIMIT,
     MAX_ROWS,
     DbsOpt,
     FamilyOpt,
     Format,
+    choice,
     enum_choice,
     err,
     integer,
@@ -23,6 +26,7 @@ from paradnn.cli.common import (
     option,
     out,
 )
+from paradnn.records import COMPARE_BY, METRICS
 from paradnn.store import DEFAULT_DB
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,6 +138,21 @@ def _too_few_hint(c: Comparison) -> str:
     return f"No config ran ok in both {c.a} and {c.b}."
 
 
+BY_HELP = (
+    "What defines the two groups: "
+    + listing(
+        COMPARE_BY,
+        {
+            "backend": "docs/jax.md",
+            "engine": "torch-eager, torch-compile, …, jax",
+            "db": "one database against another",
+            "attempt": "re-runs of the same run key: --a/--b are attempt numbers, first or latest",
+        },
+    )
+    + "."
+)
+
+
 class FailOn(StrEnum):
     config = "config"
     geomean = "geomean"
@@ -142,20 +161,18 @@ class FailOn(StrEnum):
 def compare(
     by: Annotated[
         str,
-        typer.Option(
-            "--by",
-            help="platform, precision, mode, optimizer, torch_version, cuda_version, threads, "
-            "device, hostname, procs, strategy, data_source, backend (torch or jax, "
-            "docs/jax.md), engine "
-            "(torch-eager, torch-compile, …, jax), db (one database against another) or attempt "
-            "(re-runs of the same run key: --a/--b are attempt numbers, first or latest).",
-        ),
+        typer.Option("--by", parser=choice("--by", COMPARE_BY), help=BY_HELP),
     ],
     a: Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")],
     b: Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")],
     db: DbsOpt = None,
     metric: Annotated[
-        str, typer.Option("--metric", help="examples_per_s, achieved_flops or step_time_s.")
+        str,
+        typer.Option(
+            "--metric",
+            parser=choice("--metric", METRICS),
+            help=f"What is compared: {listing(METRICS)}.",
+        ),
     ] = "examples_per_s",
     family: FamilyOpt = None,
     fmt: Annotated[

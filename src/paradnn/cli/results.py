@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from paradnn import api, tables
+from paradnn import api
+from paradnn.axes import listing
+from paradnn.cli import tables
 from paradnn.cli.common import (
     LIMIT,
-    PRECISION,
     DbOpt,
     FamilyOpt,
     Format,
@@ -22,7 +23,8 @@ from paradnn.cli.common import (
     integer,
     out,
 )
-from paradnn.config import BACKENDS, DATA_SOURCES, MAX_PROCS, MAX_THREADS, MODES
+from paradnn.cli.options import filters, takes
+from paradnn.config import MAX_THREADS
 from paradnn.records import QUALITIES, STATUSES
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import INT64_MAX
@@ -41,6 +43,7 @@ class Table_(StrEnum):
     host_profile = "host_profile"
 
 
+@takes(where=filters())
 def results(
     db: DbOpt = DEFAULT_DB,
     fmt: FormatOpt = Format.table,
@@ -48,7 +51,9 @@ def results(
     status: Annotated[
         str | None,
         typer.Option(
-            "--status", parser=choice("--status", STATUSES), help="Only this status (ok, oom, …)."
+            "--status",
+            parser=choice("--status", STATUSES),
+            help=f"Only this status: {listing(STATUSES)}.",
         ),
     ] = None,
     sweep: Annotated[
@@ -70,7 +75,7 @@ def results(
         bool,
         typer.Option(
             "--chosen",
-            help="Only each config's chosen attempt: its best good attempt, else its latest "
+            help="Only each run's chosen attempt: its best good attempt, else its latest "
             "(the one compare, report and findings use; docs/runner.md#attempts-which-one-counts).",
         ),
     ] = False,
@@ -90,30 +95,6 @@ def results(
             help="With --table op_profile: one run's profile.",
         ),
     ] = None,
-    precision: Annotated[
-        str | None,
-        typer.Option("--precision", "-p", parser=PRECISION, help="Only this precision."),
-    ] = None,
-    mode: Annotated[
-        str | None,
-        typer.Option("--mode", parser=choice("--mode", MODES), help="Only this execution mode."),
-    ] = None,
-    backend: Annotated[
-        str | None,
-        typer.Option("--backend", parser=choice("--backend", BACKENDS), help="Only this backend."),
-    ] = None,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            "--data", parser=choice("--data", DATA_SOURCES), help="Only this data source."
-        ),
-    ] = None,
-    procs: Annotated[
-        int | None,
-        typer.Option(
-            "--procs", parser=integer("--procs", 1, MAX_PROCS), help="Only runs of this many ranks."
-        ),
-    ] = None,
     threads: Annotated[
         int | None,
         typer.Option(
@@ -127,16 +108,19 @@ def results(
         typer.Option(
             "--attempt",
             parser=integer("--attempt", 1, INT64_MAX),
-            help="Only this attempt of each config (1: the first measurement).",
+            help="Only this attempt of each run (1: the first measurement).",
         ),
     ] = None,
+    *,
+    where: dict[str, Any],
 ) -> None:
     """Show stored results: training runs (default), ceilings, op benchmarks, op profiles or
     host profiles.
 
     The runs table shows the settings in which its rows differ (mode, threads, data, backend,
-    attempt, …) and names the ones they share above it; --mode, --backend, --data, --procs,
-    --threads, --attempt and --precision keep only the runs with that value."""
+    attempt, …) and names the ones they share above it; --precision, --mode, --backend,
+    --data, --procs, --threads, --attempt and the other filters keep only the runs with that
+    value."""
     if table != "runs":
         rows = api.side_table(table, db, run_id=run_id)
         rows = rows[:limit] if limit else rows
@@ -156,15 +140,7 @@ def results(
             sweep=sweep,
             quality=quality,
             limit=limit,
-            where={
-                "precision": precision,
-                "mode": mode,
-                "backend": backend,
-                "data_source": data,
-                "procs": procs,
-                "threads": threads,
-                "attempt": attempt,
-            },
+            where={**where, "threads": threads, "attempt": attempt},
         )
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))

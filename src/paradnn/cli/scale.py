@@ -1,5 +1,4 @@
-"""`paradnn scale`: one configuration at N = 1, 2, … data-parallel ranks (docs/scaling.md),
-and the `--procs` option `run` and `bench` share."""
+"""`paradnn scale`: one configuration at N = 1, 2, … data-parallel ranks (docs/scaling.md)."""
 
 from __future__ import annotations
 
@@ -10,95 +9,41 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from paradnn import api, families, tables
-from paradnn.cli.common import (
-    PRECISION,
-    TIMEOUT,
-    AssignmentsArg,
-    DbOpt,
-    DeviceOpt,
-    EmulatedOpt,
-    MaxTimeOpt,
-    MinTimeOpt,
-    OptimizerOpt,
-    ThreadsOpt,
-    choice,
-    integer,
-    out,
-    timing,
-)
+from paradnn import api, families
+from paradnn.axes import BY_FIELD
+from paradnn.cli import tables
+from paradnn.cli.common import AssignmentsArg, DbOpt, out
+from paradnn.cli.options import MEASURE, SWEEP, Measure, comma_list, study, takes
 from paradnn.cli.progress import exit_if_nothing_measured, say, warn_noisy
-from paradnn.config import MAX_PROCS, SCALINGS, STRATEGIES
+from paradnn.config import SweepSettings
 from paradnn.errors import ConfigError, OptionError
 from paradnn.measure.timer import progress_words
 from paradnn.records import Status
 from paradnn.store import DEFAULT_DB
-from paradnn.validate import parse_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.scaling import Scaled
     from paradnn.runner.supervisor import Event
 
-ProcsListOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--procs",
-        help="Data-parallel processes, comma-separated (e.g. 1,2): one run each "
-        "(docs/scaling.md). Default: the sweep's (1).",
-    ),
-]
-ProcsOpt = Annotated[
-    int,
-    typer.Option(
-        "--procs",
-        parser=integer("--procs", 1, MAX_PROCS),
-        help="Data-parallel processes (ranks); docs/scaling.md.",
-    ),
-]
-StrategyOpt = Annotated[
-    str,
-    typer.Option(
-        "--strategy",
-        parser=choice("--strategy", STRATEGIES),
-        help="ddp (DistributedDataParallel) or fsdp (FSDP2).",
-    ),
-]
-ScalingOpt = Annotated[
-    str,
-    typer.Option(
-        "--scaling",
-        parser=choice("--scaling", SCALINGS),
-        help="weak (batch per rank) or strong (the batch split across the ranks).",
-    ),
-]
 
+def parse_procs(text: str) -> list[int]:
+    """`1,2,4` → [1, 2, 4]: the --procs of `scale` (api.scaling.check_procs's rules), one
+    line naming --procs and the value otherwise."""
+    from paradnn.api.scaling import check_procs
 
-def parse_procs(text: str | None) -> list[int] | None:
-    """`1,2,4` → [1, 2, 4]: each an integer in [1, MAX_PROCS], each once, at most
-    MAX_PROCS_LIST of them; one line naming --procs and the value otherwise."""
-    if text is None:
-        return None
-    from paradnn.api.scaling import MAX_PROCS_LIST, check_procs
-
-    allowed = f"comma-separated integers in [1, {MAX_PROCS}], each once, e.g. 1,2,4"
-    words = text.split(",")
-    if len(words) > MAX_PROCS_LIST:
-        raise OptionError("--procs", text, f"at most {MAX_PROCS_LIST} values")
-    try:
-        values = [parse_int("--procs", w, 1, MAX_PROCS) for w in words]
-    except ConfigError as e:  # an integer out of range is named alone; other words, the list
-        if isinstance(e.value, int):
-            raise OptionError("--procs", e.value, e.allowed) from None
-        raise OptionError("--procs", text, allowed) from None
-    repeated = next((n for i, n in enumerate(values) if n in values[:i]), None)
-    if repeated is not None:  # `1,1`: a typo, not two measurements
-        raise OptionError("--procs", text, f"each value once ({repeated} is given twice)")
+    axis = BY_FIELD["procs"]
+    values = comma_list(axis.flag, text, axis.low or 1, axis.high or 1)
     try:
         return check_procs(values)
     except ConfigError as e:
         raise OptionError("--procs", text, e.allowed) from None
 
 
+@takes(
+    axes=study(fields=("strategy", "scaling", "precision", "optimizer")),
+    measure=MEASURE.only("device", "threads", "min_time", "max_time", "allow_emulated"),
+    settings=SWEEP.only("timeout"),
+)
 def scale(
     family: Annotated[str, typer.Argument(help=f"Model family: {', '.join(families.names())}.")],
     assignments: AssignmentsArg = None,
@@ -106,23 +51,7 @@ def scale(
         str,
         typer.Option("--procs", help="Process counts, comma-separated (N = 1 first), each once."),
     ] = "1,2",
-    strategy: StrategyOpt = "ddp",
-    scaling: ScalingOpt = "weak",
-    precision: Annotated[
-        str, typer.Option("--precision", "-p", parser=PRECISION, help="fp32, tf32, bf16 or fp16.")
-    ] = "fp32",
     db: DbOpt = DEFAULT_DB,
-    device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None,
-    optimizer: OptimizerOpt = "rmsprop",
-    min_time: MinTimeOpt = None,
-    max_time: MaxTimeOpt = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout", parser=TIMEOUT, help="Seconds each run may take before it is killed."
-        ),
-    ] = 900.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the scaling table as JSON.")
     ] = False,
@@ -134,7 +63,10 @@ def scale(
             "free (without it: refused, exit 2, before any work).",
         ),
     ] = False,
-    allow_emulated: EmulatedOpt = False,
+    *,
+    axes: dict[str, Any],
+    measure: Measure,
+    settings: SweepSettings,
 ) -> None:
     """Measure one configuration at each N data-parallel processes; print speedup, efficiency,
     Karp–Flatt, the all-reduce's bandwidth and the simulator's error against them. Refused
@@ -156,19 +88,13 @@ def scale(
     res = api.scale(
         family,
         values,
-        procs=ns or [1, 2],
-        strategy=strategy,
-        scaling=scaling,
-        precision=precision,
-        optimizer=optimizer,
-        device=device,
-        threads=threads,
-        timing=timing(min_time, max_time),
-        timeout_s=timeout,
+        procs=ns,
+        timeout_s=settings.timeout_s,
         db=db,
         on_event=heard,
         force=force,
-        allow_emulated=allow_emulated,
+        **axes,
+        **measure.fields(),
     )
     rows = [r.as_dict() for r in res.records]
     if as_json:

@@ -13,7 +13,9 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from paradnn import api, tables
+from paradnn import api
+from paradnn.axes import OPTIMIZER
+from paradnn.cli import tables
 from paradnn.cli.common import (
     PRECISION,
     DbOpt,
@@ -25,7 +27,7 @@ from paradnn.cli.common import (
     out,
     path,
 )
-from paradnn.config import OPTIMIZERS
+from paradnn.cli.options import axis_option
 from paradnn.errors import ABSENT, ConfigError, ParadnnError
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import parse_int, parse_number
@@ -141,14 +143,7 @@ PrecisionOpt = Annotated[
         "an fp32 peak, e.g. a TPU).",
     ),
 ]
-OptimizerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--optimizer",
-        parser=choice("--optimizer", OPTIMIZERS),
-        help="rmsprop (default), sgd or momentum.",
-    ),
-]
+OptimizerOpt = axis_option(OPTIMIZER, panel=None)
 OverlapOpt = Annotated[
     float,
     typer.Option(
@@ -298,7 +293,7 @@ def step(
         title = f"predicted on {len(names)} platforms ({model} model; {policy}): {len(rows)} rows"
     used = next((r["host_profile"] for r in rows if r.get("host_profile")), None)
     if model == "step" and fmt is Format.table:
-        from paradnn.sim.render import STEP_DETAIL, breakdown_table, breakdowns_table
+        from paradnn.cli.sim_tables import STEP_DETAIL, breakdown_table, breakdowns_table
 
         hidden = (*STEP_DETAIL, "host_profile")
         narrow = [{k: v for k, v in r.items() if k not in hidden} for r in rows]
@@ -524,7 +519,7 @@ def fit(
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(res.rows))
         return
-    from paradnn.sim.render import sim_table
+    from paradnn.cli.sim_tables import sim_table
 
     p = res.params
     rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
@@ -565,7 +560,7 @@ FIT_SHOWN = (
 
 def _print_identified(res: SimFit) -> None:
     """From runs: which regime each run was in, and per parameter what the runs identified."""
-    from paradnn.sim.render import sim_table
+    from paradnn.cli.sim_tables import sim_table
 
     counts = ", ".join(f"{v} {k}" for k, v in (res.regimes or {}).items())
     runs = [
@@ -652,7 +647,7 @@ def emit(
             data = {"rows": data, "summary": [dict(r) for r in summary]}
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:
-        from paradnn.sim.render import sim_table
+        from paradnn.cli.sim_tables import sim_table
 
         out.print(sim_table(rows, title=title, width=out.width))
         if summary is not None:

@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from paradnn import api, tables
+from paradnn import api
+from paradnn.axes import listing
+from paradnn.cli import tables
 from paradnn.cli.common import (
     PRECISION,
     DbOpt,
@@ -23,6 +25,7 @@ from paradnn.cli.common import (
     unique,
 )
 from paradnn.cli.progress import ProgressMode, say
+from paradnn.config import PRECISIONS
 from paradnn.store import DEFAULT_DB
 
 
@@ -78,7 +81,7 @@ def versions(
             "-p",
             parser=PRECISION,
             callback=unique("--precision"),
-            help="Override the sweep's precisions (repeatable).",
+            help=f"Override the sweep's precisions (repeatable): {listing(PRECISIONS)}.",
         ),
     ] = None,
     threads: ThreadsOpt = None,

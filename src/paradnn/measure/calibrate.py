@@ -45,7 +45,7 @@ from typing import Any
 import torch
 
 from paradnn import host
-from paradnn.config import PRECISIONS, RunOptions, check_budget, precision_flags
+from paradnn.config import PRECISIONS, check_budget, precision_flags
 from paradnn.errors import ConfigError
 from paradnn.measure import mathpaths
 from paradnn.measure import precision as prec
@@ -530,7 +530,7 @@ def calibrate(
     say = progress or (lambda msg: None)
     saved_threads = torch.get_num_threads()
     try:
-        dev, env = prepare(RunOptions(device=device, threads=threads))
+        dev, env = prepare(device, threads)
         ladder, grow = mathpaths.ladder(dev.type, sizes)  # the matmul path's; see _compute_row
         nbytes = int(stream_bytes or DEFAULT_STREAM_BYTES[dev.type])
         budget = float(budget_s or DEFAULT_BUDGET_S[dev.type])

@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from paradnn.config import RunSpec
 from paradnn.measure.step import TrainStep
 from paradnn.records import Compiled
 
@@ -87,19 +88,21 @@ def _forward_loss(step: TrainStep, mode: str) -> Any:
 
 
 class CompileRun:
-    """A compiled copy of `step` and what its compile cost; `part()` is the record part."""
+    """A compiled copy of `step` and what its compile cost; `part()` is the record part.
+    `run`: the run's description whole, which the warm compile's second process runs again."""
 
-    def __init__(self, step: TrainStep, mode: str, device: torch.device, warm_job: dict[str, Any]):
+    def __init__(self, step: TrainStep, run: RunSpec, device: torch.device):
         import torch._dynamo
 
-        self.eager, self.mode, self.device, self.warm_job = step, mode, device, warm_job
+        self.eager, self.run, self.device = step, run, device
+        self.mode = run.options.mode
         torch._dynamo.reset()  # a fresh worker has nothing to reset; an in-process caller might
         self.cache_dir = tempfile.mkdtemp(prefix="paradnn-inductor-")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.cache_dir
         if device.type == "cuda":
             os.environ["TRITON_CACHE_DIR"] = os.path.join(self.cache_dir, "triton")
         self.step = copy.copy(step)
-        self.step.forward_loss = _forward_loss(step, mode)  # type: ignore[method-assign]
+        self.step.forward_loss = _forward_loss(step, self.mode)  # type: ignore[method-assign]
         self.first_s: float | None = None
         self.cold_counters: dict[str, Any] = {}
 
@@ -136,7 +139,7 @@ class CompileRun:
             nulls["compile_cold_s"] = failure or "no steady step time to subtract"
         warm = None
         if failure is None and self.first_s is not None:
-            res = warm_compile(self.warm_job, self.cache_dir)
+            res = warm_compile(self.run, self.cache_dir)
             detail["warm"] = res
             if res.get("first_step_s") is not None and step_s is not None:
                 warm = max(res["first_step_s"] - step_s, 0.0)
@@ -222,11 +225,12 @@ def _explain(step: TrainStep) -> dict[str, Any]:
         return {"reason": f"torch._dynamo.explain failed: {type(e).__name__}: {e}"[:300]}
 
 
-def warm_compile(job: dict[str, Any], cache_dir: str) -> dict[str, Any]:
-    """The first compiled step in a second process that reuses `cache_dir` (what a user's
-    second run of the same model pays); `{"first_step_s": s, "counters": ...}` or a reason."""
+def warm_compile(run: RunSpec, cache_dir: str) -> dict[str, Any]:
+    """The first compiled step of `run` in a second process that reuses `cache_dir` (what a
+    user's second run of the same model pays); `{"first_step_s": s, "counters": ...}` or a
+    reason."""
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
-    cmd = [sys.executable, "-m", "paradnn.measure.compile", json.dumps(job)]
+    cmd = [sys.executable, "-m", "paradnn.measure.compile", run.to_json()]
     try:
         out = subprocess.run(
             cmd, env=env, capture_output=True, text=True, timeout=WARM_TIMEOUT_S, check=False
@@ -240,28 +244,18 @@ def warm_compile(job: dict[str, Any], cache_dir: str) -> dict[str, Any]:
     return {**json.loads(lines[-1]), "method": "child process, inductor cache kept"}
 
 
-def _warm_main(job: dict[str, Any]) -> None:
+def _warm_main(run: RunSpec) -> None:
     from paradnn import families
-    from paradnn.config import RunOptions
     from paradnn.measure.device import synchronize
     from paradnn.measure.environment import prepare
     from paradnn.measure.precision import tf32_flags
 
-    options = RunOptions(
-        precision=job["precision"],
-        optimizer=job["optimizer"],
-        optimizer_impl=job.get("optimizer_impl", "auto"),
-        precision_policy=job.get("precision_policy", "mixed"),
-        device=job["device"],
-        threads=job.get("threads"),
-        mode=job["mode"],
-        seed=job.get("seed", 0),
-    )
-    device, _ = prepare(options)
+    options = run.options
+    device, _ = prepare(options.device, options.threads)
     torch.manual_seed(options.seed)
     torch.set_flush_denormal(True)
-    family = families.get(job["family"])
-    cfg = family.config(job["config"])
+    family = families.get(run.family)
+    cfg = family.config(dict(run.config))
     # as the worker does (runner/execute.py): the matmul-precision flags are in inductor's
     # cache key, so a child without them would miss the cache the worker filled
     with tf32_flags(options.precision):
@@ -286,4 +280,4 @@ def _warm_main(job: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    _warm_main(json.loads(sys.argv[1]))
+    _warm_main(RunSpec.from_json(sys.argv[1]))

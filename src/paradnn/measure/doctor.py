@@ -39,7 +39,7 @@ import torch
 
 import paradnn
 from paradnn import host, platforms
-from paradnn.config import RunOptions, TimingPolicy
+from paradnn.config import TimingPolicy
 from paradnn.measure import calibrate as cal
 from paradnn.measure import precision as prec
 from paradnn.measure import quality
@@ -848,7 +848,7 @@ def doctor(
     startup_s = now - started
     saved = torch.get_num_threads()
     try:
-        dev, env = prepare(RunOptions(device=device))
+        dev, env = prepare(device, None)
     finally:
         torch.set_num_threads(saved)
     budget = Budget(budget_s or DEFAULT_BUDGET_S[dev.type], started, startup_s=startup_s)

@@ -19,7 +19,6 @@ import torch
 
 import paradnn
 from paradnn import host, precisions
-from paradnn.config import RunOptions
 
 FINGERPRINT_FIELDS = (
     "python",
@@ -189,11 +188,12 @@ def run_environment(device: str, threads: int, requested: bool = True) -> dict[s
     return env
 
 
-def prepare(options: RunOptions) -> tuple[torch.device, dict[str, Any]]:
-    """Resolve the device, set the CPU thread count, and describe the environment."""
+def prepare(device: str, threads: int | None) -> tuple[torch.device, dict[str, Any]]:
+    """Resolve the device (`auto`, `cpu`, `cuda:N`), set the CPU thread count (None: the
+    default, default_threads), and describe the environment."""
     from paradnn.measure.device import resolve
 
-    device = resolve(options.device)
-    threads = options.threads or default_threads()
-    torch.set_num_threads(threads)
-    return device, run_environment(str(device), threads, options.threads is not None)
+    resolved = resolve(device)
+    count = threads or default_threads()
+    torch.set_num_threads(count)
+    return resolved, run_environment(str(resolved), count, threads is not None)

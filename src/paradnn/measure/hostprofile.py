@@ -795,13 +795,12 @@ def host_row(
     columns; `sim.hostprofile.from_row` reads it back as a HostProfile)."""
     import torch
 
-    from paradnn.config import RunOptions
     from paradnn.measure.calibrate import device_name
     from paradnn.measure.environment import prepare
 
     saved = torch.get_num_threads()
     try:
-        dev, env = prepare(RunOptions(device=device, threads=threads))
+        dev, env = prepare(device, threads)
         p = measure_profile(str(dev), progress=progress, **kwargs)
     finally:
         torch.set_num_threads(saved)

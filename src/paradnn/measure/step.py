@@ -25,10 +25,10 @@ def make_optimizer(
     """The torch optimizer of `paradnn.optimizers`' spec (ParaDnn's constants), told its
     implementation explicitly: `auto` resolved to torch's own choice on `device_type` first, so
     what the record says ran is what torch was asked to run."""
-    spec = optimizers.spec(name)
+    facts = optimizers.get(name)
     resolved = optimizers.resolve_implementation(implementation, device_type)
     flags = optimizers.torch_flags(resolved)
-    return getattr(torch.optim, spec.torch_class)(params, **spec.hyperparameters, **flags)
+    return getattr(torch.optim, facts.torch_class)(params, **facts.hyperparameters, **flags)
 
 
 def implementation_of(opt: torch.optim.Optimizer) -> str:
@@ -50,7 +50,7 @@ def unsupported_implementation(name: str, implementation: str, device: torch.dev
     try:
         make_optimizer(name, [p], implementation, device.type)
     except (RuntimeError, ValueError) as e:
-        return f"fused {optimizers.spec(name).torch_class} on {device.type}: {e}"
+        return f"fused {optimizers.get(name).torch_class} on {device.type}: {e}"
     return None
 
 

@@ -104,8 +104,8 @@ def make_optimizer(name: str) -> Any:
     """The optax transformation of `paradnn.optimizers`' spec (ParaDnn's constants)."""
     import optax
 
-    spec = optimizers.spec(name)
-    return getattr(optax, spec.optax_function)(**spec.optax_hyperparameters)
+    facts = optimizers.get(name)
+    return getattr(optax, facts.optax_function)(**facts.optax_hyperparameters)
 
 
 def _first(cost: Any) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from paradnn.config import PRECISIONS, RunOptions
+from paradnn.config import PRECISIONS
 from paradnn.errors import ConfigError
 from paradnn.measure import precision as prec
 from paradnn.measure.calibrate import DTYPES, device_name
@@ -52,7 +52,7 @@ from paradnn.ops.table4 import (
     PASSES,
     TABLE4,
     UTILIZATION_NULLS,
-    OpSpec,
+    MicroBenchmark,
     default_threads_list,
     spec,
 )
@@ -61,7 +61,7 @@ from paradnn.records import Status, now
 
 
 def _build(
-    s: OpSpec, pass_: str, device: torch.device, dtype: torch.dtype
+    s: MicroBenchmark, pass_: str, device: torch.device, dtype: torch.dtype
 ) -> tuple[Callable[[], Any], list[torch.Tensor]]:
     """The step function of one op and pass, and the tensors it holds."""
     gen = torch.Generator(device=device).manual_seed(0)
@@ -146,7 +146,7 @@ def run_ops(
     policy = policy or TimingPolicy()
     saved_threads = torch.get_num_threads()
     try:
-        dev, env = prepare(RunOptions(device=device, threads=threads))
+        dev, env = prepare(device, threads)
         clock = clock_for(dev)
         common: dict[str, Any] = {
             "threads": env.get("threads") if dev.type == "cpu" else None,

@@ -21,7 +21,9 @@ UTILIZATION_NULLS = {
 
 
 @dataclass(frozen=True)
-class OpSpec:
+class MicroBenchmark:
+    """One op micro-benchmark of Table 4: the op, its name and shapes."""
+
     op: str  # matmul | conv2d
     name: str
     n: int = 0  # matmul: N×N by N×N
@@ -64,7 +66,7 @@ class OpSpec:
             "layout": "NCHW (torch default, contiguous)",
         }
 
-    def scaled(self, scale: float) -> OpSpec:
+    def scaled(self, scale: float) -> MicroBenchmark:
         if scale == 1.0:
             return self
         if not scale > 0:
@@ -75,8 +77,8 @@ class OpSpec:
 
         name = f"{self.name}@{scale:g}"
         if self.op == "matmul":
-            return OpSpec("matmul", name, n=s(self.n))
-        return OpSpec(
+            return MicroBenchmark("matmul", name, n=s(self.n))
+        return MicroBenchmark(
             "conv2d",
             name,
             batch=s(self.batch),
@@ -89,13 +91,13 @@ class OpSpec:
         )
 
 
-TABLE4: dict[str, OpSpec] = {
+TABLE4: dict[str, MicroBenchmark] = {
     s.name: s
     for s in (
-        OpSpec("matmul", "matmul-2048", n=2048),
-        OpSpec("matmul", "matmul-4096", n=4096),
-        OpSpec("matmul", "matmul-8192", n=8192),
-        OpSpec(
+        MicroBenchmark("matmul", "matmul-2048", n=2048),
+        MicroBenchmark("matmul", "matmul-4096", n=4096),
+        MicroBenchmark("matmul", "matmul-8192", n=8192),
+        MicroBenchmark(
             "conv2d",
             "conv2d-I",
             batch=256,
@@ -106,7 +108,7 @@ TABLE4: dict[str, OpSpec] = {
             kernel=7,
             stride=2,
         ),
-        OpSpec(
+        MicroBenchmark(
             "conv2d",
             "conv2d-II",
             batch=128,
@@ -117,7 +119,7 @@ TABLE4: dict[str, OpSpec] = {
             kernel=3,
             stride=1,
         ),
-        OpSpec(
+        MicroBenchmark(
             "conv2d",
             "conv2d-III",
             batch=256,
@@ -146,7 +148,7 @@ def op_names() -> tuple[str, ...]:
     return tuple(TABLE4)
 
 
-def spec(name: str, scale: float = 1.0) -> OpSpec:
+def spec(name: str, scale: float = 1.0) -> MicroBenchmark:
     if name not in TABLE4:
         raise ConfigError("op", name, f"must be one of {', '.join(TABLE4)}")
     return TABLE4[name].scaled(scale)

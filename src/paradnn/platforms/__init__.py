@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from paradnn import host, precisions
-from paradnn.platforms.local import detect
-from paradnn.platforms.specs import (
+from paradnn.platforms.datasheets import (
     PEAK_PRECISIONS,
     Mxu,
     Platform,
@@ -21,6 +20,7 @@ from paradnn.platforms.specs import (
     load_file,
     match,
 )
+from paradnn.platforms.local import detect
 from paradnn.precisions import PRECISIONS
 
 __all__ = [

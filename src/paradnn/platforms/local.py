@@ -14,7 +14,7 @@ from typing import Any
 from paradnn import host, precisions
 from paradnn.errors import ConfigError
 from paradnn.platforms import cores as microarch
-from paradnn.platforms import specs
+from paradnn.platforms import datasheets
 from paradnn.precisions import PRECISIONS
 
 ISA_FLAGS = (
@@ -186,7 +186,7 @@ def detect(
     *,
     cpuinfo: str | Path = CPUINFO,
     sysfs: str | Path = SYSFS_CPU,
-    platforms: tuple[specs.Platform, ...] | None = None,
+    platforms: tuple[datasheets.Platform, ...] | None = None,
 ) -> dict[str, Any]:
     """The local platform: CPU facts, derived CPU peaks, the GPU (for ``cuda[:N]``) and the
     database entry it matches (``matched`` is the entry id, or ``"measured only"``)."""
@@ -208,7 +208,7 @@ def detect(
         if reason:
             nulls["gpu"] = reason
         device_name = (result["gpu"] or {}).get("name", "")
-    plat = specs.match(device_name, platforms) if device_name else None
+    plat = datasheets.match(device_name, platforms) if device_name else None
     result["matched"] = plat.id if plat else "measured only"
     if plat:
         result["datasheet_peak"] = {p: plat.peak(p) for p in PRECISIONS}

@@ -20,8 +20,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from paradnn import formatting as U
 from paradnn import rounding
-from paradnn import units as U
 from paradnn.analysis.frames import METRICS, ordered
 from paradnn.plots import interactive as I
 from paradnn.records import Status

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from paradnn import units as U
+from paradnn import formatting as U
 from paradnn.analysis.frames import METRICS
 
 FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 12}

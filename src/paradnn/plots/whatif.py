@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
-from paradnn import units as U
+from paradnn import formatting as U
 from paradnn.plots.figures import plt
 
 MEASURED_STYLE = {"color": "#1f4e79", "edgecolor": "#1f4e79"}

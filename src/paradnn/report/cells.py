@@ -1,5 +1,6 @@
 """How the report shows a table: human headers, numbers with units and percentages (the CLI's
-formatting, from `paradnn.units`), and one column per hyperparameter instead of a config's JSON.
+formatting, from `paradnn.formatting`), and one column per hyperparameter instead of a
+config's JSON.
 
 The CSV files beside the report keep the numbers as numbers and the machine names of the
 columns (plus the same hyperparameter columns); only the HTML is formatted. A column is known
@@ -19,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from paradnn import units as U
+from paradnn import formatting as U
 from paradnn.utilization import BEATEN_MARK, beaten
 
 Fmt = Callable[[Any], str]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from paradnn import formatting as U
 from paradnn import rounding
-from paradnn import units as U
 from paradnn.analysis import findings as F
 from paradnn.analysis.frames import ordered
 from paradnn.report.writer import Frame, Writer, slug

@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from paradnn.config import ExecutorSettings, RunOptions, SweepSettings
+from paradnn.config import ExecutorSettings, RunOptions, RunSpec, SweepSettings
 from paradnn.errors import ConfigError
-from paradnn.presets import RunSpec, resolve_native
+from paradnn.presets import resolve_native
 from paradnn.records import RunRecord
 from paradnn.runner.engine import Engine
 from paradnn.runner.supervisor import Event, Supervisor, memory_for
@@ -78,6 +78,8 @@ class ClusterSupervisor(Supervisor):
         )
 
     def run(self, specs: Sequence[RunSpec]) -> list[RunRecord]:
+        threads = self.options.threads  # each run's is what its task asked the engine for
+        specs = [dataclasses.replace(s, options=_with_threads(s.options, threads)) for s in specs]
         hello = self.engine.probe()
         specs, self.notes = resolve_native(list(specs), hello["env"]["native_precisions"])
         self.notes.append(f"executor {self.engine.name}: {self.engine.slots()} configs at a time")
@@ -121,3 +123,7 @@ class ClusterSupervisor(Supervisor):
         self.engine.close()
         self._emit("end", None)
         return results
+
+
+def _with_threads(options: RunOptions, threads: int | None) -> RunOptions:
+    return options if options.threads == threads else dataclasses.replace(options, threads=threads)

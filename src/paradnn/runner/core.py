@@ -8,35 +8,25 @@ whatever was measured before it, a non-finite loss stored `nan` (timings kept), 
 time, the backend's resources released. Between them a backend measures: build the model,
 time its step (measure/timer.py), count, read memory.
 
-Backends are registered by module path and imported when a run asks for one, like families
-(families/__init__.py): torch (runner/execute.py), jax (runner/jax_execute.py, docs/jax.md),
-ranks (runner/distributed.py: N data-parallel processes, docs/scaling.md). A module defines
-`BACKEND`, a class whose instance holds one run's resources; a new backend is one more module
-and one line here (or PARADNN_BACKENDS=name=module).
+Backends are registered by module path in paradnn/backends.py and imported when a run asks
+for one, like families (families/__init__.py): torch (runner/execute.py), jax
+(runner/jax_execute.py, docs/jax.md), ranks (runner/distributed.py: N data-parallel processes,
+docs/scaling.md). A module defines `BACKEND`, a class whose instance holds one run's
+resources; a new backend is one more module and one line in that registry (or
+PARADNN_BACKENDS=name=module).
 """
 
 from __future__ import annotations
 
 import importlib
 import math
-import os
 import traceback
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from paradnn.config import RunOptions
-from paradnn.errors import ConfigError
+from paradnn import backends
+from paradnn.config import RunOptions, RunSpec
 from paradnn.records import Counts, RunRecord, Status, StepTimes, now
-
-_REGISTRY: dict[str, str] = {
-    "torch": "paradnn.runner.execute",
-    "jax": "paradnn.runner.jax_execute",
-    "ranks": "paradnn.runner.distributed",
-}
-for _item in filter(None, os.environ.get("PARADNN_BACKENDS", "").split(",")):
-    _name, _, _module = _item.partition("=")
-    if _name.strip() and _module.strip():
-        _REGISTRY.setdefault(_name.strip(), _module.strip())
 
 Progress = Any  # measure.timer.Progress: a callable taking a dict (torch-free here)
 
@@ -68,17 +58,13 @@ class Backend(Protocol):
 
 
 def backend_name(options: RunOptions) -> str:
-    """torch with procs > 1 is N ranks; any other backend is itself."""
-    if options.backend == "torch" and options.procs > 1:
-        return "ranks"
-    return options.backend
+    """torch with procs > 1 is N ranks; any other backend is itself (paradnn.backends)."""
+    return backends.running(options.backend, options.procs)
 
 
 def get(name: str) -> Backend:
     """A fresh instance of the backend `name` (it holds one run's resources)."""
-    if name not in _REGISTRY:
-        raise ConfigError("backend", name, "must be one of " + ", ".join(_REGISTRY))
-    return importlib.import_module(_REGISTRY[name]).BACKEND()
+    return importlib.import_module(backends.get(name).module).BACKEND()
 
 
 def measure_run(record: RunRecord, options: RunOptions, progress: Progress = None) -> RunRecord:
@@ -87,7 +73,8 @@ def measure_run(record: RunRecord, options: RunOptions, progress: Progress = Non
     from paradnn.measure.faults import classify, one_line
 
     backend = get(backend_name(options))
-    device, env = prepare(options)  # threads, device, and this process's environment
+    # threads, device, and this process's environment
+    device, env = prepare(options.device, options.threads)
     run = Run(_here(record, options, env).replace(started_at=now()), options, device, env, progress)
     backend.start(run)
     if run.rec.status == Status.INVALID:
@@ -113,7 +100,7 @@ def _here(record: RunRecord, options: RunOptions, env: dict[str, Any]) -> RunRec
         return record.replace(env=env)
     from paradnn.runner.start import start_record
 
-    here = start_record(record.family, dict(record.config), options, env, sweep=record.sweep)
+    here = start_record(RunSpec(record.family, record.config, options), env, sweep=record.sweep)
     return here.with_part(record.prediction)
 
 
@@ -157,22 +144,14 @@ def step_times(timing: dict[str, Any], counts: Counts, final_loss: float | None)
     )
 
 
-def execute(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    sweep: str | None = None,
-    progress: Progress = None,
-) -> RunRecord:
-    """Prepare and measure one run in this process (tests, benchmarks, a rank's launcher):
-    the record as the supervisor would prepare it, then `measure_run`."""
+def execute(spec: RunSpec, sweep: str | None = None, progress: Progress = None) -> RunRecord:
+    """Prepare and measure the run `spec` describes in this process (tests, benchmarks): the
+    record as the supervisor would prepare it, then `measure_run`."""
     from paradnn.measure.environment import prepare
     from paradnn.runner.start import start_record
 
-    _, env = prepare(options)
-    return measure_run(
-        start_record(family_name, values, options, env, sweep=sweep), options, progress
-    )
+    _, env = prepare(spec.options.device, spec.options.threads)
+    return measure_run(start_record(spec, env, sweep=sweep), spec.options, progress)
 
 
 def where(exc: BaseException) -> str:

@@ -4,7 +4,8 @@ The supervisor's contract is kept: one worker per run, killed on timeout. Inside
 `procs > 1`, this module
 - plans the ranks: on CPU each rank pinned to its own disjoint cores with as many torch threads
   (more ranks than usable cores: `unsupported`); on GPUs one rank per GPU (NCCL);
-- starts them (`python -m paradnn.runner.rank --job …`) in one process group of their own, each
+- starts them (`python -m paradnn.runner.rank --launch FILE --rank R`: the run whole,
+  runner/launch.py) in one process group of their own, each
   dying with the worker (PR_SET_PDEATHSIG), so a killed worker leaves no rank behind;
 - watches them: the first rank that dies or reports an error ends the run at once (the others
   are killed), stored with that rank's error; a rank hung in a collective makes the others'
@@ -29,25 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.measure.collectives import busbw, overlap_fraction
 from paradnn.measure.quality import quality_part
 from paradnn.records import Memory, Parallel, RunRecord, Status
 from paradnn.runner.core import Run, step_times
+from paradnn.runner.launch import Launch, RankPlan
 from paradnn.runner.start import dist_backend
 
 PARENT_ENV = "PARADNN_RANK_PARENT"  # the worker's pid: a rank whose parent is gone exits
 # (runner/rank.py holds the same name: it reads it before it imports torch, or this module)
 POLL_S = 0.05
 CPU_PEAK_NULL = "host memory of N rank processes is not separated per run"
-
-
-@dataclasses.dataclass(frozen=True)
-class RankPlan:
-    backend: str
-    device_type: str
-    threads: int  # torch threads per rank
-    cpus: list[list[int]] | None  # per rank, its cores (CPU); None: not pinned
 
 
 def plan_ranks(
@@ -111,9 +105,9 @@ class RanksBackend:
     def measure(self, run: Run) -> None:
         plan = _plan(run)
         assert isinstance(plan, RankPlan)  # unsupported() said why otherwise
-        job = rank_job(run.rec, run.options, plan)
+        launch = launch_of(run.rec, run.options, plan)
         run.say({"phase": f"{run.options.procs} ranks ({plan.backend})"})
-        outcome = run_ranks(job, run.options.procs)
+        outcome = run_ranks(launch)
         run.rec = merge(run.rec, outcome, run.options, plan)
 
     def failure(self, run: Run, exc: BaseException, status: str, error: str) -> RunRecord:
@@ -136,43 +130,31 @@ def _plan(run: Run) -> RankPlan | str:
     return plan_ranks(run.options, device.type, host.usable_cpus(), gpus)
 
 
-def rank_job(rec: RunRecord, options: RunOptions, plan: RankPlan) -> dict[str, Any]:
-    return {
-        "family": rec.family,
-        "config": dict(rec.config),
-        "rank_batch": rec.rank_batch,
-        "precision": options.precision,
-        "optimizer": options.optimizer,
-        "seed": options.seed,
-        "strategy": options.strategy,
-        "timing": dataclasses.asdict(options.timing),
-        "backend": plan.backend,
-        "device_type": plan.device_type,
-        "threads": plan.threads,
-        "cpus": plan.cpus,
-        "world": options.procs,
-    }
+def launch_of(rec: RunRecord, options: RunOptions, plan: RankPlan) -> Launch:
+    """What the ranks of the prepared run `rec` start from: its description, whole."""
+    return Launch(RunSpec(rec.family, rec.config, options), rec.rank_batch, plan)
 
 
-def run_ranks(job: dict[str, Any], n: int) -> dict[str, Any]:
-    """Start N ranks and wait for all of them, or for the first failure; always leaves no
-    rank running. Returns rank 0's result, or {"ok": False, "rank", "status", "error"}."""
+def run_ranks(launch: Launch) -> dict[str, Any]:
+    """Start the launch's ranks and wait for all of them, or for the first failure; always
+    leaves no rank running. Returns rank 0's result, or {"ok": False, "rank", "status",
+    "error"}."""
     tmp = Path(tempfile.mkdtemp(prefix="paradnn-ranks-"))
-    job = {**job, "init_method": f"tcp://127.0.0.1:{free_port()}"}
-    path = tmp / "job.json"
-    path.write_text(json.dumps(job))
+    launch = dataclasses.replace(launch, init_method=f"tcp://127.0.0.1:{free_port()}")
+    path = tmp / "launch.json"
+    path.write_text(launch.to_json())
     env = {**os.environ, PARENT_ENV: str(os.getpid())}
     procs: list[subprocess.Popen] = []
     pgid = 0
     try:
-        for r in range(n):
+        for r in range(launch.world):
             with open(tmp / f"rank{r}.err", "wb") as err:
                 p = subprocess.Popen(
                     [
                         sys.executable,
                         "-m",
                         "paradnn.runner.rank",
-                        "--job",
+                        "--launch",
                         str(path),
                         "--rank",
                         str(r),

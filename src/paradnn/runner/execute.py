@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from paradnn import families
-from paradnn.config import RunOptions
+from paradnn.config import RunOptions, RunSpec
 from paradnn.measure import flops
 from paradnn.measure import precision as prec
 from paradnn.measure.device import clock_for, synchronize
@@ -92,8 +92,7 @@ class TorchBackend:
         torch.set_flush_denormal(True)
         torch.manual_seed(options.seed)
         if device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
-            torch.cuda.reset_peak_memory_stats(device)
+            on_cuda(options, device)
         with prec.tf32_flags(options.precision):
             say({"phase": "build"})
             with torch.device(device):
@@ -195,25 +194,22 @@ class TorchBackend:
 BACKEND = TorchBackend
 
 
+def on_cuda(options: RunOptions, device: torch.device) -> None:
+    """What a CUDA run sets before it builds its model: cuDNN's autotuner as the run asks
+    (docs/modes.md) and the peak-memory counter from zero."""
+    torch.backends.cudnn.benchmark = options.cudnn_benchmark
+    torch.cuda.reset_peak_memory_stats(device)
+
+
 def _compile(step: TrainStep, rec: RunRecord, options: RunOptions, device: torch.device) -> Any:
-    """The compiled copy of `step` (compiled lazily: by its first step)."""
+    """The compiled copy of `step` (compiled lazily: by its first step). Its warm compile
+    runs this run again in a second process, described whole: on this device, with the
+    thread count this run used (the supervisor's choice from the load when none was given:
+    the child's own default could differ, and the thread count is in inductor's cache key)."""
     from paradnn.measure.compile import CompileRun
 
-    job = {
-        "family": rec.family,
-        "config": rec.config,
-        "precision": options.precision,
-        "optimizer": options.optimizer,
-        "optimizer_impl": options.optimizer_impl,
-        "precision_policy": options.precision_policy,
-        "device": str(device),
-        # the count this run used (the supervisor's choice from the load when none was given):
-        # the child's own default could differ, and the thread count is in inductor's cache key
-        "threads": rec.threads or options.threads,
-        "mode": options.mode,
-        "seed": options.seed,
-    }
-    return CompileRun(step, options.mode, device, job)
+    here = dataclasses.replace(options, device=str(device), threads=rec.threads or options.threads)
+    return CompileRun(step, RunSpec(rec.family, rec.config, here), device)
 
 
 # The counted FLOPs of each configuration this process has counted: a re-measure of the same run

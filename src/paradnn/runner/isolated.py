@@ -1,7 +1,7 @@
 """One run in its own worker process, with a deadline: what a cluster task executes.
 
 A Ray task or a Slurm array element calls `run_one` for each of its configs. It starts a fresh
-paradnn worker (the same `spawn`ed process the local supervisor uses), sends it the job, and
+paradnn worker (the same `spawn`ed process the local supervisor uses), sends it the unit, and
 waits for the result, the worker's death or the deadline, judged exactly as the local
 supervisor judges them (`timeout`, `crashed`, `oom` from SIGKILL). So a hang or a crashed CUDA
 context is contained by killing one process, never by relying on the engine's cancellation,
@@ -54,7 +54,7 @@ def _wait(
     timeout_s: float,
     on_progress: Callable[[dict[str, Any]], None] | None,
 ) -> Any:
-    w.conn.send(unit.message())
+    w.conn.send(unit)
     w.unit, w.started = unit, time.monotonic()
     deadline = w.started + timeout_s
     while True:

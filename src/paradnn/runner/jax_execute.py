@@ -12,7 +12,6 @@ Each JAX run gets a fresh worker process.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import math
 from typing import Any
@@ -22,9 +21,9 @@ from paradnn.config import RunOptions
 from paradnn.errors import ConfigError
 from paradnn.measure.faults import one_line
 from paradnn.measure.quality import LoadProbe, quality_part
-from paradnn.measure.timer import Progress, Windows, measure
+from paradnn.measure.timer import Windows, measure
 from paradnn.records import XLA_MISMATCH, Memory, RunRecord, Status, Xla
-from paradnn.runner.core import Run, execute, step_times
+from paradnn.runner.core import Run, step_times
 
 NOT_INSTALLED = "jax is not installed: pip install 'paradnn[jax]' (docs/jax.md)"
 COUNTER = "jaxpr"  # flops_count_device of a JAX row: counted over the traced program
@@ -169,19 +168,6 @@ class JaxBackend:
 BACKEND = JaxBackend
 
 
-def execute_jax(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    sweep: str | None = None,
-    progress: Progress | None = None,
-) -> RunRecord:
-    """One JAX run prepared and measured in this process (`core.execute` with backend jax)."""
-    return execute(
-        family_name, values, dataclasses.replace(options, backend="jax"), sweep, progress
-    )
-
-
 def _identity(rec: RunRecord, device: Any, options: RunOptions) -> RunRecord:
     """Where the run ran: a CPU keeps the host's device string and CPU model (so torch and jax
     rows of one host are one platform); an accelerator is named by jax (`TPU v4`, which the
@@ -264,4 +250,4 @@ def _shown(cost: dict[str, Any] | None, key: str = "bytes accessed") -> str:
     return f"{key} = {cost.get(key)!r}"
 
 
-__all__ = ["BACKEND", "NOT_INSTALLED", "execute_jax", "unsupported_reason"]
+__all__ = ["BACKEND", "NOT_INSTALLED", "unsupported_reason"]

@@ -1,10 +1,11 @@
 """One rank of a data-parallel run, and paradnn's rank entry point (docs/scaling.md).
 
 Two ways in:
-- the worker starts N of these (`runner/distributed.py`) with `--job FILE --rank R`: the job
-  says what to build, the world, the rendezvous (tcp://127.0.0.1:PORT), the rank's cores; the
-  rank writes its result (or its error) to `rank<R>.json` beside the job, and dies with the
-  worker (PR_SET_PDEATHSIG; it exits at once if the worker is already gone);
+- the worker starts N of these (`runner/distributed.py`) with `--launch FILE --rank R`: the
+  launch file (runner/launch.py) holds the run whole, one rank's batch, the ranks' cores and
+  the rendezvous (tcp://127.0.0.1:PORT); the rank writes its result (or its error) to
+  `rank<R>.json` beside it, and dies with the worker (PR_SET_PDEATHSIG; it exits at once if the
+  worker is already gone);
 - torch's launcher across machines: `torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d
   --rdzv-endpoint HOST:29500 -m paradnn.runner.rank fc layers=1 nodes=32 batch=8 --db r.db`;
   ranks meet through torchrun's environment (env://), rank 0 stores the row in `--db`.
@@ -24,7 +25,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.runner.launch import Launch
 
 PARENT_ENV = "PARADNN_RANK_PARENT"  # = runner.distributed.PARENT_ENV (read before torch loads)
 
@@ -63,7 +67,7 @@ def _fault(rank: int) -> None:
     os.kill(os.getpid(), getattr(signal, what, signal.SIGKILL))
 
 
-def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dict[str, Any]:
+def measure_rank(launch: Launch, rank: int, device: Any) -> dict[str, Any]:
     """Build the model on this rank, wrap it (DDP or FSDP2), time the step in lock step with
     the other ranks (the one timer, agreeing through `Agree`), then the step under no_sync,
     then isolated all-reduces; rank 0's result carries everything (the others return their
@@ -72,7 +76,6 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
     import torch.distributed as dist
 
     from paradnn import families
-    from paradnn.config import TimingPolicy
     from paradnn.measure import flops
     from paradnn.measure import precision as prec
     from paradnn.measure.collectives import SMALL_BYTES, Agree, RankClock, allreduce_time
@@ -80,14 +83,15 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
     from paradnn.measure.step import TrainStep
     from paradnn.measure.timer import measure
 
-    fam = families.get(job["family"])
-    values = dict(job["config"])
+    run, options, world = launch.run, launch.run.options, launch.world
+    fam = families.get(run.family)
+    values = dict(run.config)
     if "batch" in values:
-        values["batch"] = job["rank_batch"]
+        values["batch"] = launch.rank_batch
     cfg = fam.config(values)
-    policy = TimingPolicy(**job["timing"])
-    precision, strategy = job["precision"], job["strategy"]
-    torch.manual_seed(job.get("seed", 0))  # the same initial weights on every rank
+    policy = options.timing
+    precision, strategy = options.precision, options.strategy
+    torch.manual_seed(options.seed)  # the same initial weights on every rank
     torch.set_flush_denormal(True)
     with prec.tf32_flags(precision):
         with torch.device(device):
@@ -97,11 +101,12 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         dtype = params[0].dtype if params else torch.float32
         module, nosync = wrap(built.module, strategy, device)
         step = TrainStep(
-            dataclasses.replace(built, module=module), job["optimizer"], precision, device
+            dataclasses.replace(built, module=module), options.optimizer, precision, device
         )
         del built
         agree = Agree(device)
-        probe = LoadProbe(cpus=job["cpus"][rank]) if job.get("cpus") else LoadProbe()
+        cpus = launch.plan.cpus
+        probe = LoadProbe(cpus=cpus[rank]) if cpus else LoadProbe()
         clock = RankClock(agree)
         main = measure(step, clock, policy, window=probe, agree=agree)
         _fault(rank)
@@ -141,7 +146,7 @@ def measure_rank(job: dict[str, Any], rank: int, world: int, device: Any) -> dic
         "loads": loads,
         "peak_mem_bytes": max((p for p in peaks if p is not None), default=None),
         "threads": torch.get_num_threads(),
-        "cpus": job.get("cpus"),
+        "cpus": launch.plan.cpus,
         "strategy": strategy,
     }
 
@@ -204,16 +209,18 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
     tmp.replace(path)  # whole or absent: the watchdog never reads half a result
 
 
-def spawned(job_path: str, rank: int) -> int:
+def spawned(path: str, rank: int) -> int:
     """A rank the worker started: pin, join the group, measure, write the result file."""
+    from paradnn.runner.launch import Launch
+
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
-    job = json.loads(Path(job_path).read_text())
-    out = Path(job_path).parent / f"rank{rank}.json"
-    cpus = job.get("cpus")
-    if cpus:
-        os.sched_setaffinity(0, cpus[rank])
-    threads = int(job["threads"])
+    launch = Launch.from_json(Path(path).read_text())
+    out = Path(path).parent / f"rank{rank}.json"
+    plan = launch.plan
+    if plan.cpus:
+        os.sched_setaffinity(0, plan.cpus[rank])
+    threads = int(plan.threads)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
     try:
@@ -221,14 +228,14 @@ def spawned(job_path: str, rank: int) -> int:
         import torch.distributed as dist
 
         torch.set_num_threads(threads)
-        device = torch.device(job["device_type"], rank) if job["device_type"] == "cuda" else None
+        device = torch.device(plan.device_type, rank) if plan.device_type == "cuda" else None
         if device is not None:
             torch.cuda.set_device(device)
         else:
             device = torch.device("cpu")
-        init(job["backend"], job["init_method"], rank, job["world"])
+        init(plan.backend, launch.init_method, rank, launch.world)
         try:
-            result = measure_rank(job, rank, job["world"], device)
+            result = measure_rank(launch, rank, device)
         finally:
             with contextlib.suppress(Exception):
                 dist.destroy_process_group()
@@ -264,11 +271,12 @@ def torchrun_main(args: Any) -> int:
     import torch
     import torch.distributed as dist
 
-    from paradnn.config import RunOptions, TimingPolicy
+    from paradnn.config import RunOptions, RunSpec, TimingPolicy
     from paradnn.measure.environment import prepare
     from paradnn.records import Status
     from paradnn.runner.core import finish
-    from paradnn.runner.distributed import RankPlan, merge, rank_job
+    from paradnn.runner.distributed import launch_of, merge
+    from paradnn.runner.launch import RankPlan
     from paradnn.runner.start import dist_backend, start_record
     from paradnn.store import open_store
     from paradnn.validate import parse_assignments
@@ -293,20 +301,20 @@ def torchrun_main(args: Any) -> int:
         timing=policy,
     )
     values = parse_assignments(args.assignments, what=f"{args.family} config")
-    device, env = prepare(options)  # threads: --threads, or every core this rank may use
+    # threads: --threads, or every core this rank may use
+    device, env = prepare(options.device, options.threads)
     if gpu:
         torch.cuda.set_device(device)
-    rec = start_record(args.family, values, options, env)
+    rec = start_record(RunSpec(args.family, values, options), env)
     if rec.status == Status.INVALID:
         print(rec.error, file=sys.stderr)
         return 2
     threads = torch.get_num_threads()
     plan = RankPlan(dist_backend(device.type), device.type, threads, None)
-    job = rank_job(rec, options, plan)
-    job["cpus"] = None
-    init(plan.backend, "env://", rank, world)
+    launch = launch_of(rec, options, plan)  # env://: torchrun's rendezvous
+    init(plan.backend, launch.init_method, rank, world)
     try:
-        res = measure_rank(job, rank, world, device)
+        res = measure_rank(launch, rank, device)
     except BaseException as e:
         res = error_of(e, rank)
     finally:
@@ -336,7 +344,7 @@ def torchrun_main(args: Any) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--job"]:
+    if argv[:1] == ["--launch"]:
         return spawned(argv[1], int(argv[3]))
     return launched(argv)
 

@@ -7,12 +7,14 @@ a worker.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from paradnn import families, precisions
-from paradnn.config import LOADER_SETTINGS, RunOptions
+from paradnn import backends, families, precisions
+from paradnn.axes import AXES
+from paradnn.config import LOADER_SETTINGS, RunOptions, RunSpec
 from paradnn.errors import ConfigError
-from paradnn.precisions import effective_policy, precision_flags
+from paradnn.precisions import precision_flags
 from paradnn.records import (
     DEVICE_DATA,
     HOST_DATA,
@@ -31,17 +33,22 @@ from paradnn.records import (
 )
 
 
-def start_record(
-    family_name: str,
-    values: dict[str, Any],
-    options: RunOptions,
-    env: dict[str, Any],
-    *,
-    sweep: str | None = None,
-) -> RunRecord:
-    """The record of a run before it is measured (`_start`), with its data source."""
-    rec = _start(family_name, values, options, env, sweep=sweep)
-    return rec.with_part(infeed_start(options))
+def start_record(spec: RunSpec, env: dict[str, Any], *, sweep: str | None = None) -> RunRecord:
+    """The record of the run `spec` describes, in the environment `env`, before it is
+    measured (`_start`), with its data source."""
+    rec = _start(spec.family, dict(spec.config), spec.options, env, sweep=sweep)
+    return rec.with_part(infeed_start(spec.options))
+
+
+IDENTITY_FIELDS = frozenset(f.name for f in dataclasses.fields(Identity))
+
+
+def identity_axes(options: RunOptions) -> dict[str, Any]:
+    """The study axes the record's identity has a column for (precision, optimizer, mode,
+    backend, ...: paradnn.axes), each as the run has it in effect (fp32's pure policy is
+    mixed)."""
+    values = options.axis_values()
+    return {a.column: a.value_in(values) for a in AXES if a.column in IDENTITY_FIELDS}
 
 
 NOT_MEASURED = "not measured: the run did not reach its timed window"
@@ -54,7 +61,7 @@ INFEED_MEASURED = (
 def infeed_start(options: RunOptions) -> Infeed:
     """The data source and loader settings a run asked for (docs/infeed.md); its measured
     figures stay null, each with its reason, until the worker fills them in."""
-    source = getattr(options, "data_source", "device")
+    source = options.data_source
     nulls = dict.fromkeys(INFEED_MEASURED, NOT_MEASURED)
     if source != "pipeline":
         why = DEVICE_DATA if source == "device" else HOST_DATA
@@ -86,23 +93,17 @@ def _start(
     """
     identity = dict(
         family=family_name,
-        precision=options.precision,
-        optimizer=options.optimizer,
-        mode=options.mode,
-        backend=getattr(options, "backend", "torch"),
-        precision_policy=effective_policy(
-            options.precision, getattr(options, "precision_policy", "mixed")
-        ),
+        **identity_axes(options),
         device=env["device"],
         device_name=env.get("gpu_name") or env.get("cpu_model"),
         sweep=sweep,
         threads=env.get("threads"),
         fingerprint=env["fingerprint"],
         env=env,
-        flags=precision_flags(options.precision, getattr(options, "precision_policy", "mixed")),
+        flags=precision_flags(options.precision, options.precision_policy),
         paradnn_version=env.get("paradnn"),
     )
-    energy = null_energy("not_measured" if getattr(options, "energy", False) else "not_requested")
+    energy = null_energy("not_measured" if options.energy else "not_requested")
     try:
         fam = families.get(family_name)
         cfg = fam.config(values)
@@ -119,10 +120,11 @@ def _start(
     if emulated:  # an emulated run is another measurement than the `unsupported` row it replaces
         key["emulated"] = True
         identity["flags"] = {**identity["flags"], "emulated": emulated}
-    if getattr(options, "backend", "torch") == "jax":  # another jax is another measurement
-        key["jax"] = jax_version()
+    package = backends.get(options.backend).package
+    if package is not None:  # another jax is another measurement
+        key[package] = package_version(package)
     why = "computed against the platform database and ceilings when stored"
-    if getattr(options, "procs", 1) > 1:  # N ranks: its own start (docs/scaling.md)
+    if options.procs > 1:  # N ranks: its own start (docs/scaling.md)
         return _parallel_start(fam, cfg, options, env, key, identity, emulated, energy)
     return RunRecord(
         Identity(
@@ -143,19 +145,24 @@ def _start(
     )
 
 
-def jax_version() -> str | None:
-    """The installed jax's version without importing it (None: not installed)."""
+def package_version(name: str) -> str | None:
+    """An installed package's version without importing it (None: not installed)."""
     from importlib import metadata
 
     try:
-        return metadata.version("jax")
+        return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
 
 
+def jax_version() -> str | None:
+    """The installed jax's version (None: not installed)."""
+    return package_version("jax")
+
+
 def _emulated(options: RunOptions, env: dict[str, Any]) -> str | None:
     """Why this run will be emulated (not native, but allowed and emulatable), else None."""
-    if not getattr(options, "allow_emulated", False):
+    if not options.allow_emulated:
         return None
     reasons = env.get("precision_reasons") or {}
     reason = reasons.get(options.precision)

@@ -30,9 +30,9 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from paradnn import host
-from paradnn.config import RunOptions, SweepSettings
+from paradnn.config import RunOptions, RunSpec, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
-from paradnn.presets import RunSpec, resolve_native
+from paradnn.presets import resolve_native
 from paradnn.records import Prediction, RunRecord, Status
 from paradnn.runner import resume
 from paradnn.runner.sharing import POLL_S, Sharing
@@ -423,11 +423,6 @@ class Supervisor:
         self.measured_with: dict[str, Any] | None = None  # runner/resume.py
 
     # -- planning ----------------------------------------------------------------------------
-    def _options(self, spec: RunSpec) -> RunOptions:
-        return dataclasses.replace(
-            self.options, precision=spec.precision, optimizer=spec.optimizer, **spec.options
-        )
-
     def plan(
         self, specs: Sequence[RunSpec], env: dict[str, Any], capacity: Memory
     ) -> tuple[list[RunUnit], int]:
@@ -438,12 +433,11 @@ class Supervisor:
         stored_with = self.store.measured_with() if latest else {}
         now_with = self.measured_with = resume.measured_with(self.options)  # in each record
         seen: set[str] = set()
-        records: list[tuple[RunRecord, RunOptions]] = []
+        records: list[tuple[RunRecord, RunSpec]] = []
         kept: list[resume.Kept] = []
         skipped = 0
         for spec in specs:
-            options = self._options(spec)
-            rec = start_record(spec.family, dict(spec.config), options, env, sweep=self.sweep)
+            rec = start_record(spec, env, sweep=self.sweep)
             status = latest.get(rec.run_key)
             was = stored_with.get(rec.run_key, (None, None))
             changed = self.settings.remeasure_changed and resume.differences(was[1], now_with)
@@ -455,37 +449,27 @@ class Supervisor:
                     seen.add(rec.run_key)
                 continue
             seen.add(rec.run_key)
-            records.append((self._predict(rec, options, capacity), options))
+            records.append((self._predict(rec, spec, capacity), spec))
         self.notes += resume.kept_notes(kept, now_with, self.sweep)
         flops = sorted(rec.flops_analytic or 0 for rec, _ in records)
         typical = max(flops[len(flops) // 2], 1) if flops else 1
         # relative cost: a fixed part (warm-up, minimum time) plus the work
         units = [
-            RunUnit(id=i, cost=1.0 + (rec.flops_analytic or 0) / typical, record=rec, options=o)
-            for i, (rec, o) in enumerate(records)
+            RunUnit(id=i, cost=1.0 + (rec.flops_analytic or 0) / typical, record=rec, spec=spec)
+            for i, (rec, spec) in enumerate(records)
         ]
         return units, skipped
 
-    def _predict(self, rec: RunRecord, options: RunOptions, capacity: Memory) -> RunRecord:
-        """The record with its memory prediction; `predicted_oom` when the config cannot fit
-        in the memory free for it (memory.check, as `bench` refuses) and must not run."""
+    def _predict(self, rec: RunRecord, spec: RunSpec, capacity: Memory) -> RunRecord:
+        """The record with its memory prediction; `predicted_oom` when the run cannot fit
+        in the memory free for it (memory.check_run, as `bench` refuses) and must not run."""
         if rec.status != Status.OK:
             return rec
-        from paradnn import families, memory
+        from paradnn import memory
 
-        cfg = families.get(rec.family).config(rec.config)
-        est = memory.predict(
-            rec.family,
-            cfg,
-            options.precision,
-            options.optimizer,
-            device_type=capacity.device_type,
-            policy=options.precision_policy,
-            implementation=options.optimizer_impl,
-        )
+        verdict = memory.check_run(spec, capacity.device_type, capacity.free_bytes, capacity.where)
+        est = verdict.estimate
         rec = rec.with_part(Prediction(int(est.total), int(est.lower_bound)))
-        ranks = memory.copies(capacity.device_type, options.procs, options.scaling)
-        verdict = memory.check(est, capacity.free_bytes, capacity.where, copies=ranks)
         if not self.settings.predict or verdict.fits is not False:
             return rec
         return rec.replace(
@@ -700,7 +684,7 @@ class Supervisor:
                     slots[i] = pools[i].start()
                 w = slots[i]
                 w.started = time.monotonic()
-                w.conn.send(unit.message())
+                w.conn.send(unit)
                 w.unit = unit.sent()
                 self._emit("run", slots)
 

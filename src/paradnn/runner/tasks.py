@@ -21,7 +21,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from paradnn.errors import ConfigError
 from paradnn.precisions import PRECISIONS, can_emulate
@@ -41,6 +41,7 @@ class KernelUnit(Unit):
     """One unit of `calibrate` or `ops`, as the supervisor plans, sends and stores it: one
     precision's matmul ceiling, one bandwidth kernel, one op × precision × pass × threads."""
 
+    answer: ClassVar[str] = "kernel"
     kind: str  # "ceiling" | "op" | "host" (the host profile, measure/hostprofile.py)
     key: str
     params: dict[str, Any]
@@ -62,15 +63,6 @@ class KernelUnit(Unit):
     @property
     def table(self) -> str:
         return TABLES[self.kind]
-
-    def message(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "unit": "kernel",
-            "kind": self.kind,
-            "params": self.params,
-            "label": self.label,
-        }
 
     def status(self, outcome: Any) -> str:
         return str(outcome["status"])

@@ -2,21 +2,23 @@
 
 A unit is one training run (`RunUnit`, its record prepared here before any worker sees it) or
 one kernel of `calibrate` or `ops` (`KernelUnit`, runner/tasks.py). The supervisor, the
-isolated runner and the cluster engines hold units through this one interface: the message a
-worker answers, the outcome known without a worker, the outcome stored when its worker dies or
-hangs, and how an outcome is stored. None of them asks which kind it holds. Torch-free.
+isolated runner and the cluster engines hold units through this one interface: the outcome
+known without a worker, the outcome stored when its worker dies or hangs, and how an outcome
+is stored. None of them asks which kind it holds; a worker receives the unit itself and
+answers it by its `answer` (runner/worker.py). Torch-free.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from paradnn import backends
 from paradnn.records import RunRecord, Status, now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from paradnn.config import RunOptions
+    from paradnn.config import RunOptions, RunSpec
     from paradnn.store import Store
 
 
@@ -41,6 +43,7 @@ class Unit:
     run measured again is the same unit with `remeasured` + 1, not due before `not_before`
     (time.monotonic()). `family`, `precision` and `config` are what progress shows."""
 
+    answer: ClassVar[str]  # how a worker answers it (runner/worker.py's ANSWERS)
     id: int = 0
     cost: float = 1.0
     remeasured: int = 0
@@ -75,10 +78,6 @@ class Unit:
         """An outcome's status (it decides whether its worker is retired)."""
         raise NotImplementedError
 
-    def message(self) -> dict[str, Any]:
-        """What the worker receives (runner/worker.py answers it with the outcome)."""
-        raise NotImplementedError
-
     def failed(
         self, status: str, error: str, *, pid: int | None = None, index: int | None = None
     ) -> Any:
@@ -96,12 +95,18 @@ class Unit:
 
 @dataclass(frozen=True, kw_only=True)
 class RunUnit(Unit):
-    """One training run. Its record comes prepared (runner/start.py: identity, run key,
-    analytic counts; the supervisor's memory prediction); the worker adds what it measured."""
+    """One training run: its description whole (`spec`) and its record, prepared from it
+    (runner/start.py: identity, run key, analytic counts; the supervisor's memory prediction);
+    the worker adds what it measured."""
 
+    answer: ClassVar[str] = "run"
     record: RunRecord
-    options: RunOptions
+    spec: RunSpec
     started_at: str | None = None  # when it was sent to a worker (a failure's row says so)
+
+    @property
+    def options(self) -> RunOptions:
+        return self.spec.options
 
     @property
     def family(self) -> str:
@@ -118,9 +123,11 @@ class RunUnit(Unit):
     @property
     def fresh_worker(self) -> bool:
         """A compiled mode's run gets a fresh worker, so no dynamo or inductor state passes
-        between runs (docs/modes.md); so does a JAX run: its peak memory is the process's
-        high-water mark, and XLA's caches stay in the process (docs/jax.md)."""
-        return self.options.mode != "eager" or self.options.backend == "jax"
+        between runs (docs/modes.md); so does a run of a backend that asks for one
+        (paradnn.backends: JAX's peak memory is the process's high-water mark, and XLA's
+        caches stay in the process, docs/jax.md)."""
+        o = self.options
+        return o.mode != "eager" or backends.get(backends.running(o.backend, o.procs)).fresh_worker
 
     def settled(self) -> RunRecord | None:
         return self.record if self.record.status != Status.OK else None
@@ -130,9 +137,6 @@ class RunUnit(Unit):
 
     def status(self, outcome: Any) -> str:
         return str(outcome.status)
-
-    def message(self) -> dict[str, Any]:
-        return {"id": self.id, "unit": "run", "record": self.record, "options": self.options}
 
     def failed(
         self, status: str, error: str, *, pid: int | None = None, index: int | None = None

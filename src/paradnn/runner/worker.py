@@ -78,13 +78,12 @@ def _serve(conn: Connection, settings: WorkerSettings) -> None:
 
     import torch
 
-    from paradnn.config import RunOptions
     from paradnn.errors import ParadnnError
     from paradnn.measure.environment import note_threads_choice, prepare
 
     note_threads_choice(settings.threads_choice)
     try:
-        device, env = prepare(RunOptions(device=settings.device, threads=settings.threads))
+        device, env = prepare(settings.device, settings.threads)
     except ParadnnError as e:  # e.g. --device cuda on a machine without one
         conn.send({"type": "error", "message": str(e)})
         return
@@ -110,21 +109,21 @@ def _serve(conn: Connection, settings: WorkerSettings) -> None:
     index = 0
     while True:
         try:
-            msg: dict[str, Any] | None = conn.recv()
+            unit: Any = conn.recv()  # a unit of work (runner/units.py), or None: stop
         except (EOFError, OSError):
             return
-        if msg is None:
+        if unit is None:
             return
 
-        def progress(info: dict[str, Any], unit_id: int = msg["id"]) -> None:
+        def progress(info: dict[str, Any], unit_id: int = unit.id) -> None:
             # the supervisor may be gone: then the unit's outcome decides, not its progress
             with contextlib.suppress(OSError, ValueError):
                 conn.send({"type": "progress", "id": unit_id, **info})
 
-        _warm(msg, progress)
-        outcome = ANSWERS[msg["unit"]](msg, settings, progress, index)
+        _warm(unit, progress)
+        outcome = ANSWERS[unit.answer](unit, settings, progress, index)
         index += 1
-        conn.send({"type": "result", "id": msg["id"], "outcome": outcome})
+        conn.send({"type": "result", "id": unit.id, "outcome": outcome})
         # the unit's garbage collected (cheap: only what was made since the last freeze), what
         # it imported or cached for good frozen with the rest
         gc.collect()
@@ -138,12 +137,12 @@ TORCH_RUN_IMPORTS = ("torch._dynamo", "torch.utils.flop_counter", "paradnn.runne
 _warmed: set[str] = set()
 
 
-def _warm(msg: dict[str, Any], progress: Any) -> None:
-    if msg["unit"] != "run" or "torch" in _warmed:
+def _warm(unit: Any, progress: Any) -> None:
+    if unit.answer != "run" or "torch" in _warmed:
         return
     from paradnn.runner.core import backend_name
 
-    if backend_name(msg["options"]) != "torch":
+    if backend_name(unit.options) != "torch":
         return
     import importlib
 
@@ -154,15 +153,16 @@ def _warm(msg: dict[str, Any], progress: Any) -> None:
     gc.freeze()
 
 
-def _run(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index: int) -> Any:
-    """A training run: the supervisor's prepared record, measured here (runner/core.py)."""
+def _run(unit: Any, settings: WorkerSettings, progress: Any, index: int) -> Any:
+    """A training run (runner/units.RunUnit): the supervisor's prepared record, measured here
+    (runner/core.py)."""
     from paradnn.runner.core import measure_run
 
-    rec = measure_run(msg["record"], msg["options"], progress)
+    rec = measure_run(unit.record, unit.options, progress)
     return rec.replace(worker_pid=os.getpid(), worker_index=index)
 
 
-def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index: int) -> Any:
+def _kernel(unit: Any, settings: WorkerSettings, progress: Any, index: int) -> Any:
     """One ceiling or op (runner/tasks.py); an exception is the unit's failure, never the
     worker's."""
     from paradnn.measure.faults import classify, one_line
@@ -171,9 +171,9 @@ def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index:
 
     try:
         row = run_kernel(
-            msg["kind"],
-            msg["params"],
-            msg["label"],
+            unit.kind,
+            unit.params,
+            unit.label,
             settings.device,
             settings.threads,
             progress=lambda words: progress({"phase": words}),
@@ -185,5 +185,5 @@ def _kernel(msg: dict[str, Any], settings: WorkerSettings, progress: Any, index:
     return row
 
 
-# What a worker does with each kind of unit (runner/units.py: a unit's message names its kind).
+# What a worker does with each kind of unit (runner/units.py: a unit's `answer` names it).
 ANSWERS = {"run": _run, "kernel": _kernel}

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from paradnn.errors import ConfigError
-from paradnn.platforms import specs
-from paradnn.platforms.specs import Platform
+from paradnn.platforms import datasheets
+from paradnn.platforms.datasheets import Platform
 from paradnn.sim.hostprofile import HostProfile, check_bounds
 from paradnn.sim.interconnect import KINDS as TOPOLOGY_KINDS
 from paradnn.sim.interconnect import Link
@@ -164,30 +164,30 @@ def from_platform(plat: Platform, origin: str = "datasheet") -> Chip:
     return Chip(plat, origin)
 
 
-def load(spec: str) -> Chip:
+def load(name: str) -> Chip:
     """A database id, or a path to a TOML file describing a (possibly hypothetical) chip."""
-    db_ids = [p.id for p in specs.all_platforms()]
-    if not isinstance(spec, str) or not spec or not spec.isprintable() or len(spec) > 4096:
+    db_ids = [p.id for p in datasheets.all_platforms()]
+    if not isinstance(name, str) or not name or not name.isprintable() or len(name) > 4096:
         raise ConfigError(
-            "--platform", spec, "must be one of " + ", ".join(db_ids) + " or a .toml file"
+            "--platform", name, "must be one of " + ", ".join(db_ids) + " or a .toml file"
         )
-    if spec in db_ids:
-        return from_platform(specs.get(spec))
-    if spec.endswith(".toml") or Path(spec).is_file():
-        return load_file(spec)
+    if name in db_ids:
+        return from_platform(datasheets.get(name))
+    if name.endswith(".toml") or Path(name).is_file():
+        return load_file(name)
     raise ConfigError(
-        "--platform", spec, "must be one of " + ", ".join(db_ids) + " or a .toml file"
+        "--platform", name, "must be one of " + ", ".join(db_ids) + " or a .toml file"
     )
 
 
 def load_file(path: str | Path) -> Chip:
-    pid, data = specs.read_table(path)
+    pid, data = datasheets.read_table(path)
     extra = {k: data.pop(k) for k in SIM_KEYS if k in data}
     for key in data:
-        if key not in specs.ALLOWED:
-            allowed = ", ".join((*specs.ALLOWED, *SIM_KEYS))
+        if key not in datasheets.ALLOWED:
+            allowed = ", ".join((*datasheets.ALLOWED, *SIM_KEYS))
             raise ConfigError(f"{pid}.{key}", data[key], "unknown key; allowed: " + allowed)
-    plat = specs.parse_entry(pid, data, require_sources=False)
+    plat = datasheets.parse_entry(pid, data, require_sources=False)
     _check_clock(plat)
     chip = from_platform(plat, origin=f"file {path}")
     dataflow = extra.get("dataflow", chip.dataflow)
@@ -255,12 +255,13 @@ def _check_clock(plat: Platform) -> None:
 
 
 def _positive(pid: str, key: str, v: Any, zero: bool = False) -> float:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= specs.MAX_FIGURE
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= datasheets.MAX_FIGURE
     if not ok or v < 0 or (v == 0 and not zero):  # abs(nan) <= x is False: NaN fails too
         raise ConfigError(
             f"{pid}.{key}",
             v,
-            f"must be a {'non-negative' if zero else 'positive'} number ≤ {specs.MAX_FIGURE:g}",
+            f"must be a {'non-negative' if zero else 'positive'} number "
+            f"≤ {datasheets.MAX_FIGURE:g}",
         )
     return float(v)
 
@@ -289,7 +290,7 @@ def from_ceilings(rows: list[dict[str, Any]], device_name: str) -> Chip | None:
         "sources": {"calibrate": f"paradnn calibrate on {device_name}, {when}"},
         "notes": "measured ceilings (large-matmul FLOP/s, copy bandwidth), not datasheet figures",
     }
-    plat = specs.parse_entry("measured", entry)
+    plat = datasheets.parse_entry("measured", entry)
     curves = _size_curves(mine)
     origin = f"measured ceilings ({device_name}, {when})"
     if curves:

@@ -8,9 +8,9 @@ The file: {"schema": 1, "generated_by": str, "generated_at": str, "bands": {"cpu
 |predicted − measured| ÷ measured step time (sim/fit.py's APE). The band is the 90th percentile
 (`p90`): 9 of 10 validated predictions of that kind were at least that close.
 
-Every figure is a fraction and is printed through `paradnn.units` (`error`, `band`): `label` and
-`short` are the only wordings of a band, so the report's sections, the CLI and the captions
-print one number for one band. Torch-free, and no store: the caller passes what it has."""
+Every figure is a fraction and is printed through `paradnn.formatting` (`error`, `band`):
+`label` and `short` are the only wordings of a band, so the report's sections, the CLI and the
+captions print one number for one band. Torch-free, and no store: the caller passes what it has."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from paradnn import units as U
+from paradnn import formatting as U
 
 PATH = Path(__file__).with_name("error_bands.json")
 SCHEMA = 1

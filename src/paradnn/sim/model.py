@@ -159,11 +159,13 @@ def predict(
     concurrent: bool = False,
     loader_examples_per_s: float | None = None,
     loader_overlapped: bool = True,
+    policy: str = "mixed",
 ) -> Prediction:
     """A predicted training step of ``family`` ``config`` (a mapping or a config object) on
     ``chips`` of ``chip``. With ``loader_examples_per_s`` (a host loader's measured rate, per
-    chip) the step includes the host/input term (`input_step`) and may be input-bound. Bad
-    input raises ConfigError before any work."""
+    chip) the step includes the host/input term (`input_step`) and may be input-bound;
+    ``policy`` (mixed or pure 16-bit) sizes the memory it needs. Bad input raises
+    ConfigError before any work."""
     fam = families.get(family)
     cfg = config if isinstance(config, fam.config_cls) else fam.config(dict(config))
     int_at_least("--chips", chips, 1, MAX_CHIPS)
@@ -202,7 +204,7 @@ def predict(
             step, fam.examples_per_step(cfg), loader_examples_per_s, loader_overlapped
         )
         bottleneck = "input" if starved else bottleneck
-    cap = mem.capacity(family, cfg, precision, optimizer, chip.memory_bytes)
+    cap = mem.capacity(family, cfg, precision, optimizer, chip.memory_bytes, policy)
     return Prediction(
         kind=KIND,
         family=family,

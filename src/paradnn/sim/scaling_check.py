@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from paradnn import formatting as U
 from paradnn import rounding
-from paradnn import units as U
 from paradnn.sim.interconnect import Link, Topology, allreduce, step_time
 
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from paradnn.errors import ConfigError
-from paradnn.platforms.specs import Platform
+from paradnn.platforms.datasheets import Platform
 from paradnn.sim.gemmlib import SIMT_TILES, TC_RULES, TC_TILES
 
 # Streaming multiprocessors / compute units, for wave quantization (vendor datasheets).

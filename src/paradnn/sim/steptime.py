@@ -32,7 +32,7 @@ GEMMs (`RECURRENT_STEP_KERNELS`).
 Beside the GEMMs: elementwise traffic around each GEMM output (`traffic.ELEMENTWISE_PASSES`) and
 its kernels; the optimizer's traffic and kernels (one per parameter tensor; its words per
 parameter one pass when fused, every elementwise op's reads and writes under torch's loop and
-foreach implementations, `optimizers.OptimizerSpec.unfused_words_per_param`); under a low
+foreach implementations, `optimizers.Optimizer.unfused_words_per_param`); under a low
 precision the fp32 master weights (the weights cast down and the gradients cast up every step: 12
 bytes a parameter); a host/input term (``host_s_per_step + host_s_per_example × examples``; zero
 until a measured infeed feeds it); and the data-parallel all-reduce of the fp32 gradients: α–β
@@ -55,11 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from paradnn import families
+from paradnn import families, optimizers
 from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
-from paradnn.optimizers import SPECS
 from paradnn.precisions import itemsize
 from paradnn.sim import gemmlib, hostprofile, xlalayout
 from paradnn.sim import rounding as prec
@@ -98,9 +97,9 @@ POLICIES = ("mixed", "pure", "fp32-storage")
 
 def optimizer_kernels(optimizer: str) -> int:
     """Kernels per parameter tensor of the unfused update; an optimizer this table does not know
-    yet (`paradnn.optimizers.SPECS` grows): one, plus a read-modify-write per state copy."""
+    yet (`paradnn.optimizers.TABLE` grows): one, plus a read-modify-write per state copy."""
     got = OPTIMIZER_KERNELS.get(optimizer)
-    return got if got is not None else 1 + 2 * SPECS[optimizer].state_copies
+    return got if got is not None else 1 + 2 * optimizers.get(optimizer).state_copies
 
 
 def device_type(chip: Chip) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from paradnn import optimizers
 from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op
-from paradnn.optimizers import OPTIMIZERS, SPECS
+from paradnn.optimizers import OPTIMIZERS
 
 # Reads + writes of each forward GEMM output by the elementwise ops around it, forward and
 # backward (an assumption; see the module docstring): FC bias + ReLU, CNN BatchNorm + ReLU
@@ -63,12 +64,12 @@ def optimizer_bytes(params: int, optimizer: str, impl: str = "fused") -> int:
     """Bytes of fp32 words the parameters move in one optimizer step (`paradnn.optimizers`):
     one pass when the update is ``fused`` (a fused kernel, or XLA), every elementwise op's reads
     and writes under torch's ``loop`` and ``foreach`` implementations."""
-    if optimizer not in SPECS:
+    if optimizer not in optimizers.TABLE:
         raise ConfigError("--optimizer", optimizer, "must be one of " + ", ".join(OPTIMIZERS))
-    spec = SPECS[optimizer]
-    words = spec.words_per_param
-    if impl != "fused" and spec.unfused_words_per_param is not None:
-        words = spec.unfused_words_per_param
+    facts = optimizers.get(optimizer)
+    words = facts.words_per_param
+    if impl != "fused" and facts.unfused_words_per_param is not None:
+        words = facts.unfused_words_per_param
     return words * 4 * params
 
 
@@ -96,13 +97,19 @@ class Capacity:
 
 
 def capacity(
-    family: str, cfg: Any, precision: str, optimizer: str, capacity_bytes: float | None
+    family: str,
+    cfg: Any,
+    precision: str,
+    optimizer: str,
+    capacity_bytes: float | None,
+    policy: str = "mixed",
 ) -> Capacity:
     """Uses `paradnn.memory` (the same model `run` trusts to skip configs) on the per-chip
-    config; it fits when the lower bound does (never claim an OOM that might not happen)."""
+    config under the precision `policy` (pure: 16-bit weights, gradients and optimizer state);
+    it fits when the lower bound does (never claim an OOM that might not happen)."""
     from paradnn import memory
 
     prec = "fp32" if precision == "tf32" else precision
-    est = memory.predict(family, cfg, prec, optimizer, device_type="cuda")
+    est = memory.predict(family, cfg, prec, optimizer, device_type="cuda", policy=policy)
     fits = None if capacity_bytes is None else est.lower_bound <= capacity_bytes
     return Capacity(est.total, est.lower_bound, capacity_bytes, fits)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from paradnn.errors import ConfigError
-from paradnn.platforms import specs
+from paradnn.platforms import datasheets
 from paradnn.sim import chip as chips_mod
 from paradnn.sim import errorbands
 from paradnn.sim.chip import Chip
@@ -36,7 +36,7 @@ def label(platform_id: str) -> str:
 
 
 def allowed() -> str:
-    ids = [p.id for p in specs.all_platforms()]
+    ids = [p.id for p in datasheets.all_platforms()]
     return (
         "comma-separated platform ids (" + ", ".join(ids) + "), a unique prefix of one "
         "(v100), or chip .toml files"
@@ -53,13 +53,13 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
         raise ConfigError(OPTION, ",".join(items), allowed())
     if len(parts) > MAX_PLATFORMS:
         raise ConfigError(OPTION, ",".join(parts), f"at most {MAX_PLATFORMS} platforms")
-    ids = [p.id for p in specs.all_platforms()]
+    ids = [p.id for p in datasheets.all_platforms()]
     out: list[Chip] = []
     for p in parts:
         if not p.isprintable() or len(p) > MAX_SPEC:  # a NUL or a huge name: not a path
             raise ConfigError(OPTION, p, allowed())
         if p in ids:
-            got = chips_mod.from_platform(specs.get(p))
+            got = chips_mod.from_platform(datasheets.get(p))
         elif p.endswith(".toml") or Path(p).is_file():
             if not Path(p).is_file():
                 raise ConfigError(OPTION, p, "no such chip file; " + allowed())
@@ -69,7 +69,7 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
             if len(near) != 1:
                 why = f"matches {', '.join(near)}: name one" if near else allowed()
                 raise ConfigError(OPTION, p, why)
-            got = chips_mod.from_platform(specs.get(near[0]))
+            got = chips_mod.from_platform(datasheets.get(near[0]))
         if got.id not in {c.id for c in out}:
             out.append(got)
     return out

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from paradnn import paths
+from paradnn.axes import AXES
 from paradnn.errors import StoreError, WorkFailed
 from paradnn.records import RECORD_FIELDS, RunRecord, hyperparameter_columns
 from paradnn.store.schema import LATEST, MIGRATIONS
@@ -32,7 +33,8 @@ JSON_COLUMNS = (
     "xla_detail",  # the JAX backend (docs/jax.md)
 )
 BOOL_COLUMNS = ("converged", "emulated", "cudagraphs", "xla_flops_mismatch", "ceiling_beaten")
-BOOL_COLUMNS += ("pin_memory", "persistent_workers", "input_bound")  # docs/infeed.md
+BOOL_COLUMNS += ("input_bound",)  # docs/infeed.md
+BOOL_COLUMNS += tuple(a.column for a in AXES if a.column and a.kind is bool)  # pin_memory, …
 ENV_COLUMNS = {
     "python_version": "python",
     "torch_version": "torch",

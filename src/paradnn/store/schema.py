@@ -335,6 +335,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX claims_token ON claims(token);
     """,
+    # cuDNN's autotuner as a study axis (issue 44, docs/modes.md): every earlier CUDA run had it
+    # on (a CPU run has no cuDNN, whatever the setting).
+    """
+    ALTER TABLE runs ADD COLUMN cudnn_benchmark INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

@@ -1,11 +1,11 @@
 """Declarative sweeps: a TOML file names the families, axes, precisions and timing of a set of
 runs; `load` validates all of it up front and expands it into `RunSpec`s. Torch-free.
 
-The file format is documented in `paradnn.sweep.spec` and docs/sweeps.md.
+The file format is documented in `paradnn.sweep.file` and docs/sweeps.md.
 """
 
-from paradnn.sweep.runspec import RunSpec
+from paradnn.config import RunSpec
+from paradnn.sweep.file import Filters, Sweep, SweepError, load, parse
 from paradnn.sweep.sampling import Sampling
-from paradnn.sweep.spec import Filters, Sweep, SweepError, load, parse
 
 __all__ = ["Filters", "RunSpec", "Sampling", "Sweep", "SweepError", "load", "parse"]

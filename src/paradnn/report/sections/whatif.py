@@ -7,8 +7,8 @@ pairs. Only in a report built with --what-if (the default report is unchanged)."
 from __future__ import annotations
 
 from paradnn import analysis as A
+from paradnn import formatting as U
 from paradnn import plots as P
-from paradnn import units as U
 from paradnn.analysis import whatif as W
 from paradnn.analysis.modes import heat
 from paradnn.plots import whatif as PW

@@ -11,11 +11,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from paradnn.axes import AXES, STUDY
+from paradnn.formatting import duration
+from paradnn.formatting import nbytes as _bytes
+from paradnn.formatting import pct as _pct
+from paradnn.formatting import si as _si
 from paradnn.records import Status, hyperparameter_columns
-from paradnn.units import duration
-from paradnn.units import nbytes as _bytes
-from paradnn.units import pct as _pct
-from paradnn.units import si as _si
 from paradnn.utilization import BEATEN_LEGEND, BEATEN_MARK, flagged
 
 si = _si  # for other modules (the CLI's families table)
@@ -126,9 +127,18 @@ def _attempt_cell(r: dict[str, Any]) -> str:
     return f"{r.get('attempt') or 1}" + (" chosen" if r.get("attempt_choice") else "")
 
 
+def identity_value(v: Any) -> str:
+    """An identity value as a cell: yes/no, `—` when not set; a device or sweep named `[x]`
+    stays `[x]`."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return "—" if v is None else escape(str(v))
+
+
 # Which run a row is, beyond its config: a table shows the fields whose value differs between
 # its rows and names the shared ones once above it (`split_identity`). Every study axis of
-# paradnn.config.AXES is one, so an axis added there shows up here without more code.
+# paradnn.axes with a record column is one, so an axis added there shows up here without more
+# code.
 IDENTITY_FIRST = ("device_name", "sweep", "family")
 IDENTITY_LAST = ("threads", "attempt", "status", "quality")
 IDENTITY_HEADERS = {
@@ -141,16 +151,20 @@ IDENTITY_HEADERS = {
     "persistent_workers": "persistent",
     "pin_memory": "pinned",
 }
-# What a row stored before its field existed means (a column added later reads null).
-IDENTITY_DEFAULTS = {"mode": "eager", "backend": "torch", "data_source": "device", "procs": 1}
-# Shared values not worth a word above a table: the ordinary single-process torch run.
-QUIET_SHARED = {"procs": "1", "data_source": "device", "backend": "torch"}
+# What a row stored before its field existed means (a column added later reads null): an
+# axis's default, unless the axis is null where it measures nothing (a loader's settings).
+IDENTITY_DEFAULTS = {a.field: a.default for a in AXES if a.column and a.when is None}
+# Shared values not worth a word above a table: the ordinary run of each axis that enters the
+# run key only when set (a single-process torch run on device data, ...).
+QUIET_SHARED = {
+    a.field: identity_value(a.default)
+    for a in STUDY
+    if a.column and a.keyed == "when_set" and a.when is None
+}
 
 
 def identity_fields() -> tuple[str, ...]:
-    from paradnn.config import AXES
-
-    middle = ("precision", "optimizer", *AXES.values())
+    middle = tuple(a.field for a in AXES if a.column)
     return tuple(dict.fromkeys((*IDENTITY_FIRST, *middle, *IDENTITY_LAST)))
 
 
@@ -168,10 +182,7 @@ def identity_cell(r: dict[str, Any], name: str) -> str:
     if name == "data_source":
         return _infeed_cells(r)[0]  # `pipeline w2`: the loader's workers with the source
     v = r.get(name)
-    v = IDENTITY_DEFAULTS.get(name) if v is None else v
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return "—" if v is None else escape(str(v))  # a device or sweep named `[x]` stays `[x]`
+    return identity_value(IDENTITY_DEFAULTS.get(name) if v is None else v)
 
 
 def split_identity(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:

@@ -5,8 +5,8 @@
     precisions = ["fp32", "bf16"] # default ["fp32"]; any of paradnn.config.PRECISIONS, or
                                   # "native": every low precision the device runs natively
     optimizers = ["rmsprop"]      # default ["rmsprop"]; any of paradnn.optimizers.OPTIMIZERS
-    modes = ["eager"]             # study axes (paradnn.config.AXES), each optional: every
-                                  # value is run; RunOptions says which values are allowed
+    modes = ["eager"]             # study axes (paradnn.axes), each optional: every value
+                                  # is run; paradnn.axes says which values are allowed
 
     [sampling]                    # optional; default method = "grid" (every combination)
     method = "lhs"                # "grid", "random" or "lhs" (Latin hypercube over the axes)
@@ -57,26 +57,19 @@ import os
 import re
 import tomllib
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from paradnn import families
-from paradnn.config import (
-    AXES,
-    ExecutorSettings,
-    RunOptions,
-    TimingPolicy,
-    for_precision,
-    relevant_axes,
-)
+from paradnn.axes import AXES, BY_FIELD, STUDY, in_effect, measured
+from paradnn.config import ExecutorSettings, RunOptions, RunSpec, TimingPolicy
 from paradnn.errors import ABSENT, ConfigError, ParadnnError, line, shown
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
 from paradnn.precisions import NATIVE, PRECISIONS
 from paradnn.space import parse_range
-from paradnn.sweep.runspec import RunSpec
 from paradnn.sweep.sampling import METHODS, Sampling
 from paradnn.validate import SEED_MAX, coerce, from_mapping, huge_integer, one_of, plain_text
 
@@ -89,7 +82,7 @@ MAX_CONFIGS = 100_000
 MAX_RUNS = 100_000
 MAX_DESCRIPTION = 1000
 TOP_KEYS = (
-    "name", "description", "precisions", "optimizers", *AXES,
+    "name", "description", *(a.key for a in AXES),
     "sampling", "filters", "timing", "executor", "families", "runs",
 )  # fmt: skip
 
@@ -148,36 +141,59 @@ class Sweep:
         precisions: Sequence[str] | None = None,
         optimizers: Sequence[str] | None = None,
         axes: Mapping[str, Sequence[Any]] | None = None,
+        options: RunOptions | None = None,
     ) -> list[RunSpec]:
         """Every config at every precision, optimizer and study-axis value (overrides replace
         the file's; `axes` is keyed by RunOptions field), precision-major so a partial run
-        covers all models."""
+        covers all models. Each run's options are `options` (default: the sweep's timing) with
+        its axis values in place, as the run has them in effect (paradnn.axes.in_effect)."""
+        base = options or RunOptions(timing=self.timing)
         precs = _override("precision", precisions, PRECISION_WORDS) or self.precisions
         opts = _override("optimizer", optimizers, OPTIMIZERS) or self.optimizers
         study = dict(self.axes)
         for name, values in (axes or {}).items():
-            if name not in AXES.values():
-                raise ConfigError("axis", name, "must be one of " + ", ".join(AXES.values()))
+            if name not in STUDY_FIELDS:
+                raise ConfigError("axis", name, "must be one of " + ", ".join(STUDY_FIELDS))
             for v in values or ():
-                RunOptions(**{name: v})  # its ConfigError names the field, value and choices
+                BY_FIELD[name].check(v)  # one line naming the field, value and choices
             if values:
                 study[name] = tuple(dict.fromkeys(values))
         combos = [dict(zip(study, v, strict=True)) for v in itertools.product(*study.values())]
-        combos = list({repr(c): c for c in map(relevant_axes, combos)}.values())  # docs/infeed.md
+        combos = _unique(measured(c) for c in combos)  # docs/infeed.md
         for combo in combos:  # values valid alone may clash together (host data on 2 ranks)
-            RunOptions(**combo)
+            dataclasses.replace(base, **combo)
         _check_runs(_At(self.name), len(self.configs) * len(precs) * len(opts) * len(combos))
-        per_precision = {  # fp32's pure twin is its mixed run: once (paradnn.config)
-            p: list({repr(c): c for c in (for_precision(c, p) for c in combos)}.values())
+        per_precision = {  # fp32's pure twin is its mixed run: once (paradnn.axes)
+            p: combos if p == NATIVE else _unique(_at_precision(c, p) for c in combos)
             for p in precs
         }
         return [
-            RunSpec(fam, cfg, p, o, combo)
+            RunSpec(fam, cfg, _options(base, p, o, combo), native=p == NATIVE)
             for p in precs
             for o in opts
             for combo in per_precision[p]
             for fam, cfg in self.configs
         ]
+
+
+STUDY_FIELDS = tuple(a.field for a in STUDY)
+
+
+def _unique(combos: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list({repr(c): c for c in combos}.values())
+
+
+def _at_precision(combo: dict[str, Any], precision: str) -> dict[str, Any]:
+    """A combination as a run of `precision` has it in effect (fp32's pure policy is mixed)."""
+    effect = in_effect({**combo, "precision": precision})
+    return {k: v for k, v in effect.items() if k in combo}
+
+
+def _options(base: RunOptions, precision: str, optimizer: str, combo: dict[str, Any]) -> RunOptions:
+    """One run's options: `base` with its precision (a native placeholder's is replaced
+    later), optimizer and axis values."""
+    chosen = {} if precision == NATIVE else {"precision": precision}
+    return dataclasses.replace(base, **chosen, optimizer=optimizer, **combo)
 
 
 def load(source: str | os.PathLike[str] | Mapping[str, Any], *, name: str | None = None) -> Sweep:
@@ -222,7 +238,7 @@ def parse(data: str | Mapping[str, Any], *, label: str, source: str, name: str) 
     precisions = _choices(top / "precisions", doc.get("precisions", ["fp32"]), PRECISION_WORDS)
     optimizers = _choices(top / "optimizers", doc.get("optimizers", ["rmsprop"]), OPTIMIZERS)
     study = tuple(
-        (name, _axis_values(top / key, name, doc[key])) for key, name in AXES.items() if key in doc
+        (a.field, _axis_values(top / a.key, a.field, doc[a.key])) for a in STUDY if a.key in doc
     )
     timing = _timing(top / "timing", doc.get("timing", {}))
     executor = _executor(top / "executor", doc["executor"]) if "executor" in doc else None
@@ -382,19 +398,16 @@ def _choices(at: _At, value: object, allowed: Sequence[str]) -> tuple[str, ...]:
 
 
 def _axis_values(at: _At, name: str, value: object) -> tuple[Any, ...]:
-    """A study axis' values, each checked by RunOptions (the one place that says what is
-    allowed), deduplicated in order."""
+    """A study axis' values, each checked as paradnn.axes declares it, deduplicated in order."""
     items = value if isinstance(value, list | tuple) else [value]
     if not items or isinstance(value, Mapping):
         raise at.error(value, f"must be a non-empty list of {name} values")
     for i, item in enumerate(items):
         try:
-            RunOptions(**{name: item})
+            BY_FIELD[name].check(item)
         except ConfigError as e:
             where = at / i if isinstance(value, list | tuple) else at
             raise where.error(item, e.allowed) from None
-        except TypeError:
-            raise at.error(item, f"{name} is not a run option") from None
     return tuple(dict.fromkeys(items))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
-from paradnn import units as U
+from paradnn import formatting as U
 
 # Columns worth a person's attention, in order; rows without them show what they have.
 PREFERRED = (

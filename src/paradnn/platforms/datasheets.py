@@ -1,4 +1,4 @@
-"""The platform database: a validated, read-only view of specs.toml (and of user TOML files).
+"""The platform database: a validated, read-only view of datasheets.toml (and of user TOML files).
 
 Figures are datasheet values in SI units (FLOP/s, bytes, bytes/s, W, Hz); see docs/platforms.md.
 """
@@ -250,8 +250,8 @@ def _parse_toml(text: str, where: str) -> dict[str, Any]:
 
 @cache
 def _database() -> MappingProxyType[str, Platform]:
-    text = resources.files("paradnn.platforms").joinpath("specs.toml").read_text("utf-8")
-    raw = _parse_toml(text, "platforms/specs.toml")
+    text = resources.files("paradnn.platforms").joinpath("datasheets.toml").read_text("utf-8")
+    raw = _parse_toml(text, "platforms/datasheets.toml")
     return MappingProxyType({pid: parse_entry(pid, data) for pid, data in raw.items()})
 
 

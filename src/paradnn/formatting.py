@@ -1,6 +1,6 @@
 """Numbers as people read them: SI prefixes with units, percentages, bytes, durations, speedups.
 
-One home for the formatting the CLI's tables (`paradnn.tables`) and the HTML report
+One home for the formatting the CLI's tables (`paradnn.cli.tables`) and the HTML report
 (`paradnn.report`) share, so `3.485e+10` reads `34.9 GFLOP/s` in both. Pure Python, imported by
 every layer: no pandas, no torch. A missing value (None or NaN) is `—` everywhere.
 
