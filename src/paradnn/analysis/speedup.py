@@ -39,6 +39,7 @@ from paradnn.records import COMPARE_BY, METRICS, Status
 # two runs to pair.
 BY = COMPARE_BY
 ENGINE = ("mode", "backend")  # the columns `engine` names
+PARALLEL = ("procs", "strategy", "scaling")  # comparing by procs pairs across all three
 IDENTITY = ("family", "config_key", "platform", "precision", "mode", "optimizer")
 HIGHER_IS_BETTER = METRICS
 FASTER, SLOWER, NO_CHANGE, NO_INTERVAL = "faster", "slower", "no detectable change", "no interval"
@@ -258,6 +259,8 @@ def _key(by: str, ga: pd.DataFrame, gb: pd.DataFrame) -> list[str]:
     for axis in AXES:  # a run pairs with runs of its own kind along every other study axis
         col = axis.column
         if col is None or col in key or col == by or (by == "engine" and col in ENGINE):
+            continue
+        if by == "procs" and col in PARALLEL:  # N=2 ddp weak against N=4 fsdp strong
             continue
         if col not in ga or col not in gb:
             continue
