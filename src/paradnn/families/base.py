@@ -101,7 +101,7 @@ class Family(ABC):
         data = {**(values or {}), **kw}
         return from_mapping(self.config_cls, data, prefix=f"{self.name}.")
 
-    def ready(self, cfg: Any) -> None:
+    def ready(self, cfg: Any) -> None:  # noqa: B027  (a hook: most families need nothing)
         """Raise ConfigError, before any work, when `cfg` cannot be built here (a factory of
         your own that does not import); the built-in families always can."""
 

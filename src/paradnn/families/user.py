@@ -55,8 +55,9 @@ def load_factory(ref: str) -> Callable[..., Any]:
         sys.path.insert(0, here)
     try:
         obj: Any = importlib.import_module(module_name)
-    except Exception as e:  # noqa: BLE001  (any import failure is the user's to read)
-        raise ConfigError("model", ref, f"cannot import {module_name}: {type(e).__name__}: {e}")
+    except Exception as e:  # any import failure is the user's to read, on one line
+        why = f"cannot import {module_name}: {type(e).__name__}: {e}"
+        raise ConfigError("model", ref, why) from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ConfigError("model", ref, f"{module_name} has no attribute {attr!r}")
@@ -66,7 +67,8 @@ def load_factory(ref: str) -> Callable[..., Any]:
     try:
         inspect.signature(obj).bind()
     except TypeError as e:
-        raise ConfigError("model", ref, f"the factory must take no required arguments ({e})")
+        why = f"the factory must take no required arguments ({e})"
+        raise ConfigError("model", ref, why) from None
     except ValueError:  # a builtin without a signature: let the call decide
         pass
     return obj
