@@ -128,3 +128,9 @@ def test_a_sweep_file_names_a_model_of_its_own(tmp_path):
     path.write_text('[[runs]]\nmodel = "own_models:nothing"\n')
     with pytest.raises(ConfigError, match="own_models has no attribute 'nothing'"):
         api.plan(sweep_file.load(path), device="cpu")
+
+
+def test_what_a_model_of_its_own_does_not_run_is_an_unsupported_row(tmp_path):
+    db = str(tmp_path / "r.db")
+    rec = api.bench(model="own_models:small", db=db, data_source="host", **KW)
+    assert rec.status == "unsupported" and "device data only" in rec.error

@@ -76,6 +76,9 @@ class TorchBackend:
         if options.data_source != "device":  # docs/infeed.md
             from paradnn.measure import infeed
 
+            if not families.get(run.rec.family).analytic:  # docs/own-model.md
+                return "a model of your own runs on device data only (--data device)"
+
             return infeed.unsupported_reason(options, run.rec.config)
         return None
 
