@@ -247,3 +247,14 @@ class SweepPlan:
             for s in self.specs
         ]
         return {"sweep": self.sweep.name, "runs": runs}
+
+
+@dataclass(frozen=True)
+class Baseline(_Plain):
+    """A named set of runs of one database (`paradnn baseline`, docs/baselines.md): each run
+    key's chosen attempt among the runs it was saved from."""
+
+    name: str
+    db: str
+    runs: int
+    saved_at: str | None
