@@ -9,12 +9,12 @@ import sqlite3
 import xml.etree.ElementTree as ET
 
 import pytest
-import synth
 
 from paradnn import api
 from paradnn.errors import ConfigError, StoreError
 from paradnn.store.schema import LATEST
 
+import synth
 from conftest import run_cli
 
 CFGS = [{"layers": 2, "nodes": n, "input": 12, "output": 5, "batch": 4} for n in (8, 16, 32)]
@@ -97,7 +97,7 @@ def test_save_list_delete_and_their_refusals(two, tmp_path):
         api.baseline_save("", a)
     assert [b.name for b in api.baseline_list(a)] == ["bf16-only", "main"]
     assert api.baseline_delete("main", a).runs == 3
-    with pytest.raises(ConfigError, match="no such baseline in .*; saved: bf16-only"):
+    with pytest.raises(ConfigError, match=r"no such baseline in .*; saved: bf16-only"):
         api.baseline_delete("main", a)
     with pytest.raises(ConfigError, match="baseline = 'main': no such baseline"):
         api.compare_baseline("main", a)
@@ -107,7 +107,7 @@ def test_save_list_delete_and_their_refusals(two, tmp_path):
 
 
 def test_the_cli_commands(two, capsys):
-    a, b = two
+    a, _ = two
     code, out, _ = run_cli(capsys, "baseline", "list", "--db", a)
     assert code == 0 and "main" in out
     code, out, _ = run_cli(capsys, "baseline", "list", "--db", a, "--format", "json")
