@@ -37,7 +37,13 @@ def test_bench_measures_a_factory_end_to_end_and_labels_what_it_counted(tmp_path
     assert rec.examples_per_s == pytest.approx(6 / rec.step_time_s)
     (row,) = api.results(db)
     assert row["run_key"] == rec.run_key and row["family"] == "user"
+    (row,) = api.results(db, family="user")
     assert row["flops_analytic"] is None and row["flops_per_step"] == rec.flops_per_step
+    # the simulator has nothing to predict it from: left out, the rest still validated
+    fc = api.bench("fc", {"layers": 1, "nodes": 4, "input": 4, "output": 2, "batch": 2},
+                   db=db, **KW)  # fmt: skip
+    v = api.simulate_validate(db, platform="skylake-n1-32", include_noisy=True)
+    assert fc.status == "ok" and {r["family"] for r in v.rows} == {"fc"}
     # another factory is another run; the same factory again is another attempt of it
     other = api.bench(model="own_models:as_dict", db=db, **KW)
     assert other.status == "ok" and other.run_key != rec.run_key

@@ -65,6 +65,16 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
+def analytic(name: object) -> bool:
+    """Whether the family `name` has an analytic description (params, shapes, FLOPs, memory)
+    the simulator and the analysis can use: False for a model of your own and for a name this
+    installation does not know."""
+    try:
+        return bool(get(name).analytic)  # type: ignore[arg-type]
+    except (ConfigError, ImportError, AttributeError):
+        return False
+
+
 def get(name: str) -> Family:
     if isinstance(name, str) and name in _HIDDEN:
         return importlib.import_module(_HIDDEN[name]).FAMILY
@@ -73,4 +83,4 @@ def get(name: str) -> Family:
     return importlib.import_module(_REGISTRY[name]).FAMILY
 
 
-__all__ = ["USER", "Built", "Family", "get", "names", "register"]
+__all__ = ["USER", "Built", "Family", "analytic", "get", "names", "register"]
