@@ -5,6 +5,7 @@ guessed), and a factory that cannot be imported or called is one line, exit 2, b
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -19,7 +20,7 @@ from conftest import TINY_POLICY, run_cli
 KW = {"device": "cpu", "threads": 1, "timing": TINY_POLICY}
 
 
-def test_bench_measures_a_factory_end_to_end_and_labels_what_it_counted(tmp_path):
+def test_bench_measures_a_factory_end_to_end_and_labels_what_it_counted(tmp_path, capsys):
     db = str(tmp_path / "r.db")
     rec = api.bench(model="own_models:small", db=db, **KW)
     assert rec.status == "ok", rec.error
@@ -49,6 +50,10 @@ def test_bench_measures_a_factory_end_to_end_and_labels_what_it_counted(tmp_path
     assert other.status == "ok" and other.run_key != rec.run_key
     again = api.bench(model="own_models:small", db=db, **KW)
     assert (again.run_key, again.attempt) == (rec.run_key, 2)
+    seen = api.history(model="own_models:small", db=db)
+    assert [r["attempt"] for r in seen] == [1, 2] and all(r["status"] == "ok" for r in seen)
+    code, out, _ = run_cli(capsys, "results", "--db", db, "--family", "user", "--format", "json")
+    assert code == 0 and len(json.loads(out)["rows"]) == 3
 
 
 def test_a_model_form_with_tuple_inputs_and_its_own_loss(tmp_path):
