@@ -65,6 +65,6 @@ def history(
     for c in COLUMNS:
         if c not in out:
             out[c] = None
-    out = out.assign(_t=out["started_at"].astype(str))
+    out = out.assign(_t=out["started_at"].fillna("").astype(str))  # ISO 8601: sorts in time
     out = out.sort_values(["_t", "db_index", "id"], kind="stable")
     return out[list(COLUMNS)].reset_index(drop=True)

@@ -237,16 +237,23 @@ def _newest(base: pd.DataFrame, rest: pd.DataFrame, key: list[str]) -> pd.DataFr
     run of it (a run older than its baseline is no news about it)."""
     if not len(rest):
         return rest
-    order = rest.assign(_t=rest["started_at"].astype(str), _db=rest["db_index"], _id=rest["id"])
+    order = rest.assign(_t=_started(rest), _db=rest["db_index"], _id=rest["id"])
     order = order.sort_values(["_t", "_db", "_id"], kind="stable")
     newest = order.groupby(key, dropna=False, sort=False).tail(1)
     if len(base):
-        since = base.assign(_since=base["started_at"].astype(str))
+        since = base.assign(_since=_started(base))
         since = since.groupby(key, dropna=False, as_index=False)["_since"].max()
         newest = newest.merge(since, on=key, how="left")
         newest = newest[newest["_since"].isna() | (newest["_t"] > newest["_since"])]
         newest = newest.drop(columns=["_since"])
     return newest.drop(columns=["_t", "_db", "_id"])
+
+
+def _started(runs: pd.DataFrame) -> pd.Series:
+    """When each run started (ISO 8601 text, which sorts in time); none: the oldest."""
+    if "started_at" not in runs:
+        return pd.Series("", index=runs.index, dtype=object)
+    return runs["started_at"].fillna("").astype(str)
 
 
 def counts(c: Comparison) -> dict[str, int | dict[str, int]]:
