@@ -175,23 +175,23 @@ class MemoryCheck:
     `bench`, `scale` and `run` judge through `check`, so they refuse (or store
     `predicted_oom`) on the same numbers with the same words."""
 
-    estimate: MemoryEstimate
+    estimate: MemoryEstimate | None  # None: no memory model (a model of your own)
     free_bytes: int | None  # what the run's device has free now (None: unknown)
     where: str  # "host memory", "GPU memory": whose memory `free_bytes` is
     copies: int = 1  # runs sharing that memory (ranks of one host), each needing the estimate
     headroom: float = DEFAULT_HEADROOM
 
     @property
-    def lower_bytes(self) -> int:
-        return self.copies * self.estimate.lower_bound
+    def lower_bytes(self) -> int | None:
+        return None if self.estimate is None else self.copies * self.estimate.lower_bound
 
     @property
-    def predicted_bytes(self) -> int:
-        return self.copies * self.estimate.total
+    def predicted_bytes(self) -> int | None:
+        return None if self.estimate is None else self.copies * self.estimate.total
 
     @property
     def fits(self) -> bool | None:
-        if self.free_bytes is None:
+        if self.free_bytes is None or self.lower_bytes is None:
             return None
         return self.lower_bytes <= self.free_bytes * (1 + self.headroom)
 
@@ -199,17 +199,23 @@ class MemoryCheck:
         """'needs at least X GiB (predicted Y GiB) and Z GiB of host memory is free'."""
         ranks = f" for {self.copies} ranks" if self.copies > 1 else ""
         free = "unknown" if self.free_bytes is None else f"{self.free_bytes / GiB:.2f} GiB"
+        if self.lower_bytes is None or self.predicted_bytes is None:
+            return f"needs an unknown amount of memory and {free} of {self.where} is free"
         return (
             f"needs at least {self.lower_bytes / GiB:.2f} GiB{ranks} (predicted "
             f"{self.predicted_bytes / GiB:.2f} GiB) and {free} of {self.where} is free"
         )
 
 
-def estimate(spec: RunSpec, device_type: str) -> MemoryEstimate:
+def estimate(spec: RunSpec, device_type: str) -> MemoryEstimate | None:
     """One run's estimate, from its description whole: family, config, precision, optimizer,
-    precision policy and optimizer implementation, on a `device_type` device."""
+    precision policy and optimizer implementation, on a `device_type` device. None for a
+    family known only once built (a model of your own): its memory is unknown, never guessed."""
     o = spec.options
-    cfg = families.get(spec.family).config(dict(spec.config))
+    family = families.get(spec.family)
+    if not family.analytic:
+        return None
+    cfg = family.config(dict(spec.config))
     return predict(
         spec.family,
         cfg,
@@ -227,7 +233,10 @@ def check_run(spec: RunSpec, device_type: str, free_bytes: int | None, where: st
     `scale` and the dry run judge every run through this one call."""
     o = spec.options
     ranks = copies(device_type, o.procs, o.scaling)
-    return check(estimate(spec, device_type), free_bytes, where, copies=ranks)
+    est = estimate(spec, device_type)
+    if est is None:
+        return MemoryCheck(None, free_bytes, where, ranks)
+    return check(est, free_bytes, where, copies=ranks)
 
 
 def copies(device_type: str, procs: int = 1, scaling: str = "weak") -> int:

@@ -134,13 +134,31 @@ def compare(
     else:
         label = runs[by].astype(str)
         ga, gb = runs[label == str(a)], runs[label == str(b)]
+    return _compared(by, a, b, ga, gb, runs, metric, include_noisy, resamples, seed)
+
+
+def _compared(
+    by: str,
+    a: str,
+    b: str,
+    ga: pd.DataFrame,
+    gb: pd.DataFrame,
+    runs: pd.DataFrame,
+    metric: str,
+    include_noisy: bool,
+    resamples: int,
+    seed: int,
+    key: list[str] | None = None,
+) -> Comparison:
+    """The comparison of two groups of runs, however they were drawn (a column's values, two
+    attempts, a baseline and the newest runs)."""
     na, nb = noisy_ok(ga), noisy_ok(gb)
     reasons = reason_counts(pd.concat([ga, gb]))
     left_out = {str(a): 0, str(b): 0}
     if not include_noisy:
         left_out = {str(a): int(na.sum()), str(b): int(nb.sum())}
         ga, gb = ga[~na], gb[~nb]
-    key = _key(by, ga, gb)
+    key = key if key is not None else _key(by, ga, gb)
     sa, sb = _per_config(ga, key, metric), _per_config(gb, key, metric)
     pairs = sa.merge(sb, on=key, suffixes=("_a", "_b"))
     if by == "attempt":  # 'first' and 'latest' of a key with one attempt are the same run
@@ -173,6 +191,70 @@ def compare(
         noisy_reasons=reasons,
         include_noisy=include_noisy,
     )
+
+
+NEWEST = "newest"  # group b of a baseline comparison
+
+
+def against_baseline(
+    data: Data,
+    members: pd.DataFrame,
+    name: str,
+    metric: str = "examples_per_s",
+    family: str | None = None,
+    include_noisy: bool = False,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Comparison:
+    """The newest runs against the baseline `name` (docs/baselines.md): group a is the
+    baseline's runs (`members`: their `db` and row `id`), group b per configuration the newest
+    run outside it that started after the baseline's run of that configuration (each run key
+    by its chosen attempt, paradnn.attempts). Configurations pair as for `compare` (family,
+    config and every identity column but the database); `by` is "baseline"."""
+    if metric not in HIGHER_IS_BETTER:
+        raise ConfigError("metric", metric, "one of " + ", ".join(HIGHER_IS_BETTER))
+    runs = data.runs
+    if family is not None:
+        if not len(runs) or family not in set(runs["family"]):
+            raise ConfigError("family", family, "a family with runs in the database")
+        runs = runs[runs["family"] == family]
+    if not len(runs):
+        raise ConfigError("baseline", name, "has no runs to compare in these databases")
+    ids = set(zip(members["db"].astype(str), members["id"].astype(int), strict=True))
+    inside = pd.Series(
+        [(str(d), int(i)) in ids for d, i in zip(runs["db"], runs["id"], strict=True)],
+        index=runs.index,
+        dtype=bool,
+    )
+    ga, rest = runs[inside], choose(runs[~inside])
+    key = _key("baseline", ga, rest)
+    gb = _newest(ga, rest, key)
+    return _compared("baseline", name, NEWEST, ga, gb, runs, metric, include_noisy,
+                     resamples, seed, key)  # fmt: skip
+
+
+def _newest(base: pd.DataFrame, rest: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """Per configuration (`key`), the newest run of `rest` that started after the baseline's
+    run of it (a run older than its baseline is no news about it)."""
+    if not len(rest):
+        return rest
+    order = rest.assign(_t=_started(rest), _db=rest["db_index"], _id=rest["id"])
+    order = order.sort_values(["_t", "_db", "_id"], kind="stable")
+    newest = order.groupby(key, dropna=False, sort=False).tail(1)
+    if len(base):
+        since = base.assign(_since=_started(base))
+        since = since.groupby(key, dropna=False, as_index=False)["_since"].max()
+        newest = newest.merge(since, on=key, how="left")
+        newest = newest[newest["_since"].isna() | (newest["_t"] > newest["_since"])]
+        newest = newest.drop(columns=["_since"])
+    return newest.drop(columns=["_t", "_db", "_id"])
+
+
+def _started(runs: pd.DataFrame) -> pd.Series:
+    """When each run started (ISO 8601 text, which sorts in time); none: the oldest."""
+    if "started_at" not in runs:
+        return pd.Series("", index=runs.index, dtype=object)
+    return runs["started_at"].fillna("").astype(str)
 
 
 def counts(c: Comparison) -> dict[str, int | dict[str, int]]:

@@ -13,6 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.analysis import compare, report
+    from paradnn.api.baselines import (
+        baseline_delete,
+        baseline_list,
+        baseline_save,
+        compare_baseline,
+        history,
+    )
     from paradnn.api.catalog import family_info
     from paradnn.api.ceilings import beaten_ceilings, calibrate, calibrate_host, ops
     from paradnn.api.devices import (
@@ -55,6 +62,11 @@ if TYPE_CHECKING:  # pragma: no cover
 _HOMES = {
     "compare": "analysis",
     "report": "analysis",
+    "baseline_delete": "baselines",
+    "baseline_list": "baselines",
+    "baseline_save": "baselines",
+    "compare_baseline": "baselines",
+    "history": "baselines",
     "family_info": "catalog",
     "beaten_ceilings": "ceilings",
     "calibrate": "ceilings",
@@ -105,6 +117,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "baseline_delete",
+    "baseline_list",
+    "baseline_save",
     "beaten_ceilings",
     "bench",
     "calibrate",
@@ -112,6 +127,7 @@ __all__ = [
     "check_can_run",
     "check_precisions",
     "compare",
+    "compare_baseline",
     "device_capacity",
     "doctor",
     "dry_run",
@@ -119,6 +135,7 @@ __all__ = [
     "dry_run_total",
     "family_info",
     "free_memory",
+    "history",
     "native_precisions",
     "ops",
     "plan",

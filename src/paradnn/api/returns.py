@@ -94,10 +94,10 @@ class DryRunRow:
     precision: str
     optimizer: str
     options: dict[str, Any]  # the run's study-axis values (mode, procs, …), keyed by field
-    params: int
-    flops_per_step: int
-    predicted_mem_bytes: int
-    predicted_mem_lower_bytes: int
+    params: int | None  # None: a model of your own (known once built)
+    flops_per_step: int | None
+    predicted_mem_bytes: int | None
+    predicted_mem_lower_bytes: int | None
     fits: bool | None
     fits_estimate: bool | None
     stored: str | None
@@ -247,3 +247,14 @@ class SweepPlan:
             for s in self.specs
         ]
         return {"sweep": self.sweep.name, "runs": runs}
+
+
+@dataclass(frozen=True)
+class Baseline(_Plain):
+    """A named set of runs of one database (`paradnn baseline`, docs/baselines.md): each run
+    key's chosen attempt among the runs it was saved from."""
+
+    name: str
+    db: str
+    runs: int
+    saved_at: str | None

@@ -12,7 +12,7 @@ from paradnn.api.devices import device_capacity, native_precisions
 from paradnn.api.returns import DryRunRow, Rows, StoreInfo, SweepPlan, rows
 from paradnn.axes import AXES
 from paradnn.config import ExecutorSettings, RunOptions, RunSpec, SweepSettings, with_fields
-from paradnn.errors import ConfigError, Refused
+from paradnn.errors import ABSENT, ConfigError, Refused
 from paradnn.records import RunRecord, Status
 from paradnn.store import DEFAULT_DB, open_store
 from paradnn.store.db import EmptyDatabase, check_writable
@@ -24,9 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def bench(
-    family: str,
+    family: str | None = None,
     config: Mapping[str, Any] | None = None,
     *,
+    model: str | None = None,
     db: str = DEFAULT_DB,
     timeout_s: float = 900.0,
     on_event: Callable[[Event], None] | None = None,
@@ -51,9 +52,13 @@ def bench(
     Refused before any work (no worker, no database): a precision the device does not run
     natively (ConfigError; `allow_emulated` runs an emulatable one, labelled), and a config
     whose memory cannot fit in what the device has free (errors.Refused, the check `run`
-    stores `predicted_oom` by); `force` runs the second anyway."""
+    stores `predicted_oom` by); `force` runs the second anyway.
+
+    `model="package.module:factory"` measures a model of your own (docs/own-model.md) instead
+    of a family's config: the family "user", its config the factory's path."""
     from paradnn.runner.supervisor import Supervisor
 
+    family, config = own_model(family, config, model)
     cfg = families.get(family).config(_mapping(family, config))
     options = with_fields(options, "bench option", _given(fields))
     if not isinstance(force, bool):
@@ -67,6 +72,21 @@ def bench(
     with open_store(db, lazy=True) as store:
         records = Supervisor(store, options, settings, on_event=on_event, load=load).run([spec])
     return records[-1]
+
+
+def own_model(
+    family: str | None, config: Mapping[str, Any] | None, model: str | None
+) -> tuple[str, Mapping[str, Any] | None]:
+    """(family, config) of a bench: a family's, or a model of your own's (`model`)."""
+    if model is None:
+        if family is None:
+            raise ConfigError("family", ABSENT, "name a family, or a model of your own (model=)")
+        return family, config
+    if family not in (None, families.USER):
+        raise ConfigError("model", model, f"measures a model of your own: not with family {family}")
+    if config:
+        raise ConfigError("model", model, "takes no config fields: the factory makes the model")
+    return families.USER, {"model": model}
 
 
 def _given(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,6 +105,8 @@ def check_can_run(spec: RunSpec, *, force: bool = False) -> None:
 
     options = spec.options
     device = options.device
+    fam = families.get(spec.family)
+    fam.ready(fam.config(dict(spec.config)))  # a factory of your own that does not import
     why = unsupported_precision(options.precision, device, allow_emulated=options.allow_emulated)
     if why:
         raise ConfigError("precision", options.precision, why)
@@ -125,7 +147,20 @@ def plan(
     )
     base = with_fields(None, "run option", {"timing": sweep.timing, **_setting(fields)})
     specs = sweep.specs(precisions, optimizers, study, base)
+    _ready(specs)
     return SweepPlan(sweep, tuple(specs), base)
+
+
+def _ready(specs: Sequence[RunSpec]) -> None:
+    """Every config of a family known only once built (a model of your own) can be built
+    here: its factory imports (one ConfigError line, before any work)."""
+    seen: set[tuple[str, str]] = set()
+    for spec in specs:
+        fam = families.get(spec.family)
+        key = (spec.family, repr(sorted(spec.config.items())))
+        if not fam.analytic and key not in seen:
+            seen.add(key)
+            fam.ready(fam.config(dict(spec.config)))
 
 
 def _one_way(name: str, given: Sequence[str] | None, in_axes: Sequence[str] | None) -> Any:
@@ -320,10 +355,10 @@ def dry_run(
         cfg = fam.config(dict(spec.config))
         verdict = memory.check_run(spec, device_type, free, where)
         est = verdict.estimate
-        flops = fam.train_flops(cfg)
+        flops = fam.train_flops(cfg) if fam.analytic else None  # own model: known once built
         rate = history.rates.get((spec.family, spec.precision))
         peak = None if rate else _peak_rate(history, device, spec.precision)
-        step = flops / rate if rate else (flops / peak if peak else 0.0)
+        step = 0.0 if flops is None else (flops / rate if rate else (flops / peak if peak else 0.0))
         warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
         timed = max(policy.min_time_s, policy.min_samples * max(step, policy.min_block_s))
         stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec.options)
@@ -334,12 +369,12 @@ def dry_run(
                 precision=spec.precision,
                 optimizer=spec.optimizer,
                 options=spec.options.study(),
-                params=fam.params(cfg),
+                params=fam.params(cfg) if fam.analytic else None,
                 flops_per_step=flops,
-                predicted_mem_bytes=est.total,
-                predicted_mem_lower_bytes=est.lower_bound,
+                predicted_mem_bytes=None if est is None else est.total,
+                predicted_mem_lower_bytes=None if est is None else est.lower_bound,
                 fits=verdict.fits,
-                fits_estimate=None if free is None else est.total <= free,
+                fits_estimate=None if free is None or est is None else est.total <= free,
                 stored=stored,
                 est_time_s=0.0 if stored else overhead + step + warm + timed,
                 est_time_is_floor=rate is None and not stored,

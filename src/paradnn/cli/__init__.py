@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from paradnn import __version__
-from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
+from paradnn.cli import baselines, ceilings, report, results, run, scale, simulate, versions
 from paradnn.cli import doctor as doctor_cmd
 from paradnn.cli.common import error_line, out
 from paradnn.errors import MAX_SHOWN, ParadnnError, shown
@@ -46,6 +46,8 @@ app.command()(ceilings.ops)
 app.command()(results.platforms)
 app.command()(report.report)
 app.command()(report.compare)
+app.add_typer(baselines.app, name="baseline")
+app.command()(baselines.history)
 app.add_typer(simulate.app, name="simulate")
 app.command()(versions.versions)
 app.command()(doctor_cmd.doctor)

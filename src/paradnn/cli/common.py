@@ -161,8 +161,9 @@ FamilyOpt = Annotated[
     str | None,
     typer.Option(
         "--family",
-        parser=choice("--family", families.names),
-        help=f"Only this family: {listing(families.names())} (`paradnn families`).",
+        parser=choice("--family", lambda: [*families.names(), families.USER]),
+        help=f"Only this family: {listing(families.names())} (`paradnn families`), or "
+        "user (models of your own, `bench --model`).",
     ),
 ]
 PRECISION = choice("--precision", PRECISIONS)  # -p too: the message names the long form

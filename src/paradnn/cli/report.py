@@ -26,6 +26,7 @@ from paradnn.cli.common import (
     option,
     out,
 )
+from paradnn.errors import ABSENT, OptionError
 from paradnn.records import COMPARE_BY, METRICS
 from paradnn.store import DEFAULT_DB
 
@@ -158,13 +159,32 @@ class FailOn(StrEnum):
     geomean = "geomean"
 
 
+class CompareFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    markdown = "markdown"  # a pull-request comment (cli/ci_output.py)
+    junit = "junit"  # a CI system's test report: a failing gate is a failed testcase
+
+
 def compare(
     by: Annotated[
-        str,
+        str | None,
         typer.Option("--by", parser=choice("--by", COMPARE_BY), help=BY_HELP),
-    ],
-    a: Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")],
-    b: Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")],
+    ] = None,
+    a: Annotated[str | None, typer.Option("--a", help="The baseline group (e.g. fp32).")] = None,
+    b: Annotated[
+        str | None, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="NAME",
+            help="Instead of --by/--a/--b: the newest run of each config against the runs "
+            "`paradnn baseline save NAME` named (docs/baselines.md).",
+        ),
+    ] = None,
     db: DbsOpt = None,
     metric: Annotated[
         str,
@@ -176,14 +196,15 @@ def compare(
     ] = "examples_per_s",
     family: FamilyOpt = None,
     fmt: Annotated[
-        Format,
+        CompareFormat,
         typer.Option(
             "--format",
             "-f",
-            parser=enum_choice("--format", Format),
-            help="table, csv (per config) or json.",
+            parser=enum_choice("--format", CompareFormat),
+            help="table, csv (per config), json, markdown (a pull-request comment) or junit "
+            "(JUnit XML: a failing gate is a failed testcase).",
         ),
-    ] = Format.table,
+    ] = CompareFormat.table,
     limit: Annotated[
         int,
         typer.Option(
@@ -234,13 +255,31 @@ def compare(
 
     if min_configs is None and fail_if_slower is not None:
         min_configs = 1  # a gate never passes on nothing
-    c = api.compare(
-        db or [DEFAULT_DB], by, a, b, metric=metric, family=family, include_noisy=include_noisy
-    )
+    if baseline is not None:
+        given = [f for f, v in (("--by", by), ("--a", a), ("--b", b)) if v is not None]
+        if given:
+            raise OptionError(given[0], by if given[0] == "--by" else a or b,
+                              "not with --baseline (it names both groups)")  # fmt: skip
+        c = api.compare_baseline(
+            baseline, db or [DEFAULT_DB], metric=metric, family=family, include_noisy=include_noisy
+        )
+    else:
+        for flag, v in (("--by", by), ("--a", a), ("--b", b)):
+            if v is None:
+                raise OptionError(flag, ABSENT, "is required (or --baseline NAME)")
+        c = api.compare(
+            db or [DEFAULT_DB], by, a, b, metric=metric, family=family, include_noisy=include_noisy
+        )
     slower = None
     if fail_if_slower is not None:
         slower = speedup.slower_than(c, fail_if_slower, fail_on.value)
-    _show_comparison(c, slower, fmt, limit)
+    if fmt in (CompareFormat.markdown, CompareFormat.junit):
+        from paradnn.cli import ci_output
+
+        write = ci_output.markdown if fmt is CompareFormat.markdown else ci_output.junit
+        sys.stdout.write(write(c, slower, fail_if_slower, fail_on.value, min_configs))
+    else:
+        _show_comparison(c, slower, Format(fmt.value), limit)
     if min_configs is not None:  # a gate: what it rests on, always
         err.print(speedup.counts_line(c) + ".", markup=False, highlight=False)
     if slower is not None and not _judge(c, slower, fail_if_slower, fail_on):

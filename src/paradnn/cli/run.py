@@ -195,13 +195,23 @@ BENCH_SETTINGS = SWEEP.only("timeout", "remeasure", "remeasure_backoff", remeasu
 @takes(axes=study(), measure=MEASURE, settings=BENCH_SETTINGS)
 def bench(
     family: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            help=f"Model family: {', '.join(families.names())} (`paradnn families`).",
+            help=f"Model family: {', '.join(families.names())} (`paradnn families`); "
+            "none with --model.",
             show_default=False,
         ),
-    ],
+    ] = None,
     assignments: AssignmentsArg = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            metavar="PKG.MODULE:FACTORY",
+            help="A model of your own: a function returning (module, make_batch[, loss]) "
+            "(docs/own-model.md).",
+        ),
+    ] = None,
     db: DbOpt = DEFAULT_DB,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole record as JSON.")
@@ -227,13 +237,14 @@ def bench(
     not ok)."""
     from paradnn.validate import parse_assignments
 
-    values = parse_assignments(assignments or [], what=f"{family} config")
+    values = parse_assignments(assignments or [], what=f"{family or model} config")
     rec = api.bench(
         family,
         values,
+        model=model,
         db=db,
         timeout_s=settings.timeout_s,
-        on_event=_heartbeat(f"bench {family}"),
+        on_event=_heartbeat(f"bench {family or model}"),
         remeasure=settings.remeasure,
         remeasure_backoff_s=settings.remeasure_backoff_s,
         force=force,

@@ -35,9 +35,8 @@ SCALAR_SKIP = ("samples", "env", "energy", "load")
 
 
 def compact_config(cfg: dict[str, Any]) -> str:
-    return (
-        " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + f" batch={cfg.get('batch')}"
-    )
+    batch = f" batch={cfg['batch']}" if "batch" in cfg else ""  # a model of your own has none
+    return " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + batch
 
 
 def ci_half(row: dict[str, Any]) -> float | None:

@@ -31,6 +31,11 @@ _REGISTRY: dict[str, str] = {
     "deepspeech2": "paradnn.zoo.deepspeech",
 }
 BUILTIN = tuple(_REGISTRY)
+# A model of your own (`--model pkg.module:factory`, families/user.py): resolvable by name, so
+# its stored runs read back, but not listed among the families a sweep or `paradnn families`
+# spans (it has no space, no analytic counts and no default config).
+USER = "user"
+_HIDDEN = {USER: "paradnn.families.user"}
 # Families of your own: PARADNN_FAMILIES="name=package.module,other=mod" (each module defines
 # FAMILY). An environment variable, so sweep worker processes see them too.
 
@@ -41,6 +46,8 @@ def register(name: str, module: str) -> None:
     does, is harmless); a name must never silently change meaning."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("family", name, "must be a non-empty name")
+    if name in _HIDDEN:
+        raise ConfigError("family", name, "is reserved for --model package.module:factory")
     if name in _REGISTRY and _REGISTRY[name] != module:
         raise ConfigError(
             "family", name, f"is already registered (to {_REGISTRY[name]}); pick another name"
@@ -58,10 +65,22 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
+def analytic(name: object) -> bool:
+    """Whether the family `name` has an analytic description (params, shapes, FLOPs, memory)
+    the simulator and the analysis can use: False for a model of your own and for a name this
+    installation does not know."""
+    try:
+        return bool(get(name).analytic)  # type: ignore[arg-type]
+    except (ConfigError, ImportError, AttributeError):
+        return False
+
+
 def get(name: str) -> Family:
+    if isinstance(name, str) and name in _HIDDEN:
+        return importlib.import_module(_HIDDEN[name]).FAMILY
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ConfigError("family", name, "must be one of " + ", ".join(_REGISTRY))
     return importlib.import_module(_REGISTRY[name]).FAMILY
 
 
-__all__ = ["Built", "Family", "get", "names", "register"]
+__all__ = ["USER", "Built", "Family", "analytic", "get", "names", "register"]

@@ -73,6 +73,8 @@ class Built:
     module: torch.nn.Module
     make_batch: Callable[[], tuple[Any, Any]]
     loss: Callable[[Any, Any], torch.Tensor]
+    # examples in one batch when the config cannot say (a model of your own: families/user.py)
+    examples: int | None = None
 
 
 class Family(ABC):
@@ -90,11 +92,18 @@ class Family(ABC):
     space_label: ClassVar[str] = "paper space (Table 2)"
     # The paper's fixed values for heat maps (seed 000 §4); analysis uses them as defaults.
     paper_fixed: ClassVar[Mapping[str, Any]] = {}
+    # False for a model known only once built (families/user.py): no params, FLOPs, shapes or
+    # memory before it runs; its record's analytic counts and prediction stay null.
+    analytic: ClassVar[bool] = True
 
     def config(self, values: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         """A validated config from a mapping (CLI strings are coerced; unknown keys rejected)."""
         data = {**(values or {}), **kw}
         return from_mapping(self.config_cls, data, prefix=f"{self.name}.")
+
+    def ready(self, cfg: Any) -> None:  # noqa: B027  (a hook: most families need nothing)
+        """Raise ConfigError, before any work, when `cfg` cannot be built here (a factory of
+        your own that does not import); the built-in families always can."""
 
     def default_config(self) -> Any:
         return self.config_cls()

@@ -76,6 +76,9 @@ class TorchBackend:
         if options.data_source != "device":  # docs/infeed.md
             from paradnn.measure import infeed
 
+            if not families.get(run.rec.family).analytic:  # docs/own-model.md
+                return "a model of your own runs on device data only (--data device)"
+
             return infeed.unsupported_reason(options, run.rec.config)
         return None
 
@@ -99,6 +102,11 @@ class TorchBackend:
                 built = family.build(cfg, device, options.precision)
             params = sum(p.numel() for p in built.module.parameters() if p.requires_grad)
             run.rec = run.rec.replace(params=params)
+            if run.rec.examples_per_step is None and built.examples:  # a model of your own
+                c = run.rec.counts
+                nulls = {k: v for k, v in c.nulls.items() if k != "examples_per_step"}
+                counts = dataclasses.replace(c, examples_per_step=built.examples, nulls=nulls)
+                run.rec = run.rec.with_part(counts)
             step = self.step = TrainStep(
                 built,
                 options.optimizer,

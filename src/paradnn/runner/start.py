@@ -124,6 +124,15 @@ def _start(
     if package is not None:  # another jax is another measurement
         key[package] = package_version(package)
     why = "computed against the platform database and ceilings when stored"
+    if options.procs > 1 and not fam.analytic:
+        outcome = Outcome(
+            Status.UNSUPPORTED,
+            error="a model of your own runs on one process (procs = 1)",
+            started_at=now(),
+        )
+        rid = run_key(family_name, resolved, key, env["fingerprint"])
+        return RunRecord(Identity(run_key=rid, config=resolved, **identity), outcome,
+                         energy_part=energy)  # fmt: skip
     if options.procs > 1:  # N ranks: its own start (docs/scaling.md)
         return _parallel_start(fam, cfg, options, env, key, identity, emulated, energy)
     return RunRecord(
@@ -134,15 +143,29 @@ def _start(
             **identity,
         ),
         Outcome(Status.OK, started_at=now()),
-        counts=Counts(
-            params_analytic=fam.params(cfg),
-            flops_analytic=fam.train_flops(cfg),
-            examples_per_step=fam.examples_per_step(cfg),
-        ),
+        counts=analytic_counts(fam, cfg),
         utilization=Utilization(nulls={"utilization_datasheet": why, "utilization_measured": why}),
         energy_part=energy,
         parallel_part=Parallel(nulls=single_process_nulls()),
     )
+
+
+def analytic_counts(fam: Any, cfg: Any) -> Counts:
+    """A family's analytic counts; null, with the reason, for a model known only once built
+    (a model of your own: its worker counts them)."""
+    if fam.analytic:
+        return Counts(
+            params_analytic=fam.params(cfg),
+            flops_analytic=fam.train_flops(cfg),
+            examples_per_step=fam.examples_per_step(cfg),
+        )
+    from paradnn.families.user import NO_ANALYTIC
+
+    why = "read from the batch when measured"
+    return Counts(
+        nulls={"params_analytic": NO_ANALYTIC, "flops_analytic": NO_ANALYTIC,
+               "examples_per_step": why}
+    )  # fmt: skip
 
 
 def package_version(name: str) -> str | None:

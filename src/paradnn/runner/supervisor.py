@@ -469,6 +469,11 @@ class Supervisor:
 
         verdict = memory.check_run(spec, capacity.device_type, capacity.free_bytes, capacity.where)
         est = verdict.estimate
+        if est is None:  # no memory model (a model of your own): unknown, never guessed
+            from paradnn.families.user import NO_PREDICTION
+
+            why = dict.fromkeys(("predicted_mem_bytes", "predicted_mem_lower_bytes"), NO_PREDICTION)
+            return rec.with_part(Prediction(nulls=why))
         rec = rec.with_part(Prediction(int(est.total), int(est.lower_bound)))
         if not self.settings.predict or verdict.fits is not False:
             return rec

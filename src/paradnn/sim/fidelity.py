@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from paradnn import families
 from paradnn.attempts import choose, good
 from paradnn.errors import ABSENT, ConfigError
 from paradnn.precisions import PRECISIONS
@@ -103,6 +104,8 @@ def predicted_vs_measured(
     for r in ok.to_dict("records"):
         chip = platform.get(r.get("device_name")) if isinstance(platform, Mapping) else platform
         if chip is None or r["precision"] not in PRECISIONS:
+            continue
+        if not families.analytic(r["family"]):  # a model of your own: nothing to predict from
             continue
         if chip.platform.peak(r["precision"]) is None:
             continue

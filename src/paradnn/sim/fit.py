@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from paradnn import families
 from paradnn.attempts import choose
 from paradnn.errors import ABSENT, ConfigError
 from paradnn.records import Status
@@ -97,8 +98,8 @@ def samples(
     for r in _ok_runs(frame).to_dict("records"):
         if chip.platform.peak(r["precision"]) is None:
             continue
-        if int(r.get("procs") or 1) > 1:
-            continue
+        if int(r.get("procs") or 1) > 1 or not families.analytic(r["family"]):
+            continue  # a model of your own has no analytic description to fit
         cfg = json.loads(r["config"]) if isinstance(r["config"], str) else dict(r["config"])
         opt = r.get("optimizer") or "rmsprop"
         policy = r.get("policy") if isinstance(r.get("policy"), str) else "mixed"
@@ -128,8 +129,6 @@ def samples(
 
 
 def _cfg(family: str, cfg: Mapping[str, Any]) -> Any:
-    from paradnn import families
-
     return families.get(family).config(dict(cfg))
 
 

@@ -408,6 +408,47 @@ class Store:
         sql = "SELECT run_key, MAX(attempt) FROM runs GROUP BY run_key"
         return {k: int(a) for k, a in self.conn.execute(sql).fetchall()}
 
+    # -- baselines (docs/baselines.md) ----------------------------------------------------
+    def save_baseline(self, name: str, run_ids: Sequence[int], saved_at: str) -> None:
+        """Name the runs `run_ids` (row ids of this database) `name`, replacing what the name
+        held, in one transaction."""
+        with self.writing(f"baseline {name!r}"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("DELETE FROM baselines WHERE name = ?", (name,))
+                self.conn.executemany(
+                    "INSERT INTO baselines (name, run_id, saved_at) VALUES (?, ?, ?)",
+                    [(name, int(i), saved_at) for i in run_ids],
+                )
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def delete_baseline(self, name: str) -> int:
+        """Forget the name `name` (its runs stay); how many runs it named."""
+        with self.writing(f"deleting baseline {name!r}"):
+            cur = self.conn.execute("DELETE FROM baselines WHERE name = ?", (name,))
+        return int(cur.rowcount)
+
+    def baselines(self) -> list[dict[str, Any]]:
+        """Every baseline: name, runs it names, when it was saved; by name."""
+        if not self.exists():
+            return []
+        sql = (
+            "SELECT name, COUNT(*) AS runs, MAX(saved_at) AS saved_at FROM baselines "
+            "GROUP BY name ORDER BY name"
+        )
+        return [dict(zip(("name", "runs", "saved_at"), r, strict=True))
+                for r in self.conn.execute(sql).fetchall()]  # fmt: skip
+
+    def baseline_ids(self, name: str) -> list[int]:
+        """The row ids the baseline `name` names (empty: no such baseline here)."""
+        if not self.exists():
+            return []
+        sql = "SELECT run_id FROM baselines WHERE name = ? ORDER BY run_id"
+        return [int(r[0]) for r in self.conn.execute(sql, (name,)).fetchall()]
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()

@@ -340,6 +340,16 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN cudnn_benchmark INTEGER NOT NULL DEFAULT 1;
     """,
+    # baselines (issue 45, docs/baselines.md): a named set of runs of this database, each one
+    # attempt (its row id), that `compare --baseline NAME` compares the newest runs against.
+    """
+    CREATE TABLE baselines (
+        name        TEXT NOT NULL,
+        run_id      INTEGER NOT NULL REFERENCES runs(id),
+        saved_at    TEXT NOT NULL,              -- ISO 8601, UTC
+        PRIMARY KEY (name, run_id)
+    );
+    """,
 ]
 
 LATEST = len(MIGRATIONS)

@@ -32,6 +32,9 @@
     family = "fc"
     config = { layers = 4, nodes = 256 }   # fields left out take the family's defaults
 
+    [[runs]]                      # a model of your own (docs/own-model.md)
+    model = "mypkg.models:small"  # a factory: () -> (module, make_batch[, loss])
+
 Rules, all checked by `load` before anything runs; every error is one `SweepError` line naming
 the file, the dotted key, the value and what is allowed:
 
@@ -564,7 +567,15 @@ def _range(at: _At, text: str) -> tuple[int, ...]:
 def _run(at: _At, value: object) -> tuple[str, dict[str, Any]]:
     """One explicit config: unlike a grid point, an invalid one is an error."""
     table = _table(at, value)
-    _known_keys(at, table, ("family", "config"))
+    _known_keys(at, table, ("family", "config", "model"))
+    if "model" in table:  # a model of your own: model = "package.module:factory"
+        if "family" in table or "config" in table:
+            raise (at / "model").error(table["model"], "stands alone: no family or config with it")
+        try:
+            cfg = families.get(families.USER).config({"model": table["model"]})
+        except ConfigError as e:
+            raise (at / "model").error(table["model"], e.allowed) from None
+        return families.USER, {"model": cfg.model}
     if "family" not in table:
         raise (at / "family").error(_ABSENT, "is required; one of " + ", ".join(families.names()))
     fam = table["family"]
