@@ -449,21 +449,7 @@ def _records(df: Any) -> list[dict[str, Any]]:
 
 
 def comparison_json(c: Any, slower: Any = None) -> str:
-    doc = {
-        "by": c.by,
-        "a": c.a,
-        "b": c.b,
-        "metric": c.metric,
-        "key": list(c.key),
-        "compared": len(c.pairs),  # configs matched in both groups: what a gate rests on
-        "unmatched": c.unmatched,
-        "noisy_left_out": c.noisy_left_out,
-        "noisy_reasons": c.noisy_reasons,
-        "include_noisy": c.include_noisy,
-        "summary": _records(c.summary),
-        "pairs": _records(c.pairs),
-        "failed": _records(c.failed),
-    }
+    doc = c.as_dict()  # the library's Comparison.as_dict(): one source for both
     if slower is not None:
         doc["slower_than_threshold"] = _records(slower)
     return json.dumps(doc, indent=1, default=str)
