@@ -98,10 +98,13 @@ def main() -> None:
     ap.add_argument("--src", type=Path, default=ROOT / "src")
     ap.add_argument("--label", required=True)
     ap.add_argument("--loops", type=int, default=len(os.sched_getaffinity(0)) + 1)
+    ap.add_argument("--remeasure", type=int, help="PARADNN_REMEASURE (default: the command's)")
     args = ap.parse_args()
     machine = _machine()
     env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
     env.pop("PARADNN_REMEASURE", None)  # the command's own default
+    if args.remeasure is not None:
+        env["PARADNN_REMEASURE"] = str(args.remeasure)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "busy.toml").write_text(SWEEP)
@@ -125,6 +128,7 @@ def main() -> None:
             "when": datetime.now(UTC).isoformat(timespec="seconds"),
             "src": str(args.src),
             "busy_loops": args.loops,
+            "remeasure": "default" if args.remeasure is None else args.remeasure,
             "exit": done.returncode,
             "wall_s": round(wall, 1),
             **_stored(db),
@@ -132,6 +136,7 @@ def main() -> None:
             "warning_lines": sum(ln.startswith("warning") for ln in stderr),
             "remeasure_lines": sum("re-measur" in ln for ln in stderr),
             "noisy_lines": [ln for ln in stderr if "noisy" in ln][:8],
+            "last_lines": stderr[-4:],  # the end of the sweep: what became of the noisy runs
             "machine": machine,
             "note": "a shared 2-core VM: other engineers' work adds to the busy loops' load",
         }
