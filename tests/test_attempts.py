@@ -287,7 +287,7 @@ def test_jsonl_progress_carries_the_remeasure_note(capsys):
     from paradnn.cli.progress import JsonlReporter
     from paradnn.runner.supervisor import Event
 
-    note = "re-measuring fc fp32 layers=4 (attempt 1 was noisy: load); re-measure 1 of 2, in 10 s"
+    note = "re-measuring fc fp32 layers=4 (attempt 1 was noisy: load); the load has dropped (…)"
     JsonlReporter()(Event("remeasure", 1, 3, {"ok": 1}, notes=[note]))
     event = json.loads(capsys.readouterr().out)
     assert event["event"] == "remeasure" and event["notes"] == [note] and event["total"] == 3

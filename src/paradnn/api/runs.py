@@ -586,7 +586,7 @@ def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> Rows:
         raise ConfigError("table", table, "one of " + ", ".join(SIDE_TABLES))
     with open_store(db, readonly=True) as store:
         columns = store.columns(table)
-        for k, v in where.items():
-            if columns and k not in columns:
+        for k, v in where.items():  # a None filter filters nothing
+            if v is not None and columns and k not in columns:
                 raise unknown_filter("side_table", k, v, columns, f" (the columns of {table})")
         return rows(table, store.rows(table, {k: v for k, v in where.items() if v is not None}))
