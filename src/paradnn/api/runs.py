@@ -43,10 +43,12 @@ def bench(
     by name, a study axis (`precision="bf16"`, `mode="compile"`, `backend="jax"`) or where
     and how (`device="cpu"`, `threads=1`, `timing=...`, `energy=True`); an unknown name is
     refused. `remeasure`: measure a noisy result again (each a new attempt) up to this many
-    times; the last attempt is returned (the good one when one was good: re-measuring stops
-    there). Bad input raises before any work starts; `on_event` hears the phases. `load`
-    (host.sample_load) is the machine's load the thread count is chosen from; without it the
-    load is sampled here (not for `threads=1`: one thread never exceeds the free cores).
+    times, when the load that made it noisy has dropped (runner/busy.py: else once more at the
+    end, after `remeasure_backoff_s`, or kept); the last attempt is returned (the good one when
+    one was good: re-measuring stops there). Bad input raises before any work starts;
+    `on_event` hears the phases. `load` (host.sample_load) is the machine's load the thread
+    count is chosen from; without it the load is sampled here (not for `threads=1`: one
+    thread never exceeds the free cores).
 
     Refused before any work (no worker, no database): a precision the device does not run
     natively (ConfigError; `allow_emulated` runs an emulatable one, labelled), and a config
