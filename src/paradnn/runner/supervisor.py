@@ -341,12 +341,8 @@ def _label(rec: RunRecord) -> str:
 
 
 def _next_due(queue: list[Unit]) -> Unit | None:
-    """The first unit whose back-off has passed (taken off the queue), or None."""
-    now_ = time.monotonic()
-    for i, unit in enumerate(queue):
-        if unit.not_before <= now_:
-            return queue.pop(i)
-    return None
+    """The first unit of the queue (taken off it), or None."""
+    return queue.pop(0) if queue else None
 
 
 @dataclass(frozen=True)
@@ -635,11 +631,7 @@ class Supervisor:
         ):  # fmt: skip
             _check_deadline()
             self._dispatch(queue, slots, pools, results)
-            if not any(w is not None and w.unit for w in slots) and queue:
-                # only re-measures waiting out their back-off: sleep until the first is due
-                due = min(u.not_before for u in queue) - time.monotonic()
-                time.sleep(max(0.0, min(due, _until_deadline())))
-            elif not any(w is not None and w.unit for w in slots) and not queue:
+            if not any(w is not None and w.unit for w in slots) and not queue:
                 # only configurations another sweep is measuring: see what becomes of them
                 n = len(self.sharing.waiting) if self.sharing else 0
                 what = f"waiting for {n} configuration{'s' if n != 1 else ''} another sweep"
@@ -739,7 +731,7 @@ class Supervisor:
             return
         then = stored.record.others_cpu_frac if stored.record is not None else None
         decision = busy.decide(then, self.sample_load(cpus))
-        again = dataclasses.replace(unit, remeasured=unit.remeasured + 1, not_before=0.0)
+        again = dataclasses.replace(unit, remeasured=unit.remeasured + 1)
         label = f"{unit.family} {unit.precision} " + ", ".join(
             f"{k}={v}" for k, v in (unit.config or {}).items()
         )
@@ -836,16 +828,14 @@ class Supervisor:
     def _collect(
         self, slots: list[_Worker | None], results: list[Any], queue: list[Unit] | None = None
     ) -> None:
-        """Wait for a result, a death or a deadline; store each outcome; retire spent workers.
-        A re-measure in `queue` that comes due ends the wait, so an idle slot takes it."""
+        """Wait for a result, a death or a deadline; store each outcome (a noisy run measured
+        again joins `queue`); retire spent workers."""
         busy = [w for w in slots if w is not None and w.unit is not None]
         if not busy:
             return
         timeout = self.settings.timeout_s
         first_deadline = min(w.started + timeout for w in busy)
         until = min(first_deadline - time.monotonic(), self.heartbeat_s, _until_deadline())
-        if queue and len(busy) < len(slots):
-            until = min(until, min(u.not_before for u in queue) - time.monotonic())
         ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(0.0, until))
         for i, w in enumerate(slots):
             if w is None or w.unit is None:
