@@ -369,7 +369,8 @@ class SweepSettings:
     retry_failed: bool = False
     force: bool = False  # measure even what is finished (a new attempt): `paradnn bench`
     # A run that finishes ok but noisy is measured again, as a new attempt, up to this many
-    # times, the k-th after remeasure_backoff_s × 2^(k-1) seconds (other runs go on meanwhile).
+    # times, when the load that made it noisy has dropped; else at the end of the sweep, after
+    # waiting at most remeasure_backoff_s once for the load to drop (runner/busy.py).
     # The CLI turns it on (run: 2, bench: 1; docs/runner.md#re-measuring-noisy-runs).
     remeasure: int = 0
     remeasure_backoff_s: float = REMEASURE_BACKOFF_S

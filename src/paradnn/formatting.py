@@ -138,3 +138,33 @@ def band(p90: float | None) -> str:
 def band_range(lo: float | None, hi: float | None) -> str:
     """A ratio's interval taken from error bands (never a 95% CI): 'model error band 2.29–22.4×'."""
     return f"model error band {times_range(lo, hi)}"
+
+
+def plain(value: Any) -> Any:
+    """`value` as plain JSON-ready data, for the `as_dict()` of every result the library
+    returns: a dataclass (or anything with `as_dict()`) as a dict of its fields, a table
+    (pandas, duck-typed: no import here) as a list of row dicts, a path as text, a tuple or
+    set as a list, NaN as None; nested values likewise."""
+    import dataclasses
+    from pathlib import PurePath
+
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return None if value != value else value
+    if hasattr(value, "as_dict") and not isinstance(value, type):
+        return plain(value.as_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "to_dict") and hasattr(value, "columns"):  # a DataFrame
+        return [plain(r) for r in value.to_dict("records")]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return [plain(v) for v in items]
+    if isinstance(value, PurePath):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+        return plain(value.item())
+    return value

@@ -65,6 +65,27 @@ class Comparison:
     noisy_reasons: dict[str, int] = field(default_factory=dict)  # reason -> noisy runs
     include_noisy: bool = False
 
+    def as_dict(self) -> dict:
+        """The object `compare --format json` prints (without its gate's rows): plain values,
+        each table as a list of rows (NaN as null)."""
+        from paradnn.formatting import plain
+
+        return {
+            "by": self.by,
+            "a": self.a,
+            "b": self.b,
+            "metric": self.metric,
+            "key": list(self.key),
+            "compared": len(self.pairs),  # configs matched in both groups: what a gate rests on
+            "unmatched": plain(self.unmatched),
+            "noisy_left_out": plain(self.noisy_left_out),
+            "noisy_reasons": plain(self.noisy_reasons),
+            "include_noisy": self.include_noisy,
+            "summary": plain(self.summary),
+            "pairs": plain(self.pairs),
+            "failed": plain(self.failed),
+        }
+
     def overall(self) -> dict:
         row = self.summary[self.summary["family"] == "all"]
         return row.iloc[0].to_dict() if len(row) else {}

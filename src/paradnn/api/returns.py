@@ -52,6 +52,12 @@ class Rows(Sequence[Row]):
     def as_dict(self) -> list[Row]:
         return [dict(r) for r in self.rows]
 
+    def to_pandas(self) -> Any:
+        """The rows as a pandas DataFrame, one column per key (pandas is imported here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.as_dict())
+
 
 def rows(table: str, found: Sequence[Mapping[str, Any]]) -> Rows:
     """`found` as the Rows of `table` (each row copied into a dict of its own)."""

@@ -44,10 +44,12 @@ def bench(
     by name, a study axis (`precision="bf16"`, `mode="compile"`, `backend="jax"`) or where
     and how (`device="cpu"`, `threads=1`, `timing=...`, `energy=True`); an unknown name is
     refused. `remeasure`: measure a noisy result again (each a new attempt) up to this many
-    times; the last attempt is returned (the good one when one was good: re-measuring stops
-    there). Bad input raises before any work starts; `on_event` hears the phases. `load`
-    (host.sample_load) is the machine's load the thread count is chosen from; without it the
-    load is sampled here (not for `threads=1`: one thread never exceeds the free cores).
+    times, when the load that made it noisy has dropped (runner/busy.py: else once more at the
+    end, after `remeasure_backoff_s`, or kept); the last attempt is returned (the good one when
+    one was good: re-measuring stops there). Bad input raises before any work starts;
+    `on_event` hears the phases. `load` (host.sample_load) is the machine's load the thread
+    count is chosen from; without it the load is sampled here (not for `threads=1`: one
+    thread never exceeds the free cores).
 
     Refused before any work (no worker, no database): a precision the device does not run
     natively (ConfigError; `allow_emulated` runs an emulatable one, labelled), and a config
@@ -540,6 +542,27 @@ IDENTITY_FILTERS: dict[str, Any] = {
 }
 
 
+# `results`' keyword filters: what the store selects on (Store.runs), and the row limit.
+RESULTS_FILTERS = ("family", "status", "sweep", "run_key", "quality", "limit")
+
+
+def unknown_filter(
+    function: str, name: str, value: Any, allowed: Sequence[str], hint: str = ""
+) -> ConfigError:
+    """The one error for a filter keyword a function does not take (a misspelling, most
+    often): it names the keyword, its value, the closest filter and every one allowed, instead
+    of Python's TypeError."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(allowed), n=1)
+    guess = f"did you mean {close[0]}? " if close else ""
+    return ConfigError(
+        name,
+        value,
+        f"not a filter of api.{function}: {guess}the filters are {', '.join(allowed)}{hint}",
+    )
+
+
 def results(
     db: str = DEFAULT_DB,
     chosen: bool = False,
@@ -553,6 +576,10 @@ def results(
     have (precision, mode, backend, data_source, procs, ..., threads, attempt)."""
     from paradnn.attempts import chosen_ids
 
+    for k, v in filters.items():
+        if k not in RESULTS_FILTERS:
+            hint = f"; a run's {k} goes in where={{{k!r}: ...}}" if k in IDENTITY_FILTERS else ""
+            raise unknown_filter("results", k, v, (*RESULTS_FILTERS, "chosen", "where"), hint)
     where = {k: v for k, v in (where or {}).items() if v is not None}
     for k in where:
         if k not in IDENTITY_FILTERS:
@@ -588,6 +615,15 @@ def store_info(db: str = DEFAULT_DB) -> StoreInfo:
 
 
 def side_table(table: str, db: str = DEFAULT_DB, **where: Any) -> Rows:
-    """Rows of `ceilings`, `ops`, `op_profile` or `host_profile`."""
+    """Rows of `ceilings`, `ops`, `op_profile` or `host_profile`; `where`: column=value
+    filters (a column the table lacks is refused by name)."""
+    from paradnn.store.db import SIDE_TABLES
+
+    if table not in SIDE_TABLES:
+        raise ConfigError("table", table, "one of " + ", ".join(SIDE_TABLES))
     with open_store(db, readonly=True) as store:
+        columns = store.columns(table)
+        for k, v in where.items():  # a None filter filters nothing
+            if v is not None and columns and k not in columns:
+                raise unknown_filter("side_table", k, v, columns, f" (the columns of {table})")
         return rows(table, store.rows(table, {k: v for k, v in where.items() if v is not None}))

@@ -35,6 +35,13 @@ class Scaled:
     fits: pd.DataFrame  # an Amdahl fit over N
     check: Check  # of the measured all-reduces and efficiencies
 
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values: the records' flat rows, the table and fits as lists of rows, the
+        check's rows, errors and reason."""
+        from paradnn.formatting import plain
+
+        return {f: plain(getattr(self, f)) for f in ("records", "table", "fits", "check")}
+
 
 def check_procs(procs: Sequence[int]) -> list[int]:
     """--procs: distinct integers ≥ 1, at most MAX_PROCS_LIST of them (in the order given)."""

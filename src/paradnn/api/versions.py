@@ -37,6 +37,13 @@ class VersionStudy:
     stored: dict[str, str] = field(default_factory=dict)  # version -> torch_version in the db
     comparisons: list[Comparison] = field(default_factory=list)  # first vs each
 
+    def as_dict(self) -> dict[str, object]:
+        """Plain values: each environment's fields (paths as text), each comparison's
+        `as_dict()`."""
+        from paradnn.formatting import plain
+
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
 
 def run_args(
     preset: str,

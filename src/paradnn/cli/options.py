@@ -335,7 +335,8 @@ SWEEP = Group(
                     "--remeasure-backoff",
                     metavar="SECONDS",
                     parser=number("--remeasure-backoff", 0.0, 3600.0),
-                    help="Wait before the first re-measure; each next one waits twice as long.",
+                    help="At the end of a sweep, how long noisy runs deferred on a busy "
+                    "machine wait once for it to quiet down before they are kept as measured.",
                 ),
             ],
             REMEASURE_BACKOFF_S,

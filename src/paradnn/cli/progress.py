@@ -38,14 +38,17 @@ def say(msg: str) -> None:
 
 
 def warn_noisy(rows: list[dict[str, Any]]) -> None:
-    """A warning line on stderr for each run whose quality verdict is not good."""
-    from paradnn.measure.quality import warning_line
+    """One warning on stderr for the noisy runs among `rows`, however many there are
+    (quality.noisy_summary: counts, the worst CI, the load, what would help)."""
+    from paradnn.measure.quality import kept_noisy, noisy_summary
 
-    for r in rows:
-        label = f"{r['family']} {tables.compact_config(r['config'])} {r['precision']}"
-        line = warning_line(label, r.get("quality"), r.get("quality_reasons"), r)
-        if line:
-            error_line(line, "warning:", "yellow")
+    line = noisy_summary(
+        rows, lambda r: f"{r['family']} {tables.compact_config(r['config'])} {r['precision']}"
+    )
+    if line and kept_noisy(rows):
+        error_line(line, "warning:", "yellow")
+    elif line:  # every noisy config was good once measured again: news, not a warning
+        say(line)
 
 
 # a failure during the work (docs/limits.md#a-command-that-measured-nothing)

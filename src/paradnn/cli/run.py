@@ -284,7 +284,7 @@ def _show_bench(rec: RunRecord, db: str, energy: bool) -> None:
     if rec.error:
         out.print(f"[bold]{rec.status}[/]: {escape(str(rec.error))}")
     elif rec.step_time_s is not None:
-        ci = tables.ci_text(tables.ci_half(row))
+        ci = tables.ci_text(tables.step_ci(row))
         ci = f"{ci} (95% CI)" if ci else " (no CI: too few samples)"
         load = rec.others_cpu_frac
         out.print(

@@ -39,30 +39,27 @@ def compact_config(cfg: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in cfg.items() if k != "batch") + batch
 
 
-def ci_half(row: dict[str, Any]) -> float | None:
-    """Half the width of the median's 95% CI over the median: what `±` means everywhere (rows
-    stored before it was a column get it from their CI's ends)."""
-    from paradnn.measure.quality import ci_half_rel
+def step_ci(row: dict[str, Any]) -> float | None:
+    """The step time's CI figure (quality.step_ci): what `±` means for a step time everywhere."""
+    from paradnn.measure.quality import step_ci as figure
 
-    if row.get("ci_half_rel") is not None:
-        return row["ci_half_rel"]
-    med = row.get("step_time_s")
-    return ci_half_rel(med or 0.0, row.get("step_time_ci_low_s"), row.get("step_time_ci_high_s"))
+    return figure(row)
 
 
-def ci_text(half_rel: float | None) -> str:
-    """The one way a 95% CI is printed (bench, results, run, scale, compare): ` ±x.x%`, half the
-    interval's width over the value (`ci_half`); empty when there is no interval."""
-    if half_rel is None or half_rel != half_rel or half_rel in (float("inf"), float("-inf")):
-        return ""
-    return f" ±{half_rel * 100:.1f}%"
+def ci_text(rel: float | None) -> str:
+    """The one way a 95% CI is printed (bench, results, run, scale, compare): ` ±x.x%`
+    (quality.ci_words; a step time's is `step_ci`); empty when there is no interval."""
+    from paradnn.measure.quality import ci_words
+
+    words = ci_words(rel)
+    return f" {words}" if words else ""
 
 
 def _ms(row: dict[str, Any]) -> str:
     med = row.get("step_time_s")
     if med is None:
         return "—"
-    return f"{med * 1e3:.3g}" + ci_text(ci_half(row))
+    return f"{med * 1e3:.3g}" + ci_text(step_ci(row))
 
 
 def quality_cell(row: dict[str, Any]) -> str:
@@ -451,21 +448,7 @@ def _records(df: Any) -> list[dict[str, Any]]:
 
 
 def comparison_json(c: Any, slower: Any = None) -> str:
-    doc = {
-        "by": c.by,
-        "a": c.a,
-        "b": c.b,
-        "metric": c.metric,
-        "key": list(c.key),
-        "compared": len(c.pairs),  # configs matched in both groups: what a gate rests on
-        "unmatched": c.unmatched,
-        "noisy_left_out": c.noisy_left_out,
-        "noisy_reasons": c.noisy_reasons,
-        "include_noisy": c.include_noisy,
-        "summary": _records(c.summary),
-        "pairs": _records(c.pairs),
-        "failed": _records(c.failed),
-    }
+    doc = c.as_dict()  # the library's Comparison.as_dict(): one source for both
     if slower is not None:
         doc["slower_than_threshold"] = _records(slower)
     return json.dumps(doc, indent=1, default=str)

@@ -128,7 +128,8 @@ class Verdict:
 
 
 def ci_half_rel(median: float, ci_low: float | None, ci_high: float | None) -> float | None:
-    """Half the width of the median's CI, relative to the median: what `±` prints."""
+    """Half the width of the median's CI, relative to the median (stored as `ci_half_rel`; not
+    what `±` prints: a median's CI is lopsided, `ci_gap_rel` is the figure)."""
     if ci_low is None or ci_high is None or not median or median <= 0:
         return None
     return (ci_high - ci_low) / 2 / median
@@ -140,6 +141,23 @@ def ci_gap_rel(median: float, ci_low: float | None, ci_high: float | None) -> fl
     if ci_low is None or ci_high is None or not median or median <= 0:
         return None
     return max(median - ci_low, ci_high - median) / median
+
+
+def step_ci(row: dict[str, Any]) -> float | None:
+    """The one CI figure of a run's step time, everywhere it is printed (tables, `bench`, the
+    noisy verdict and its summary, the live view): the larger one-sided gap of the median's 95%
+    CI over the median (`ci_gap_rel`), the figure the timer stops on and the verdict judges. A
+    median's CI is lopsided: its half-width (`ci_half_rel`) would print ±4.6% for a run whose
+    verdict says its CI reaches ±6.8%."""
+    med = row.get("step_time_s")
+    return ci_gap_rel(med or 0.0, row.get("step_time_ci_low_s"), row.get("step_time_ci_high_s"))
+
+
+def ci_words(rel: float | None) -> str:
+    """How `step_ci` is printed: `±6.8%`; empty when there is no interval."""
+    if rel is None or rel != rel or rel in (float("inf"), float("-inf")):
+        return ""
+    return f"±{rel * 100:.1f}%"
 
 
 def judge(
@@ -167,7 +185,7 @@ def judge(
         )
     elif gap > target_ci_rel:
         reasons.append(
-            f"CI reaches ±{gap:.1%} > ±{target_ci_rel:.0%} target (stopped at {stop_reason})"
+            f"CI reaches {ci_words(gap)} > ±{target_ci_rel:.0%} target (stopped at {stop_reason})"
         )
     load = load or {}
     others = load.get("others_cpu_frac")
@@ -240,6 +258,85 @@ def warning_line(
         f"noisy: {label}: {'; '.join(reasons or ())}. It is stored, flagged, and left out of "
         f"compare/report; what would help: {fix}."
     )
+
+
+def _label(row: dict[str, Any]) -> str:
+    cfg = row.get("config") or {}
+    return " ".join(
+        [str(row.get("family")), str(row.get("precision"))] + [f"{k}={v}" for k, v in cfg.items()]
+    )
+
+
+def _cause(reason: str) -> str:
+    """The kind of a verdict's reason, for counting them."""
+    if reason.startswith(("CI reaches", "no CI")):
+        return "CI wider than its target"
+    if reason.startswith("other processes used"):
+        return "other processes on its CPUs"
+    if reason.startswith("the hypervisor stole"):
+        return "CPU time stolen"
+    return "other processes on the GPU" if "on the GPU" in reason else reason
+
+
+def noisy_summary(
+    rows: Sequence[dict[str, Any]], label: Callable[[dict[str, Any]], str] = _label
+) -> str | None:
+    """One warning for the noisy attempts among `rows` (a command's flat records, every
+    attempt), instead of one per attempt: how many configs kept no good attempt, how many were
+    good once measured again, the worst CI (`step_ci`) and whose, the load the noisy attempts
+    saw, why they were noisy, and what would help. None when no attempt was noisy; a single
+    noisy attempt gets its own `warning_line`."""
+    noisy = [r for r in rows if r.get("status") == "ok" and r.get("quality") == "noisy"]
+    if not noisy:
+        return None
+    if len(noisy) == 1 and len(rows) == 1:
+        r = noisy[0]
+        return warning_line(label(r), r.get("quality"), r.get("quality_reasons"), r)
+    key = lambda r: r.get("run_key") or id(r)  # noqa: E731
+    good = {key(r) for r in rows if r.get("status") == "ok" and r.get("quality") == "good"}
+    configs = {key(r) for r in noisy}
+    kept, recovered = len(configs - good), len(configs & good)
+    head = f"{kept} of {len(configs)} config{'s' if len(configs) != 1 else ''} kept noisy"
+    if recovered:
+        head += f", {recovered} good once measured again"
+    head += f" ({len(noisy)} noisy attempt{'s' if len(noisy) != 1 else ''})"
+    parts = [head]
+    cis = [(c, label(r)) for r in noisy if (c := step_ci(r)) is not None]
+    if cis:
+        worst = max(cis, key=lambda c: (c[0], c[1]))  # a tie goes by name, not by order
+        parts.append(f"worst CI {ci_words(worst[0])} ({worst[1]})")
+    fracs = [f for r in noisy if (f := r.get("others_cpu_frac")) is not None]
+    if fracs:
+        lo, hi = min(fracs), max(fracs)
+        span = f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}–{hi:.0%}"
+        parts.append(f"other processes used {span} of their CPUs")
+    else:
+        parts.append("the load on their CPUs was not measured")
+    causes: dict[str, int] = {}
+    for r in noisy:
+        for c in {_cause(x) for x in r.get("quality_reasons") or ["rated noisy"]}:
+            causes[c] = causes.get(c, 0) + 1
+    why = ", ".join(f"{c} ({n})" for c, n in sorted(causes.items(), key=lambda i: (-i[1], i[0])))
+    tips: list[str] = []
+    for r in noisy:
+        tips += [t for t in advice(r) if t not in tips]
+    fix = "; ".join(tips[:3]) if tips else "re-run them: the cause was not measured"
+    if not kept:
+        return (
+            f"noisy: {'; '.join(parts)}; why: {why}. Each config has a good attempt now, the "
+            "one compare/report use; the noisy ones are stored and flagged."
+        )
+    return (
+        f"noisy: {'; '.join(parts)}; why: {why}. They are stored, flagged, and left out of "
+        f"compare/report; what would help: {fix}."
+    )
+
+
+def kept_noisy(rows: Sequence[dict[str, Any]]) -> int:
+    """Configs (run keys) among `rows` with a noisy ok attempt and no good one."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    good = {r.get("run_key") for r in ok if r.get("quality") == "good"}
+    return len({r.get("run_key") for r in ok if r.get("quality") == "noisy"} - good)
 
 
 def machine_busy(sample: host.LoadSample) -> bool:

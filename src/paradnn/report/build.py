@@ -85,6 +85,19 @@ class Report:
     tables: list[Path]
     sections: list[Content]
 
+    def as_dict(self) -> dict[str, object]:
+        """The files written and each section's id, title and what it lacks (its HTML is in
+        the page): plain values for JSON."""
+        return {
+            "html": str(self.html),
+            "figures": [str(p) for p in self.figures],
+            "tables": [str(p) for p in self.tables],
+            "sections": [
+                {"id": s.id, "title": s.title, "empty": s.empty, "notes": list(s.notes)}
+                for s in self.sections
+            ],
+        }
+
 
 def build(
     dbs: Sequence[str | Path],

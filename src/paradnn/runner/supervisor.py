@@ -34,7 +34,7 @@ from paradnn.config import RunOptions, RunSpec, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import resolve_native
 from paradnn.records import Prediction, RunRecord, Status
-from paradnn.runner import resume
+from paradnn.runner import busy, resume
 from paradnn.runner.sharing import POLL_S, Sharing
 from paradnn.runner.signals import kill_tree
 from paradnn.runner.start import start_record
@@ -341,12 +341,8 @@ def _label(rec: RunRecord) -> str:
 
 
 def _next_due(queue: list[Unit]) -> Unit | None:
-    """The first unit whose back-off has passed (taken off the queue), or None."""
-    now_ = time.monotonic()
-    for i, unit in enumerate(queue):
-        if unit.not_before <= now_:
-            return queue.pop(i)
-    return None
+    """The first unit of the queue (taken off it), or None."""
+    return queue.pop(0) if queue else None
 
 
 @dataclass(frozen=True)
@@ -392,6 +388,7 @@ class Supervisor:
         sweep: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         load: host.LoadSample | None = None,
+        load_sampler: busy.Sampler | None = None,
     ):
         if settings.workers > 1 and not options.device.startswith("cpu"):
             raise ConfigError(
@@ -421,6 +418,11 @@ class Supervisor:
         self.threads_choice: host.ThreadsChoice | None = None
         self.sharing: Sharing | None = None  # a sweep's claims (runner/sharing.py)
         self.measured_with: dict[str, Any] | None = None  # runner/resume.py
+        # the busy-machine policy (runner/busy.py): the load now, noisy runs deferred to the end
+        self.sample_load = load_sampler or busy.default_sampler()
+        self.deferred: list[tuple[Unit, float | None]] = []  # with its attempt's load
+        self.ending = False  # the deferred runs were looked at: a noisy one is kept from now on
+        self._cpu_sets: list[tuple[int, ...] | None] = [None]
 
     # -- planning ----------------------------------------------------------------------------
     def plan(
@@ -549,7 +551,7 @@ class Supervisor:
 
     def run(self, specs: Sequence[RunSpec]) -> list[RunRecord]:
         threads = self.options.threads
-        cpu_sets = _cpu_sets(self.settings.workers)
+        cpu_sets = self._cpu_sets = _cpu_sets(self.settings.workers)
         choice = None
         if self.settings.workers > 1 and threads is None:
             threads = len(cpu_sets[0] or ())
@@ -627,15 +629,14 @@ class Supervisor:
         """Hand out units and collect outcomes until every unit is stored (or a session's time
         box runs out: TimeBoxExpired)."""
         while (
-            self._waiting(queue) or queue or any(w is not None and w.unit for w in slots)
+            self._waiting(queue)
+            or queue
+            or any(w is not None and w.unit for w in slots)
+            or self._deferred_due(queue)
         ):  # fmt: skip
             _check_deadline()
             self._dispatch(queue, slots, pools, results)
-            if not any(w is not None and w.unit for w in slots) and queue:
-                # only re-measures waiting out their back-off: sleep until the first is due
-                due = min(u.not_before for u in queue) - time.monotonic()
-                time.sleep(max(0.0, min(due, _until_deadline())))
-            elif not any(w is not None and w.unit for w in slots) and not queue:
+            if not any(w is not None and w.unit for w in slots) and not queue:
                 # only configurations another sweep is measuring: see what becomes of them
                 n = len(self.sharing.waiting) if self.sharing else 0
                 what = f"waiting for {n} configuration{'s' if n != 1 else ''} another sweep"
@@ -701,6 +702,7 @@ class Supervisor:
         results: list[Any],
         slots: list[_Worker | None],
         queue: list[Unit] | None = None,
+        cpus: tuple[int, ...] | None = None,
     ) -> None:
         """Store one outcome (its own transaction) and account for it in counts and the ETA."""
         if isinstance(outcome, RunRecord) and self.measured_with is not None:
@@ -721,29 +723,85 @@ class Supervisor:
         self._last = stored
         self._emit("result", slots)
         if queue is not None:
-            self._remeasure(stored, unit, queue)
+            self._remeasure(stored, unit, queue, cpus)
 
-    def _remeasure(self, stored: Stored, unit: Unit, queue: list[Unit]) -> None:
-        """Queue a noisy ok run to be measured again (a new attempt) after its back-off, while
-        it has re-measures left; say when and why (a `remeasure` event)."""
+    def _remeasure(
+        self, stored: Stored, unit: Unit, queue: list[Unit], cpus: tuple[int, ...] | None
+    ) -> None:
+        """A noisy ok run with re-measures left (runner/busy.py): measured again now when the
+        load that made it noisy has dropped, else deferred to the end of the sweep (said once);
+        at the end, kept as it is. Each decision says why (a `remeasure` event)."""
         reasons = unit.noisy(stored)
         if reasons is None or unit.remeasured >= self.settings.remeasure:
             return
-        wait_s = self.settings.remeasure_backoff_s * 2**unit.remeasured
-        again = dataclasses.replace(
-            unit, remeasured=unit.remeasured + 1, not_before=time.monotonic() + wait_s
-        )
-        queue.append(again)
-        self.total += 1
-        self.cost_left += unit.cost
+        then = stored.record.others_cpu_frac if stored.record is not None else None
+        decision = busy.decide(then, self.sample_load(cpus))
+        again = dataclasses.replace(unit, remeasured=unit.remeasured + 1)
         label = f"{unit.family} {unit.precision} " + ", ".join(
             f"{k}={v}" for k, v in (unit.config or {}).items()
         )
-        self.notes = [
-            f"re-measuring {label} (attempt {stored.attempt} was noisy: "
-            f"{'; '.join(reasons)}); "
-            f"re-measure {again.remeasured} of {self.settings.remeasure}, in {wait_s:g} s"
-        ]
+        why = f"attempt {stored.attempt} was noisy: {'; '.join(reasons)}"
+        if decision.now:
+            queue.append(again)
+            self.total += 1
+            self.cost_left += unit.cost
+            self._say_remeasure(
+                f"re-measuring {label} ({why}); the load has dropped ({decision.words}); "
+                f"re-measure {again.remeasured} of {self.settings.remeasure}"
+            )
+        elif self.ending:  # the deferred runs were looked at once: never loop
+            self._say_remeasure(
+                f"kept {label} as measured ({why}): the machine is still busy ({decision.words})"
+            )
+        else:
+            self.deferred.append((again, then))
+            if len(self.deferred) == 1:  # said once: the summary at the end counts them
+                self._say_remeasure(
+                    f"the machine is busy ({decision.words}): noisy runs wait for the end of "
+                    "the sweep instead of being measured again under the load that made them "
+                    f"noisy (first: {label}; {why})"
+                )
+
+    def _deferred_due(self, queue: list[Unit]) -> bool:
+        """At the end of the sweep (nothing queued, nothing running): whether the deferred noisy
+        runs go back in `queue`. The load is sampled once, and once more after
+        `remeasure_backoff_s` when it is still high; the runs whose load has dropped are
+        measured again, the others keep their noisy attempt (said so). Never loops: it runs
+        once per sweep."""
+        if not self.deferred or self.ending:
+            return False
+        self.ending = True
+        deferred, self.deferred = self.deferred, []
+        now = self.sample_load(None)
+        if not all(busy.decide(then, now).now for _, then in deferred):
+            wait_s = min(self.settings.remeasure_backoff_s, max(0.0, _until_deadline()))
+            if wait_s > 0:
+                self._say_remeasure(
+                    f"{len(deferred)} noisy run{'s' if len(deferred) != 1 else ''} deferred; "
+                    f"the machine is still busy ({now.words()}): looking again in {wait_s:g} s"
+                )
+                time.sleep(wait_s)
+                now = self.sample_load(None)
+        taken = [unit for unit, then in deferred if busy.decide(then, now).now]
+        kept = len(deferred) - len(taken)
+        if taken:
+            queue += taken
+            self.total += len(taken)
+            self.cost_left += sum(u.cost for u in taken)
+        words = (
+            f"the load has dropped ({now.words()})"
+            if taken
+            else f"the machine is still busy ({now.words()})"
+        )
+        self._say_remeasure(
+            f"end of the sweep, {words}: re-measuring {len(taken)} deferred noisy "
+            f"run{'s' if len(taken) != 1 else ''}"
+            + (f", keeping {kept} as measured (stored, flagged noisy)" if kept else "")
+        )
+        return bool(taken)
+
+    def _say_remeasure(self, note: str) -> None:
+        self.notes = [note]
         self._emit("remeasure", [])
         self.notes = []
 
@@ -775,16 +833,14 @@ class Supervisor:
     def _collect(
         self, slots: list[_Worker | None], results: list[Any], queue: list[Unit] | None = None
     ) -> None:
-        """Wait for a result, a death or a deadline; store each outcome; retire spent workers.
-        A re-measure in `queue` that comes due ends the wait, so an idle slot takes it."""
+        """Wait for a result, a death or a deadline; store each outcome (a noisy run measured
+        again joins `queue`); retire spent workers."""
         busy = [w for w in slots if w is not None and w.unit is not None]
         if not busy:
             return
         timeout = self.settings.timeout_s
         first_deadline = min(w.started + timeout for w in busy)
         until = min(first_deadline - time.monotonic(), self.heartbeat_s, _until_deadline())
-        if queue and len(busy) < len(slots):
-            until = min(until, min(u.not_before for u in queue) - time.monotonic())
         ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(0.0, until))
         for i, w in enumerate(slots):
             if w is None or w.unit is None:
@@ -824,4 +880,5 @@ class Supervisor:
             if retire or w.runs >= self.settings.recycle_every or unit.fresh_worker:
                 _stop(w, kill=retire)
                 slots[i] = None  # a fresh worker starts when there is work for it
-            self._finish(outcome, unit, time.monotonic() - w.started, results, slots, queue)
+            took = time.monotonic() - w.started
+            self._finish(outcome, unit, took, results, slots, queue, self._cpu_sets[i])

@@ -40,14 +40,13 @@ class Stored:
 @dataclass(frozen=True, kw_only=True)
 class Unit:
     """One unit of work. `id` numbers it in its sweep; `cost` weighs it in the ETA; a noisy
-    run measured again is the same unit with `remeasured` + 1, not due before `not_before`
-    (time.monotonic()). `family`, `precision` and `config` are what progress shows."""
+    run measured again is the same unit with `remeasured` + 1 (runner/busy.py says when).
+    `family`, `precision` and `config` are what progress shows."""
 
     answer: ClassVar[str]  # how a worker answers it (runner/worker.py's ANSWERS)
     id: int = 0
     cost: float = 1.0
     remeasured: int = 0
-    not_before: float = 0.0
 
     @property
     def family(self) -> str:

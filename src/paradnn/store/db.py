@@ -364,6 +364,10 @@ class Store:
                 self._skip(table, r, bad.column, bad.problem)
         return out
 
+    def columns(self, table: str) -> list[str]:
+        """The columns of `table` in schema order (empty when it does not exist)."""
+        return [c[1] for c in self.conn.execute(f"PRAGMA table_info({table})").fetchall()]
+
     def _numeric_columns(self, table: str) -> frozenset[str]:
         if table not in self._numeric:
             info = self.conn.execute(f"PRAGMA table_info({table})").fetchall()
