@@ -230,7 +230,7 @@ def test_every_figure_hovers_clean_and_its_titles_fit_a_phone(built):
     titles were cut on both sides. Each interactive figure of the page: plotly's own markup
     raw and no trace unnamed; every title and axis title in lines of at most TITLE_CHARS
     characters as read, the top margin holding the title's lines."""
-    from paradnn.plots.interactive import TITLE_CHARS, TITLE_LINE_PX
+    from paradnn.plots.interactive import AXIS_CHARS, TITLE_CHARS, TITLE_LINE_PX
 
     specs = _specs(built)
     assert len(specs) >= 20
@@ -244,9 +244,9 @@ def test_every_figure_hovers_clean_and_its_titles_fit_a_phone(built):
         layout = spec["layout"]
         title = layout.get("title", {}).get("text", "")
         axes = [layout[a]["title"]["text"] for a in ("xaxis", "yaxis") if "title" in layout[a]]
-        for text in (title, *axes):
+        for text, most in ((title, TITLE_CHARS), *((a, AXIS_CHARS) for a in axes)):
             for line in text.split("<br>"):
-                assert len(unescape(line)) <= TITLE_CHARS, (name, line)
+                assert len(unescape(line)) <= most, (name, line)
         if title:
             assert layout["title"]["xref"] == "container" and layout["title"]["x"] == 0
             lines = title.count("<br>") + 1

@@ -35,11 +35,12 @@ COLORS = [
     "#17becf",
 ]
 HOVER = "%{text}<extra></extra>"  # <extra></extra>: no second box naming the trace
-# The longest line of a figure's title or axis title: about 300 px at the title's 13 px font,
-# so a title fits the 390 px of a phone held upright (the page's padding and the figure's box
-# leave a figure about 320 px). Longer ones break between words (<br>), and the top margin
-# grows with the lines.
+# The longest line of a figure's title: about 300 px at the title's 13 px font, so a title
+# fits the 390 px of a phone held upright (the page's narrow-screen padding and the figure's
+# box leave a figure about 370 px; tests/test_report_browser.py draws it at 390 px). Longer
+# ones break between words (<br>), and the top margin grows with the lines.
 TITLE_CHARS = 44
+AXIS_CHARS = 32  # an axis title is centred on the plot area, narrower than the figure
 TITLE_LINE_PX = 18
 
 
@@ -99,7 +100,7 @@ def figure(data: list[dict], layout: dict, group: str = "", height: int = 440) -
         _log_ticks(layout[ax], [v for tr in data for v in (tr.get(ax[0]) or [])])
         title = layout[ax].get("title")
         if isinstance(title, dict) and isinstance(title.get("text"), str):
-            title["text"] = wrap(title["text"])
+            title["text"] = wrap(title["text"], AXIS_CHARS)
     if isinstance(layout.get("title"), str):
         text = wrap(layout["title"])
         lines = text.count("<br>") + 1 if text else 0
@@ -109,7 +110,8 @@ def figure(data: list[dict], layout: dict, group: str = "", height: int = 440) -
             "x": 0,
             "xref": "container",
             "xanchor": "left",
-            "pad": {"l": 8},
+            # plotly lifts a title of n lines by about (n - 1) half lines: pushed back down
+            "pad": {"l": 8, "t": 8 + TITLE_LINE_PX // 2 * (lines - 1)},
             "y": 1,
             "yref": "container",
             "yanchor": "top",
