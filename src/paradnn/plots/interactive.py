@@ -40,7 +40,10 @@ HOVER = "%{text}<extra></extra>"  # <extra></extra>: no second box naming the tr
 # box leave a figure about 370 px; tests/test_report_browser.py draws it at 390 px). Longer
 # ones break between words (<br>), and the top margin grows with the lines.
 TITLE_CHARS = 44
-AXIS_CHARS = 32  # an axis title is centred on the plot area, narrower than the figure
+# An axis title is centred on the plot area, narrower than the figure (a heat map's colour bar
+# takes more): 32 characters. The x title of a figure whose legend sits under it keeps one line
+# up to TITLE_CHARS: a second line would run into the legend.
+AXIS_CHARS = 32
 TITLE_LINE_PX = 18
 
 
@@ -96,11 +99,13 @@ def figure(data: list[dict], layout: dict, group: str = "", height: int = 440) -
         a.setdefault("zeroline", False)
         a.setdefault("linecolor", "#9aa5b1")
         a.setdefault("showline", True)
+    legend = layout.get("showlegend", True) and sum(tr.get("showlegend", True) for tr in data) > 1
     for ax in ("xaxis", "yaxis"):
         _log_ticks(layout[ax], [v for tr in data for v in (tr.get(ax[0]) or [])])
         title = layout[ax].get("title")
         if isinstance(title, dict) and isinstance(title.get("text"), str):
-            title["text"] = wrap(title["text"], AXIS_CHARS)
+            most = TITLE_CHARS if ax == "xaxis" and legend else AXIS_CHARS
+            title["text"] = wrap(title["text"], most)
     if isinstance(layout.get("title"), str):
         text = wrap(layout["title"])
         lines = text.count("<br>") + 1 if text else 0
