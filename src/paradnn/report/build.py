@@ -94,8 +94,8 @@ def build(
     what_if: Sequence[str] | None = None,
 ) -> Report:
     """Read the databases, analyse, and write out/report.html (+ figures/, tables/).
-    `progress` hears each stage before it starts (reading, each section, the page): a build
-    takes tens of seconds on a large sweep.
+    `progress` hears each stage before it starts (each section, then the page), once the
+    databases are read: a build takes tens of seconds on a large sweep.
 
     Runs flagged noisy (analysis.frames.add_quality) are left out of every figure, table and
     comparison unless `include_noisy`; the summary says how many and why. The run counts, the
@@ -106,8 +106,7 @@ def build(
         raise ConfigError("--db", "(none)", "at least one result database")
     chips = resolve_what_if(what_if)  # before any work: a bad id is one line, exit 2
     out = paths.output_folder("--out", out)  # before any work: a file in the way, read-only
-    say(f"reading {len(dbs)} database{'' if len(dbs) == 1 else 's'}")
-    full = A.load(dbs)
+    full = A.load(dbs)  # no stage said before: a database that cannot be read is one line
     data, noisy = (full, None) if include_noisy else without_noisy(full)
     if chips:
         say("what-if predictions")
