@@ -316,3 +316,13 @@ def test_figures_draw_predictions_hatched_and_say_predicted():
     assert "predicted" in ax.get_title() and "predicted" in ax.get_ylabel()
     points = [coll for coll in ax.collections if coll.get_offsets().shape[0] == len(c.pairs)]
     assert points and all(coll.get_hatch() for coll in points)
+
+
+def test_a_chip_without_the_measured_precision_is_predicted_at_its_native_one():
+    """Like for like where the chip can (fp32 on a V100), else what it trains in: a TPU bf16,
+    a V100 fp16 for a bf16 run (it has no bf16), a Titan X fp32 (its fp16 runs at 1/64)."""
+    chips = {c.id: c for c in SW.resolve("tpu-v2,v100,titan-x")}
+    assert SW.precision_on(chips["v100-sxm2"], "fp32") == "fp32"
+    assert SW.precision_on(chips["tpu-v2"], "fp32") == "bf16"
+    assert SW.precision_on(chips["v100-sxm2"], "bf16") == "fp16"
+    assert SW.precision_on(chips["titan-x-pascal"], "bf16") == "fp32"
