@@ -256,7 +256,7 @@ def test_several_platforms_in_one_table_at_one_precision_policy(capsys):
     assert code == 0, err
     rows = json.loads(out)
     assert [r["platform"] for r in rows] == ["tpu-v2", "tpu-v3", "v100-sxm2"]
-    assert [r["precision"] for r in rows] == ["bf16", "bf16", "fp32"]  # each one's default
+    assert [r["precision"] for r in rows] == ["bf16", "bf16", "fp16"]  # each one's native
     code, out, err = run_cli(capsys, *args, "-p", "fp16", "-f", "json")
     assert code == 0, err
     v2 = json.loads(out)[0]  # a row with the reason, not an error
@@ -265,10 +265,16 @@ def test_several_platforms_in_one_table_at_one_precision_policy(capsys):
     assert code == 0 and "fp16 on every platform" in out
     assert "v100-sxm2 fp16 (ms)" in out  # the breakdown: a column per predicted platform
     code, out, _ = run_cli(capsys, *args)
-    assert code == 0 and "each platform's default precision" in out
-    assert "tpu-v2 bf16 (ms)" in out and "v100-sxm2 fp32 (ms)" in out
+    assert code == 0 and "each platform at its native precision: tpu-v2 bf16, tpu-v3" in out
+    assert "tpu-v2 bf16 (ms)" in out and "v100-sxm2 fp16 (ms)" in out
+    # prefixes through the one resolver (platforms.datasheets.resolve), as report --what-if
+    code, out, err = run_cli(capsys, *args[:-1], "v100,tpu-v2,tpu-v3", "-f", "json")
+    assert code == 0, err
+    assert [r["platform"] for r in json.loads(out)] == ["v100-sxm2", "tpu-v2", "tpu-v3"]
     for bad, needle in (
         ("tpu-v2,tpu-v2", "--platform = 'tpu-v2': is given twice"),
+        ("v100,v100-sxm2", "--platform = 'v100-sxm2': is given twice (as v100 too"),
+        ("tpu-v2,a100", "--platform = 'a100': is a prefix of a100-40gb-sxm, a100-80gb-sxm"),
         ("tpu-v2,nope", "--platform = 'nope'"),
         ("tpu-v2,", "comma-separated"),
     ):

@@ -6,6 +6,7 @@ the loop's sleep and the database state are the test's."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -88,9 +89,9 @@ class FakeDb:
             self.version += 1
 
 
-def test_watch_builds_again_only_after_a_change_and_the_page_reloads(tmp_path):
+def test_watch_builds_again_only_after_a_change_and_the_page_reloads_only_then(tmp_path):
     html = tmp_path / "report.html"
-    pages = []
+    pages, latest = [], []
 
     def build() -> Path:
         html.write_text("<html>\n<head>\n<title>r</title>\n</head><body>b</body></html>\n")
@@ -98,13 +99,19 @@ def test_watch_builds_again_only_after_a_change_and_the_page_reloads(tmp_path):
 
     def built(path, n):
         pages.append(path.read_text())
+        latest.append((path.parent / W.SIDECAR).read_text())
 
     db = FakeDb(changes_at={2, 3})
     W.watch(build, ["x.db"], 5.0, on_build=built, sleep=db.sleep, state=db.state, rounds=6)
     assert len(pages) == 3  # the first build, then one after each of the two changes
-    tag = '<meta http-equiv="refresh" content="5" data-paradnn-watch>'
-    assert all(p.count(tag) == 1 and p.index(tag) > p.index("<head>") for p in pages)
-    assert tag not in html.read_text()  # watching stopped: the page no longer reloads
+    mine = [re.search(r'const mine = "([^"]+)"', p).group(1) for p in pages]
+    assert len(set(mine)) == 3  # each build names itself ...
+    assert latest == [f'window.paradnnBuild = "{m}";\n' for m in mine]  # ... and the sidecar it
+    for p in pages:  # one script, in the head; it reloads only on another build, no meta refresh
+        assert p.count("data-paradnn-watch") == 1 and p.index("<script") > p.index("<head>")
+        assert "5000" in p and "window.paradnnBuild !== mine" in p and "refresh" not in p
+    assert "data-paradnn-watch" not in html.read_text()  # watching stopped: a plain page again
+    assert not (tmp_path / W.SIDECAR).exists()
 
 
 def test_ctrl_c_stops_the_watch_cleanly(tmp_path, capsys, monkeypatch):
@@ -129,14 +136,27 @@ def test_ctrl_c_stops_the_watch_cleanly(tmp_path, capsys, monkeypatch):
     code, out, err = run_cli(capsys, "report", "--db", "x.db", "--watch", "2")
     assert code == 0, err
     assert "report 1:" in out and "Stopped watching" in out
-    assert "refresh" not in html.read_text()
+    assert "data-paradnn-watch" not in html.read_text()
 
 
-def test_the_real_state_sees_a_stored_run(tmp_path):
+def test_the_real_state_sees_a_stored_run_and_not_a_read(tmp_path):
+    from paradnn import analysis as A
+
     db = synth.write_db(tmp_path / "w.db", [synth.row("fc", {"batch": 8}, 0.1)])
-    before = W.db_state([db])
-    synth.write_db(db, [synth.row("fc", {"batch": 16}, 0.1)])
-    assert W.db_state([db]) != before and W.db_state([str(tmp_path / "none.db")]) == ()
+    versions = W.Versions()
+    try:
+        before = versions([db])
+        A.load([db])  # the report's own read closes the WAL: its size and mtime move, not data
+        assert versions([db]) == before
+        synth.write_db(db, [synth.row("fc", {"batch": 16}, 0.1)])
+        after = versions([db])
+        assert after != before and versions([db]) == after
+        assert versions([str(tmp_path / "none.db")]) == ()
+        junk = tmp_path / "junk.db"  # not SQLite: its size and mtime stand in
+        junk.write_bytes(b"x" * 200)
+        assert versions([str(junk)])[0][2] == 200
+    finally:
+        versions.close()
 
 
 def test_a_bad_watch_interval_is_one_line_exit_2(capsys):

@@ -419,3 +419,33 @@ def test_describe_local_is_printable(tmp_path):
 def test_bad_device_type():
     with pytest.raises(ConfigError, match="device_type = 'tpu'"):
         platforms.detect("tpu")
+
+
+def test_one_resolver_takes_ids_and_unique_prefixes_and_names_an_ambiguous_one():
+    from paradnn.errors import ConfigError
+    from paradnn.platforms import resolve
+
+    assert resolve("v100").id == "v100-sxm2" and resolve("V100").id == "v100-sxm2"
+    assert resolve("tpu-v3").id == "tpu-v3" and resolve("h100").id == "h100-sxm"
+    with pytest.raises(ConfigError) as e:
+        resolve("a100", "--what-if")
+    assert str(e.value) == (
+        "--what-if = 'a100': is a prefix of a100-40gb-sxm, a100-80gb-sxm: name one of them"
+    )
+    with pytest.raises(ConfigError) as e:
+        resolve("nope")
+    assert e.value.field == "--platform" and "unique prefix" in e.value.allowed
+    assert "tpu-v2" in e.value.allowed
+
+
+def test_native_precision_is_the_16_bit_format_that_beats_fp32():
+    from paradnn.platforms import all_platforms, get
+
+    native = {p.id: p.native_precision() for p in all_platforms()}
+    assert native["v100-sxm2"] == "fp16" and native["p100-sxm2"] == "fp16"  # no bf16
+    assert native["tpu-v2"] == "bf16" and native["tpu-v3"] == "bf16"  # no fp32
+    assert native["h100-sxm"] == "bf16" and native["a100-40gb-sxm"] == "bf16"  # tie: bf16
+    assert native["titan-x-pascal"] == "fp32"  # fp16 at 1/64 of the fp32 rate
+    assert native["skylake-n1-32"] == "fp32"
+    for pid, prec in native.items():  # a chip is never predicted at a precision it lacks
+        assert get(pid).peak(prec) is not None, pid

@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
+from markupsafe import escape
 
 from paradnn import analysis as A
 from paradnn import report
@@ -103,6 +105,53 @@ def test_report_from_an_empty_database(tmp_path):
     assert "not enough data" in html and "untestable" in html
 
 
+def test_sections_without_data_are_one_line_each_at_the_end_and_the_build_says_its_stages(
+    tmp_path,
+):
+    stages: list[str] = []
+    rep = report.build([cpu_db(tmp_path)], tmp_path / "out", progress=stages.append)
+    n = len(rep.sections)
+    assert stages[-1] == "key results and the page"
+    assert stages[:-1] == [f"section {i}/{n}: {s}" for i, s in enumerate(_steps(), 1)]
+    html = rep.html.read_text()
+    bare = [s for s in rep.sections if s.bare]
+    assert bare and len(bare) < n  # no data-parallel, modes, infeed or backend runs here
+    at = html.index('<section id="without-data">')
+    for s in rep.sections:
+        if s.bare:  # one line at the end: its title and why; its anchor still leads there
+            assert f'<section id="{s.id}">' not in html and html.count(f'id="{s.id}"') == 1
+            line = re.search(rf'<li id="{s.id}">(.*?)</li>', html, re.DOTALL).group(1)
+            assert html.index(f'<li id="{s.id}">') > at and "\n" not in line
+            assert str(escape(s.title)) in line and str(escape(s.empty)) in line
+        else:
+            assert html.index(f'<section id="{s.id}">') < at, s.id
+    nav = re.search(r"<nav>.*?</nav>", html).group(0)
+    assert f'<a href="#without-data">Without data ({len(bare)})</a>' in nav
+    assert not any(f'href="#{s.id}"' in nav for s in bare)
+
+
+def _steps() -> list[str]:
+    from paradnn.report.build import SECTIONS
+
+    return [s.step or s.id for s in SECTIONS]
+
+
+def test_the_report_command_says_its_stages_on_stderr_unless_quiet(tmp_path, capsys):
+    db = tmp_path / "empty.db"
+    open_store(db).close()
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0].startswith("report: section 1/") and lines[0].endswith(" s)")
+    assert any(line.startswith("report: section 4/") and "heat maps" in line for line in lines)
+    assert lines[-1].startswith("report: key results and the page")
+    assert out.startswith("Report: ") and "report: " not in out  # stdout: the result only
+    code, out2, err = run_cli(
+        capsys, "report", "--db", str(db), "--out", str(tmp_path / "r"), "--quiet"
+    )
+    assert code == 0 and err == "" and out2.startswith("Report: ")
+
+
 def test_report_from_a_cpu_database(tmp_path):
     rep = report.build([cpu_db(tmp_path)], tmp_path / "out")
     secs = _sections(rep)
@@ -122,7 +171,8 @@ def test_report_from_a_cpu_database(tmp_path):
     ):
         assert secs[sid].empty is None, sid
     names = {f.name for s in rep.sections for f in s.figures}
-    assert {"heatmap-fc", "heatmap-rnn", "sensitivity-fc", "params"} <= names
+    # fc and rnn ran in fp32 and bf16: a heat map of each precision (one box, a selector)
+    assert {"heatmap-fc-fp32", "heatmap-fc-bf16", "sensitivity-fc", "params"} <= names
     assert "speedup-precision-bf16-over-fp32" in names
     assert all(p.exists() and p.stat().st_size > 1000 for p in rep.figures)
     html = rep.html.read_text()

@@ -169,6 +169,58 @@ def test_hovering_a_point_names_its_configuration(page):
     assert "batch=" in text and "FLOP/B" in text
 
 
+PHONE = 390  # px: a phone held upright (issue 45: titles were cut on both sides here)
+_TITLES = """fig => { const box = fig.getBoundingClientRect();
+  return Array.from(fig.querySelectorAll('.gtitle, .xtitle, .ytitle'))
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+    .filter(t => { const r = t.getBoundingClientRect();
+      return r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1; })
+    .map(t => t.textContent.trim()); }"""
+
+
+def test_every_title_fits_its_figure_on_a_phone(page):
+    """At 390 px every figure's title and axis titles stay inside it, in every slice of every
+    selector (a slice drawn at 1,400 px is resized when shown)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    resize = """() => Promise.all(Array.from(document.querySelectorAll('.plot[data-drawn]'))
+                                 .map(p => Plotly.Plots.resize(p)))"""
+    page.set_viewport_size({"width": PHONE, "height": 844})
+    try:
+        page.evaluate(resize)
+        page.wait_for_function(f"document.documentElement.scrollWidth <= {PHONE}", timeout=20_000)
+        bad, seen = [], 0
+        for k in range(page.locator("figure.ix").count()):
+            fig = page.locator("figure.ix").nth(k)
+            pick = fig.locator("select.pick")
+            for o in range(pick.locator("option").count() if pick.count() else 1):
+                if pick.count():
+                    pick.select_option(str(o))
+                    page.wait_for_function(
+                        "f => f.querySelector('.one:not([hidden]) .main-svg')",
+                        arg=fig.element_handle(),
+                    )
+                plot = fig.locator(".one:not([hidden]) .plot")
+                plot.scroll_into_view_if_needed()
+                page.wait_for_function(  # laid out at the phone's width
+                    f"p => p.querySelector('.main-svg').getBoundingClientRect().width < {PHONE}",
+                    arg=plot.element_handle(),
+                )
+                seen += 1
+                try:  # a resized plot lays its titles out again a moment later
+                    page.wait_for_function(
+                        f"p => ({_TITLES})(p).length === 0", arg=plot.element_handle(), timeout=5000
+                    )
+                except sync_api.TimeoutError:
+                    bad += [f"figure {k} slice {o}: {t}" for t in plot.evaluate(_TITLES)]
+            if pick.count():
+                pick.select_option("0")
+        assert seen >= 20
+        assert bad == []
+    finally:
+        page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+        page.evaluate(resize)
+
+
 def test_the_checks_catch_what_they_are_for(page):
     """Each check above fails on the defect it looks for, planted in the page."""
     fig = page.locator("figure.ix").first

@@ -219,3 +219,51 @@ def test_the_synthetic_store_feeds_every_section(built):
     speed = built.sections[ids.index("speedups")]
     for by in ("platform", "precision", "torch_version", "mode", "threads"):
         assert any(f.name.startswith(f"speedup-{by}-") for f in speed.figures), by
+
+
+def _specs(rep: report.Report) -> list[tuple[str, dict]]:
+    return [(f.name, json.loads(f.spec)) for s in rep.sections for f in s.figures if f.spec]
+
+
+def test_every_figure_hovers_clean_and_its_titles_fit_a_phone(built):
+    """Issue 45: a heat map's hover showed a literal `<extra></extra>` and "trace 0"; at 390 px
+    titles were cut on both sides. Each interactive figure of the page: plotly's own markup
+    raw and no trace unnamed; every title and axis title in lines of at most TITLE_CHARS
+    characters as read, the top margin holding the title's lines."""
+    from paradnn.plots.interactive import AXIS_CHARS, TITLE_CHARS, TITLE_LINE_PX
+
+    specs = _specs(built)
+    assert len(specs) >= 20
+    for name, spec in specs:
+        for tr in spec["data"]:
+            hover = tr.get("hovertemplate", "")
+            assert "&lt;" not in hover and "&gt;" not in hover, name
+            assert hover.count("<extra>") == hover.endswith("<extra></extra>"), name
+            assert tr.get("name") or hover.endswith("<extra></extra>"), name
+            assert "trace" not in str(tr.get("name", "")), name
+        layout = spec["layout"]
+        title = layout.get("title", {}).get("text", "")
+        axes = [layout[a]["title"]["text"] for a in ("xaxis", "yaxis") if "title" in layout[a]]
+        legend = sum(tr.get("showlegend", True) for tr in spec["data"]) > 1
+        for text, most in ((title, TITLE_CHARS), *((a, AXIS_CHARS) for a in axes)):
+            for line in text.split("<br>"):
+                assert len(unescape(line)) <= (TITLE_CHARS if legend else most), (name, line)
+        if legend and layout["xaxis"].get("title"):  # one line: a second runs into the legend
+            assert "<br>" not in layout["xaxis"]["title"]["text"], name
+        if title:
+            assert layout["title"]["xref"] == "container" and layout["title"]["x"] == 0
+            lines = title.count("<br>") + 1
+            assert layout["margin"]["t"] >= 26 + TITLE_LINE_PX * lines, name
+        assert layout["xaxis"]["automargin"] and layout["yaxis"]["automargin"], name
+    maps = [s for n, s in specs if n.startswith("heatmap-")]
+    assert maps and all(s["data"][0]["hovertemplate"].endswith(": %{text}<extra></extra>")
+                        for s in maps)  # fmt: skip
+
+
+def test_a_family_swept_in_two_precisions_gets_a_heat_map_of_each(built):
+    heat = next(s for s in built.sections if s.id == "heatmaps")
+    names = [f.name for f in heat.figures]
+    precs = {n.rsplit("-", 1)[1] for n in names if n.startswith("heatmap-fc-")}
+    assert {"fp32", "bf16"} <= precs, names
+    groups = {json.loads(f.spec)["group"] for f in heat.figures if f.name.startswith("heatmap-fc")}
+    assert len(groups) == 1  # one box: the precision is the selector's choice

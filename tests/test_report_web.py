@@ -185,3 +185,17 @@ def test_log_axes_get_a_few_round_ticks_written_as_the_report_writes_numbers():
     assert wide["xaxis"]["ticktext"] == ["1k", "10k", "100k", "1M", "10M", "100M", "1G"]
     assert len(wide["xaxis"]["tickvals"]) <= 8
     assert "tickvals" not in wide["yaxis"]  # a linear axis keeps plotly's own ticks
+
+
+def test_titles_break_between_words_into_lines_a_phone_can_show():
+    title = I.wrap("fc on AMD EPYC 9B14 &amp; friends, bf16: FLOP/s utilization (of measured)")
+    lines = title.split("<br>")
+    assert lines == ["fc on AMD EPYC 9B14 &amp; friends, bf16: FLOP/s", "utilization (of measured)"]
+    assert len("fc on AMD EPYC 9B14 & friends, bf16: FLOP/s utilization") > I.TITLE_CHARS
+    assert I.wrap("x" * 50, 20) == "x" * 20 + "<br>" + "x" * 20 + "<br>" + "x" * 10  # cut
+    assert I.wrap("short") == "short" and I.wrap("") == ""
+    assert I.wrap("a&lt;b " * 10, 12).count("&lt;") == 10  # an entity counts as one, never split
+    spec = I.figure([{"type": "heatmap", "z": [[1]]}], {"title": "t " * 40})
+    assert spec["layout"]["title"]["text"].count("<br>") == 1
+    assert spec["layout"]["margin"]["t"] >= 26 + I.TITLE_LINE_PX * 2
+    assert spec["data"][0]["name"] == "heatmap"  # never "trace 0" in a hover box

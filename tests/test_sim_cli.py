@@ -46,19 +46,22 @@ def test_json_and_csv(capsys, tmp_path):
     assert float(written["predicted_step_s"]) == pytest.approx(row["predicted_step_s"])
 
 
-def test_preset_keeps_unpredictable_rows_with_a_reason(capsys):
-    code, out, _ = run_cli(
-        capsys, "simulate", "step", "--platform", "tpu-v2", "--preset", "quick", "-f", "csv"
-    )
+def test_a_preset_is_predicted_at_the_chips_native_precision_unless_p_is_given(capsys):
+    """The README's `--preset quick` on tpu-v2: every config predicted (in bf16, the TPU's
+    native precision), where it left half the rows blank ("no dense fp32 peak") before."""
+    args = ("simulate", "step", "--platform", "tpu-v2", "--preset", "quick", "-f", "csv")
+    code, out, _ = run_cli(capsys, *args)
     assert code == 0
     rows = list(csv.DictReader(out.splitlines()))
     configs = len(presets.get("quick").configs)
-    # fp32 and `native`, which on a TPU v2 is bf16 (its only low precision with a dense peak)
-    assert len(rows) == 2 * configs
-    assert {r["precision"] for r in rows} == {"fp32", "bf16"}
-    fp32 = [r for r in rows if r["precision"] == "fp32"]
+    assert len(rows) == configs  # each config once, at the chip's precision
+    assert {r["precision"] for r in rows} == {"bf16"}
+    assert all(float(r["predicted_step_s"]) > 0 and not r.get("reason") for r in rows)
+    code, out, _ = run_cli(capsys, *args, "-p", "fp32")  # asked for: a row with the reason
+    assert code == 0
+    fp32 = list(csv.DictReader(out.splitlines()))
+    assert len(fp32) == configs and {r["precision"] for r in fp32} == {"fp32"}
     assert all(r["predicted_step_s"] == "" and "no dense fp32 peak" in r["reason"] for r in fp32)
-    assert all(float(r["predicted_step_s"]) > 0 for r in rows if r["precision"] == "bf16")
 
 
 def test_topology_sets_the_chip_count(capsys):
@@ -238,16 +241,19 @@ def test_table_headers_carry_units_and_never_wrap_inside_a_word():
     assert "left out to fit 80 columns" in text
 
 
-def test_default_precision_is_fp32_except_on_a_chip_without_fp32():
+def test_the_default_precision_is_each_chips_native_one():
     from paradnn import api
 
-    (gpu,) = api.simulate("h100-sxm", "fc", {"batch": 64})
-    (tpu,) = api.simulate("tpu-v3", "fc", {"batch": 64})
-    assert gpu["precision"] == "fp32" and tpu["precision"] == "bf16"
-    for chip, default in (("tpu-v3", "bf16"), ("h100-sxm", "fp32")):
+    native = {"h100-sxm": "bf16", "tpu-v3": "bf16", "v100-sxm2": "fp16", "skylake-n1-32": "fp32"}
+    for chip, prec in native.items():
+        (row,) = api.simulate(chip, "fc", {"batch": 64})
+        assert row["precision"] == prec, chip
+    for chip, default in (("tpu-v3", "bf16"), ("h100-sxm", "bf16")):
         curve = api.simulate_scaling(chip, "fc", {"batch": 64}, max_chips=2)
         explicit = api.simulate_scaling(chip, "fc", {"batch": 64}, precision=default, max_chips=2)
         assert curve == explicit
+    (fp32,) = api.simulate("h100-sxm", "fc", {"batch": 64}, precision="fp32")  # -p wins
+    assert fp32["precision"] == "fp32"
 
 
 def test_breakdown_title_names_the_config():

@@ -76,9 +76,11 @@ def test_ids_prefixes_and_chip_files_resolve(tmp_path):
     )
     got = SW.resolve(f"tpu-v2, v100,{f},tpu-v2")
     assert [c.id for c in got] == ["tpu-v2", "v100-sxm2", "mychip"]
+    # the one resolver (platforms.datasheets.resolve): ids are lower case, so case is ignored
+    assert [c.id for c in SW.resolve("TPU-V2,V100")] == ["tpu-v2", "v100-sxm2"]
 
 
-BAD_IDS = ["v999", "TPU-V2", "a100", "tpu-v2,,v100", "", "nope.toml", "x\x00.toml", "a" * 5000]
+BAD_IDS = ["v999", "a100", "tpu-v2,,v100", "", "nope.toml", "x\x00.toml", "a" * 5000]
 
 
 @pytest.mark.parametrize("bad", [*BAD_IDS, ",".join(["tpu-v2"] * 13)])
@@ -314,3 +316,13 @@ def test_figures_draw_predictions_hatched_and_say_predicted():
     assert "predicted" in ax.get_title() and "predicted" in ax.get_ylabel()
     points = [coll for coll in ax.collections if coll.get_offsets().shape[0] == len(c.pairs)]
     assert points and all(coll.get_hatch() for coll in points)
+
+
+def test_a_chip_without_the_measured_precision_is_predicted_at_its_native_one():
+    """Like for like where the chip can (fp32 on a V100), else what it trains in: a TPU bf16,
+    a V100 fp16 for a bf16 run (it has no bf16), a Titan X fp32 (its fp16 runs at 1/64)."""
+    chips = {c.id: c for c in SW.resolve("tpu-v2,v100,titan-x")}
+    assert SW.precision_on(chips["v100-sxm2"], "fp32") == "fp32"
+    assert SW.precision_on(chips["tpu-v2"], "fp32") == "bf16"
+    assert SW.precision_on(chips["v100-sxm2"], "bf16") == "fp16"
+    assert SW.precision_on(chips["titan-x-pascal"], "bf16") == "fp32"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from paradnn import families, presets
+from paradnn import families
 from paradnn.api.returns import Rows, SimFit, Validation, rows
 from paradnn.api.runs import _mapping, plan
 from paradnn.config import RunOptions, RunSpec
@@ -25,10 +25,11 @@ MAX_HOLDOUT = 90  # `fit --holdout`: percent of configs held out; a fit needs th
 
 
 def default_precision(chip: Chip) -> str:
-    """The precision a command uses when none is given: fp32, as `bench` and `run` (the seeds'
-    baseline), on a chip with a dense fp32 peak; bf16, its training precision, on one without
-    (a TPU has no fp32 arithmetic: the ParaDnn paper's TPU runs were bf16)."""
-    return "fp32" if chip.platform.peak("fp32") is not None else "bf16"
+    """The precision a prediction uses when none is given: the chip's native one
+    (`Platform.native_precision`: the 16-bit format of its matrix units when it beats fp32 —
+    a TPU bf16, a V100 fp16 as the seeds ran them, an H100 bf16 — else fp32, as on a CPU).
+    `-p` overrides it on every chip."""
+    return chip.platform.native_precision()
 
 
 def simulate(
@@ -101,12 +102,10 @@ def simulate(
     elif host is not None:
         host_words = f"given ({host.source})"
     if preset is not None:
-        specs = list(
-            plan(preset, precisions=[precision] if precision else None, optimizer=optimizer).specs
-        )
-        # `native` on a what-if chip: the low precisions it has a dense peak for
-        lows = [p for p in PRECISIONS if p != "fp32" and chip.platform.peak(p) is not None]
-        specs, _ = presets.resolve_native(specs, ["fp32", *lows])
+        # every config of the preset once, at -p or else the chip's native precision (the
+        # preset's own precisions are the measuring host's: a TPU has no fp32 to predict)
+        prec = precision or default_precision(chip)
+        specs = list(plan(preset, precisions=[prec], optimizer=optimizer).specs)
     else:
         cfg = families.get(family).config(_mapping(family, config))
         precision = precision or default_precision(chip)
@@ -175,14 +174,24 @@ MAX_PLATFORMS = 32  # `simulate step --platform a,b,c`: one table, one row per p
 PRECISION_POLICIES = {"16-bit": ("bf16", "fp16")}
 
 
-def precision_policy(precision: str | None, policy: str | None = None) -> str:
-    """The words a multi-platform table states its precisions by."""
+def precision_policy(
+    precision: str | None,
+    policy: str | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
+    """The words a multi-platform table states its precisions by; with its `rows`, each
+    platform's precision is named (`tpu-v2 bf16, v100-sxm2 fp16`), so the title says which
+    precision each row used even where the table has no room for the column."""
+    used = ""
+    if rows is not None:
+        per = dict.fromkeys(f"{r['platform']} {r['precision']}" for r in rows if r.get("platform"))
+        used = ": " + ", ".join(per) if per else ""
     if policy is not None:
         order = " else ".join(PRECISION_POLICIES[policy])
-        return f"{policy}: each platform's {order}, the first it has a dense peak for"
+        return f"{policy}: each platform's {order}, the first it has a dense peak for{used}"
     if precision is not None:
         return f"{precision} on every platform"
-    return "each platform's default precision: fp32 where it has a dense fp32 peak, else bf16"
+    return f"each platform at its native precision{used}"
 
 
 def _by_policy(chip: Chip, precision: str | None, policy: str | None) -> str | None:
@@ -205,7 +214,7 @@ def simulate_platforms(
     """`simulate` on several platforms, their rows in one list, at one precision policy
     (`precision_policy`): ``precision`` on every chip — a chip without a dense peak for it gets
     a row with null predictions and the reason, as a preset's runs do — or a ``policy`` of
-    PRECISION_POLICIES, or each chip's own default (`default_precision`). Every platform is
+    PRECISION_POLICIES, or each chip's native one (`default_precision`). Every platform is
     read before any prediction."""
     from paradnn.errors import OptionError
     from paradnn.sim import chip as sim_chip
@@ -224,7 +233,16 @@ def simulate_platforms(
     if len(set(platforms)) != len(platforms):
         twice = next(p for p in platforms if platforms.count(p) > 1)
         raise OptionError("--platform", twice, "is given twice (give each platform once)")
-    chips = [sim_chip.load(p) for p in platforms]
+    chips = [sim_chip.load(p) for p in platforms]  # ids, unique prefixes, chip files
+    named: dict[str, str] = {}
+    for name, chip in zip(platforms, chips, strict=True):
+        if chip.id in named:  # `v100` and `v100-sxm2`: one chip twice
+            raise OptionError(
+                "--platform",
+                name,
+                f"is given twice (as {named[chip.id]} too: give each platform once)",
+            )
+        named[chip.id] = name
     found: list[dict[str, Any]] = []
     for name, chip in zip(platforms, chips, strict=True):
         prec = _by_policy(chip, precision, policy)

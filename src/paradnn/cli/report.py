@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -66,6 +69,10 @@ def report(
             "validated error band; observations the data cannot test get predicted verdicts.",
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress on stderr while the report builds."),
+    ] = False,
     watch: Annotated[
         float | None,
         typer.Option(
@@ -73,8 +80,8 @@ def report(
             metavar="SECONDS",
             parser=number("--watch", 1.0, 86_400.0),
             help="Keep the report current while a sweep runs: check the databases every "
-            "SECONDS, build the report again when one changed; the page reloads itself. "
-            "Ctrl-C stops.",
+            "SECONDS, build the report again when one's data changed; an open page reloads "
+            "only then. Ctrl-C stops.",
         ),
     ] = None,
 ) -> None:
@@ -84,13 +91,9 @@ def report(
     what = [what_if] if what_if is not None else None
     if watch is not None:
         return _watch(db or [DEFAULT_DB], out_dir, include_noisy, watch, what)
-    with err.status("building report…") as status:
+    with _progress(quiet) as say:
         rep = api.report(
-            db or [DEFAULT_DB],
-            out_dir,
-            progress=lambda s: status.update(s + "…"),
-            include_noisy=include_noisy,
-            what_if=what,
+            db or [DEFAULT_DB], out_dir, progress=say, include_noisy=include_noisy, what_if=what
         )
     empty = sum(1 for s in rep.sections if s.empty)
     html, folder = escape(str(rep.html)), escape(str(rep.html.parent))
@@ -100,12 +103,30 @@ def report(
     )
 
 
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
+    """Where the build's stages go, on stderr only (stdout keeps the one result line): a status
+    line on a terminal, one line per stage when stderr is a log (with the seconds so far),
+    nothing under --quiet."""
+    if quiet:
+        yield lambda _stage: None
+    elif err.is_terminal:
+        with err.status("building report…") as status:
+            yield lambda stage: status.update(f"building report: {escape(stage)}…")
+    else:
+        t0 = time.monotonic()
+
+        def line(stage: str) -> None:
+            took = time.monotonic() - t0
+            err.print(f"report: {stage} ({took:.0f} s)", markup=False, highlight=False)
+
+        yield line
+
+
 def _watch(
     dbs: list[str], out_dir: str, include_noisy: bool, every: float, what_if: list[str] | None
 ) -> None:
     """`report --watch`: build, then build again on each change, until Ctrl-C."""
-    import time
-
     from paradnn.report.watch import watch
 
     def build() -> Path:
@@ -113,7 +134,7 @@ def _watch(
 
     def built(html: Path, n: int) -> None:
         page = escape(str(html))
-        out.print(f"[{time.strftime('%H:%M:%S')}] report {n}: [bold]{page}[/] (reloads itself)")
+        out.print(f"[{time.strftime('%H:%M:%S')}] report {n}: [bold]{page}[/] (open pages reload)")
 
     out.print(f"Watching {escape(', '.join(dbs))} every {every:g} s; Ctrl-C stops.")
     try:

@@ -289,7 +289,7 @@ def step(
     else:
         rows = api.simulate_platforms(names, family, values, policy=precision_policy, **options)
         words = _const("paradnn.api.simulation", "precision_policy")
-        policy = words(precision, precision_policy)
+        policy = words(precision, precision_policy, rows)
         title = f"predicted on {len(names)} platforms ({model} model; {policy}): {len(rows)} rows"
     used = next((r["host_profile"] for r in rows if r.get("host_profile")), None)
     if model == "step" and fmt is Format.table:

@@ -2,6 +2,8 @@
 
 >>> from paradnn import platforms
 >>> platforms.get("h100-sxm").ridge_point("bf16")   # FLOP/byte
+>>> platforms.resolve("v100").id                      # an id or a unique prefix: v100-sxm2
+>>> platforms.resolve("v100").native_precision()      # fp16: what it trains in
 >>> platforms.match("NVIDIA A100-SXM4-40GB").id
 >>> platforms.describe_local("cpu")
 """
@@ -19,6 +21,7 @@ from paradnn.platforms.datasheets import (
     get,
     load_file,
     match,
+    resolve,
 )
 from paradnn.platforms.local import detect
 from paradnn.precisions import PRECISIONS
@@ -34,6 +37,7 @@ __all__ = [
     "load_file",
     "match",
     "platform_table_rows",
+    "resolve",
 ]
 
 

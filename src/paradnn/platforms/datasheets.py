@@ -22,6 +22,7 @@ from paradnn.validate import huge_integer
 # Precisions a spec may list: the ones paradnn measures, plus lower ones datasheets quote.
 PEAK_PRECISIONS = (*PRECISIONS, "fp8", "fp4", "int8")
 KINDS = ("cpu", "gpu", "tpu")
+NATIVE_FORMATS = ("bf16", "fp16")  # the 16-bit formats a chip's matrix units train in
 FIGURES = (
     "peak_dense",
     "peak_sparse",
@@ -98,6 +99,19 @@ class Platform:
         """The highest dense peak among the precisions paradnn measures: (precision, FLOP/s)."""
         have = [(p, self.peak_dense.get(p)) for p in ("bf16", "fp16", "tf32", "fp32")]
         return max((h for h in have if h[1] is not None), key=lambda h: h[1])
+
+    def native_precision(self) -> str:
+        """The precision the chip trains in when none is asked for: the 16-bit format of its
+        matrix units (bf16, else fp16: the higher dense peak, bf16 on a tie) when that peak is
+        above the fp32 one, else fp32. So a TPU is bf16 and a V100 fp16 (as the seeds ran
+        them), an A100/H100 bf16, a Titan X (fp16 at 1/64 rate) and a CPU without a 16-bit
+        peak fp32. TF32 is never native: it is a precision of its own, asked for by name."""
+        fp32 = self.peak_dense.get("fp32")
+        lows = [(p, self.peak_dense[p]) for p in NATIVE_FORMATS if p in self.peak_dense]
+        best = max(lows, key=lambda h: h[1], default=None)  # max keeps the first on a tie
+        if best is not None and (fp32 is None or best[1] > fp32):
+            return best[0]
+        return "fp32"  # also on a chip with none of them: its fp32 peak is then refused
 
     def source(self, figure: str) -> tuple[str, str] | None:
         """(source key, URL or citation) for one figure, e.g. ``source("tdp_w")``."""
@@ -265,6 +279,37 @@ def get(platform_id: str) -> Platform:
     if platform_id not in db:
         raise ConfigError("platform", platform_id, "must be one of " + ", ".join(db))
     return db[platform_id]
+
+
+def prefixed(name: str) -> list[str]:
+    """The ids a user's word names: itself when it is an id, else every id it is a prefix of
+    (case ignored). One id: resolved; several: ambiguous; none: unknown."""
+    db = _database()
+    if not isinstance(name, str):
+        return []
+    word = name.strip().lower()
+    if word in db:
+        return [word]
+    return [i for i in db if word and i.startswith(word)]
+
+
+def resolve(name: str, option: str = "--platform") -> Platform:
+    """The entry a user's word names: its id, else the one id it is a prefix of (`v100` →
+    v100-sxm2; case ignored). An unknown word, or a prefix of several ids, is one line naming
+    the option, the word and the ids it could mean (ConfigError: exit 2 before any work).
+    The one resolver of platform names: `simulate`, `report --what-if` and chip files use it."""
+    near = prefixed(name)
+    if len(near) == 1:
+        return _database()[near[0]]
+    if near:
+        raise ConfigError(option, name, ambiguous(near))
+    ids = ", ".join(_database())
+    raise ConfigError(option, name, f"must be a platform id ({ids}) or a unique prefix of one")
+
+
+def ambiguous(ids: list[str]) -> str:
+    """What an ambiguous prefix is told: the ids it matches."""
+    return f"is a prefix of {', '.join(ids)}: name one of them"
 
 
 def match(device_name: str, platforms: tuple[Platform, ...] | None = None) -> Platform | None:

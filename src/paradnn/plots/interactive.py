@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from html import escape
+from html import escape, unescape
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,17 @@ COLORS = [
     "#bcbd22",
     "#17becf",
 ]
-HOVER = "%{text}<extra></extra>"
+HOVER = "%{text}<extra></extra>"  # <extra></extra>: no second box naming the trace
+# The longest line of a figure's title: about 300 px at the title's 13 px font, so a title
+# fits the 390 px of a phone held upright (the page's narrow-screen padding and the figure's
+# box leave a figure about 370 px; tests/test_report_browser.py draws it at 390 px). Longer
+# ones break between words (<br>), and the top margin grows with the lines.
+TITLE_CHARS = 44
+# An axis title is centred on the plot area, narrower than the figure (a heat map's colour bar
+# takes more): 32 characters. The x title of a figure whose legend sits under it keeps one line
+# up to TITLE_CHARS: a second line would run into the legend.
+AXIS_CHARS = 32
+TITLE_LINE_PX = 18
 
 
 def words(column: str) -> str:
@@ -89,11 +99,48 @@ def figure(data: list[dict], layout: dict, group: str = "", height: int = 440) -
         a.setdefault("zeroline", False)
         a.setdefault("linecolor", "#9aa5b1")
         a.setdefault("showline", True)
+    legend = layout.get("showlegend", True) and sum(tr.get("showlegend", True) for tr in data) > 1
     for ax in ("xaxis", "yaxis"):
         _log_ticks(layout[ax], [v for tr in data for v in (tr.get(ax[0]) or [])])
+        title = layout[ax].get("title")
+        if isinstance(title, dict) and isinstance(title.get("text"), str):
+            most = TITLE_CHARS if ax == "xaxis" and legend else AXIS_CHARS
+            title["text"] = wrap(title["text"], most)
     if isinstance(layout.get("title"), str):
-        layout["title"] = {"text": layout["title"], "font": {"size": 13}, "x": 0, "xref": "paper"}
+        text = wrap(layout["title"])
+        lines = text.count("<br>") + 1 if text else 0
+        layout["title"] = {
+            "text": text,
+            "font": {"size": 13},
+            "x": 0,
+            "xref": "container",
+            "xanchor": "left",
+            # plotly lifts a title of n lines by about (n - 1) half lines: pushed back down
+            "pad": {"l": 8, "t": 8 + TITLE_LINE_PX // 2 * (lines - 1)},
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+        }
+        base["margin"] = {**base["margin"], "t": max(50, 26 + TITLE_LINE_PX * lines)}
+    for i, tr in enumerate(data):  # a hover box never says "trace 0"
+        tr.setdefault("name", tr.get("type", "series") if len(data) == 1 else f"series {i + 1}")
     return clean({"data": data, "layout": {**base, **layout}, "group": group})
+
+
+def wrap(text: str, width: int = TITLE_CHARS) -> str:
+    """An escaped title broken between words into lines of at most `width` characters as
+    read (entities count as one), joined by <br>; a word longer than a line is cut."""
+    words = unescape(text.replace("<br>", " ")).split()
+    lines: list[str] = []
+    for word in words:
+        while len(word) > width:
+            lines.append(word[:width])
+            word = word[width:]
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        elif word:
+            lines.append(word)
+    return "<br>".join(escape(line) for line in lines)
 
 
 def _log_ticks(axis: dict, values: list) -> None:
@@ -371,7 +418,8 @@ def heatmap(hm, fmt) -> dict:
                 row.append("not run")
         text.append(row)
     fixed = ", ".join(f"{k}={v}" for k, v in hm.fixed.items())
-    hover = f"{hm.x}=%{{x}}, {hm.y}=%{{y}}: %{{text}}<extra></extra>"
+    # the names escaped, plotly's own markup not: an escaped <extra> was shown as text
+    hover = escape(f"{hm.x}=") + "%{x}, " + escape(f"{hm.y}=") + "%{y}: %{text}<extra></extra>"
     where = ", ".join(str(v) for v in hm.where.values())
     data = [
         {
@@ -382,7 +430,8 @@ def heatmap(hm, fmt) -> dict:
             "text": text,
             "texttemplate": "%{text}",
             "textfont": {"size": 10},
-            "hovertemplate": escape(hover).replace("&#x27;", "'"),
+            "hovertemplate": hover,
+            "name": escape(words(hm.metric)),
             "colorscale": "Viridis",
             "xgap": 1,
             "ygap": 1,

@@ -107,6 +107,8 @@ def build(
     what_if: Sequence[str] | None = None,
 ) -> Report:
     """Read the databases, analyse, and write out/report.html (+ figures/, tables/).
+    `progress` hears each stage before it starts (each section, then the page), once the
+    databases are read: a build takes tens of seconds on a large sweep.
 
     Runs flagged noisy (analysis.frames.add_quality) are left out of every figure, table and
     comparison unless `include_noisy`; the summary says how many and why. The run counts, the
@@ -117,7 +119,7 @@ def build(
         raise ConfigError("--db", "(none)", "at least one result database")
     chips = resolve_what_if(what_if)  # before any work: a bad id is one line, exit 2
     out = paths.output_folder("--out", out)  # before any work: a file in the way, read-only
-    full = A.load(dbs)
+    full = A.load(dbs)  # no stage said before: a database that cannot be read is one line
     data, noisy = (full, None) if include_noisy else without_noisy(full)
     if chips:
         say("what-if predictions")
@@ -127,9 +129,11 @@ def build(
     with publish.staged(out) as stage:
         w = Writer(stage)
         sections: list[Content] = []
-        for sec in sections_for(SECTIONS, bool(chips)):
-            say(sec.step or sec.id)
+        todo = sections_for(SECTIONS, bool(chips))
+        for i, sec in enumerate(todo, 1):
+            say(stage_text(i, len(todo), sec.step or sec.id))
             sections.append(sec.build(data, w, every=full))
+        say("key results and the page")
         notes = [n for n in (_noisy_note(full, noisy), choice_note(choose(full.runs))) if n]
         for note in reversed(notes):
             for c in sections:
@@ -142,6 +146,12 @@ def build(
         (stage / "report.html").write_text(html, encoding="utf-8")
     figures, csvs = publish.moved(w.figures, stage, out), publish.moved(w.tables, stage, out)
     return Report(out / "report.html", figures, csvs, sections)
+
+
+def stage_text(i: int, n: int, step: str) -> str:
+    """What the progress line says while section `i` of `n` is built: 'section 4/19: heat
+    maps'."""
+    return f"section {i}/{n}: {step}"
 
 
 def _skipped_note(skipped: list[dict]) -> str:

@@ -27,6 +27,12 @@ class Content:
     empty: str | None = None  # what to run when there is no data
     lists: list[tuple[str, list[str]]] = field(default_factory=list)  # (heading, one line each)
 
+    @property
+    def bare(self) -> bool:
+        """Nothing to show but why: the page lists it at the end, one line, not among the
+        sections with data."""
+        return bool(self.empty) and not (self.figures or self.tables or self.lists)
+
 
 @dataclass(frozen=True)
 class Inputs:

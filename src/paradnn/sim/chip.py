@@ -164,20 +164,23 @@ def from_platform(plat: Platform, origin: str = "datasheet") -> Chip:
     return Chip(plat, origin)
 
 
-def load(name: str) -> Chip:
-    """A database id, or a path to a TOML file describing a (possibly hypothetical) chip."""
+def load(name: str, option: str = "--platform") -> Chip:
+    """A database id or a unique prefix of one (`datasheets.resolve`: `v100` → v100-sxm2), or a
+    path to a TOML file describing a (possibly hypothetical) chip. A bad name is one line
+    naming `option`, the name and what is allowed (ConfigError); an ambiguous prefix names
+    the ids it matches."""
     db_ids = [p.id for p in datasheets.all_platforms()]
+    allowed = "must be one of " + ", ".join(db_ids) + " (or a unique prefix) or a .toml file"
     if not isinstance(name, str) or not name or not name.isprintable() or len(name) > 4096:
-        raise ConfigError(
-            "--platform", name, "must be one of " + ", ".join(db_ids) + " or a .toml file"
-        )
+        raise ConfigError(option, name, allowed)
     if name in db_ids:
         return from_platform(datasheets.get(name))
     if name.endswith(".toml") or Path(name).is_file():
         return load_file(name)
-    raise ConfigError(
-        "--platform", name, "must be one of " + ", ".join(db_ids) + " or a .toml file"
-    )
+    near = datasheets.prefixed(name)
+    if len(near) == 1:
+        return from_platform(datasheets.get(near[0]))
+    raise ConfigError(option, name, datasheets.ambiguous(near) if near else allowed)
 
 
 def load_file(path: str | Path) -> Chip:

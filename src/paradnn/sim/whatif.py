@@ -25,9 +25,6 @@ OPTION = "--what-if"
 MAX_PLATFORMS = 12  # platforms in one report: each adds a group to every pair
 MAX_SPEC = 4096  # characters of one item (as sim.chip.load)
 PREDICTED = "predicted"
-# The precision a platform is predicted at when it lacks the measured one (a TPU has no fp32
-# peak): its first 16-bit format, the one it trains in (seed 000: TPU bf16, GPU fp16 mixed).
-FALLBACK_PRECISIONS = ("bf16", "fp16", "fp32")
 
 
 def label(platform_id: str) -> str:
@@ -64,11 +61,10 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
             if not Path(p).is_file():
                 raise ConfigError(OPTION, p, "no such chip file; " + allowed())
             got = chips_mod.load_file(p)
-        else:
-            near = [i for i in ids if i.startswith(p)]
+        else:  # the one resolver of platform names (platforms.datasheets.prefixed)
+            near = datasheets.prefixed(p)
             if len(near) != 1:
-                why = f"matches {', '.join(near)}: name one" if near else allowed()
-                raise ConfigError(OPTION, p, why)
+                raise ConfigError(OPTION, p, datasheets.ambiguous(near) if near else allowed())
             got = chips_mod.from_platform(datasheets.get(near[0]))
         if got.id not in {c.id for c in out}:
             out.append(got)
@@ -87,12 +83,15 @@ class Target:
 
 
 def precision_on(chip: Chip, precision: str) -> str | None:
-    """The measured precision when the chip has a dense peak for it, else its training
-    precision (FALLBACK_PRECISIONS order); None when it has none of them."""
+    """The measured precision when the chip has a dense peak for it (measured here beside
+    predicted there, like for like), else the chip's native precision
+    (`Platform.native_precision`: a TPU bf16, a V100 fp16); None when it has no peak for that
+    either."""
     plat = chip.platform
     if plat.peak(precision) is not None:
         return precision
-    return next((p for p in FALLBACK_PRECISIONS if plat.peak(p) is not None), None)
+    native = plat.native_precision()
+    return native if plat.peak(native) is not None else None
 
 
 def predict_rows(

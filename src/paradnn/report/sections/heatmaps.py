@@ -13,6 +13,8 @@ from paradnn.analysis.frames import (
 )
 from paradnn.analysis.heatmap import figure7_fixed
 from paradnn.errors import ConfigError
+from paradnn.precisions import PRECISIONS
+from paradnn.records import Status
 from paradnn.report.section import Content, Inputs, Section
 from paradnn.report.writer import Writer
 
@@ -23,20 +25,27 @@ def fill(inp: Inputs, w: Writer, s: Content) -> None:
         hps = data.hyperparameters[fam]
         if "batch" not in hps or len(hps) < 2:
             continue
-        try:
-            hm = A.heatmap(data, fam)
-        except ConfigError as e:
-            s.notes.append(f"{fam}: {e}")
-            continue
-        if hm.cells < 2:
-            s.notes.append(
-                f"{fam}: {hm.cells} cell(s) at the fixed values "
-                f"({_fixed_text(hm)}): too few for a map."
+        runs = data.runs[data.runs["family"] == fam]
+        precs = precisions(runs)
+        for prec in precs or [None]:
+            where = None if prec is None else _slice(runs[runs["precision"] == prec])
+            try:
+                hm = A.heatmap(data, fam, where=where)
+            except ConfigError as e:
+                s.notes.append(f"{fam}: {e}")
+                continue
+            if hm.cells < 2:
+                s.notes.append(
+                    f"{fam} on {where_text(hm.where)}: {hm.cells} cell(s) at the fixed values "
+                    f"({_fixed_text(hm)}): too few for a map."
+                )
+                continue
+            cap = (
+                f"{fam} on {where_text(hm.where)}: {METRICS.get(hm.metric, hm.metric)}; "
+                f"fixed {_fixed_text(hm)}"
             )
-            continue
-        where = where_text(hm.where)
-        cap = f"{fam} on {where}: {METRICS.get(hm.metric, hm.metric)}; fixed {_fixed_text(hm)}"
-        s.figures.append(w.figure(f"heatmap-{fam}", P.heatmap(hm), cap))
+            name = f"heatmap-{fam}" if len(precs) < 2 else f"heatmap-{fam}-{prec}"
+            s.figures.append(w.figure(name, P.heatmap(hm), cap))
     _throughput_maps(data, w, s)
     if not s.figures:
         s.empty = (
@@ -56,23 +65,39 @@ def _throughput_maps(data: A.Data, w: Writer, s: Content) -> None:
         if "batch" not in hps or len(hps) < 2:
             continue
         for plat in plats:
-            ok = data.ok[(data.ok["family"] == fam) & (data.ok["platform"] == plat)]
-            if not len(ok):
-                continue
-            where = largest_group(ok, slice_columns(ok))  # one precision, thread count, ...
-            fixed, paper = figure7_fixed(select(ok, where), fam)
-            try:
-                hm = A.heatmap(
-                    data, fam, metric="examples_per_s", where=where, fixed=fixed, paper=paper
-                )
-            except ConfigError:
-                continue
-            if hm.cells < 2:
-                continue
-            cap = f"{fam} on {where_text(where)}: examples/s; fixed {_fixed_text(hm)}"
-            cap += _figure7_text(hm, paper)
-            name = "-".join(["throughput", fam, *(str(v) for v in where.values())])
-            s.figures.append(w.figure(name, P.heatmap(hm), cap))
+            on = data.ok[(data.ok["family"] == fam) & (data.ok["platform"] == plat)]
+            for prec in precisions(on):  # each precision its own map, one selector
+                ok = on[on["precision"] == prec]
+                where = largest_group(ok, slice_columns(ok))  # one thread count, mode, ...
+                fixed, paper = figure7_fixed(select(ok, where), fam)
+                try:
+                    hm = A.heatmap(
+                        data, fam, metric="examples_per_s", where=where, fixed=fixed, paper=paper
+                    )
+                except ConfigError:
+                    continue
+                if hm.cells < 2:
+                    continue
+                cap = f"{fam} on {where_text(where)}: examples/s; fixed {_fixed_text(hm)}"
+                cap += _figure7_text(hm, paper)
+                name = "-".join(["throughput", fam, *(str(v) for v in where.values())])
+                s.figures.append(w.figure(name, P.heatmap(hm), cap))
+
+
+def precisions(runs) -> list[str]:
+    """The precisions a family ran at, fp32 first (the seeds' baseline), then tf32, bf16, fp16:
+    one map each, so an fp32 and a bf16 sweep are both shown (the page gives them one box
+    with a selector). A fixed order, never one that hinges on run counts."""
+    got = set(runs["precision"].dropna().astype(str)) if len(runs) else set()
+    return [p for p in PRECISIONS if p in got] + sorted(got - set(PRECISIONS))
+
+
+def _slice(runs) -> dict:
+    """The default slice of one precision's runs: its (platform, thread count, ...) with the
+    most ok runs, else the most runs (A.heatmap's own default, within the precision)."""
+    ok = runs[runs["status"] == Status.OK]
+    pool = ok if len(ok) else runs
+    return largest_group(pool, slice_columns(pool))
 
 
 def _figure7_text(hm, paper: dict) -> str:
@@ -103,7 +128,8 @@ SECTION = Section(
     intro=(
         "A metric over batch size and the family's width hyperparameter with the other "
         "hyperparameters fixed (the paper's values when the data has them, else the "
-        "most common value, as stated under each map): utilization (Figure 2) and, per "
+        "most common value, as stated under each map), one map per precision the family ran "
+        "at (fp32 first; the box's selector shows the others): utilization (Figure 2) and, per "
         "platform, examples/s (Figure 7, which fixes FC at 64 layers where Figure 2 fixes 32: "
         "64 where the data has it, else the closest layer count present, said under the map). "
         "Failed cells show their status."
