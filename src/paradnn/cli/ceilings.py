@@ -3,84 +3,73 @@ accelerator study's op micro-benchmarks)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
 from rich.markup import escape
 
 from paradnn import api
-from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
-    PRECISION,
     DbOpt,
     DeviceOpt,
     EmulatedOpt,
     ThreadsOpt,
-    number,
+    flag_option,
+    number_option,
     out,
+    parsed,
+    precisions_option,
     unique,
 )
 from paradnn.cli.progress import say
-from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S, PRECISIONS
+from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB
 
-ForceOpt = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="Measure every unit again (default: a re-run skips units already measured ok or "
-        "unsupported in this environment, and resumes after a crash).",
-    ),
-]
+ForceOpt = flag_option(
+    "--force",
+    "Measure every unit again (default: a re-run skips units already measured ok or unsupported "
+    "in this environment, and resumes after a crash).",
+)
+IfMissingOpt = flag_option(
+    "--if-missing",
+    "Measure only what the database lacks: nothing if it has ceilings of this device and "
+    "environment over the current math paths.",
+)
+BudgetOpt = number_option(
+    "--budget",
+    MIN_BUDGET_S,
+    MAX_TIMING_S,
+    "Compute seconds per precision, shared by its paths (default 60): sizes grow while the rate "
+    "rises and the next one fits in what is left.",
+)
+HostOnlyOpt = flag_option(
+    "--host-only",
+    "Measure only the host profile (about a minute): what the host spends per forward op, "
+    "autograd node, optimizer tensor and, on a GPU, kernel launch.",
+)
+NoHostOpt = flag_option("--no-host", "Measure only the ceilings, not the host profile.")
+MatmulPrecisionsOpt = precisions_option("Matmul precisions (default: all the device runs)")
+OpPrecisionsOpt = precisions_option("Precisions (default fp32)")
+NamesOpt = parsed(
+    list[str] | None,
+    "--name",
+    None,
+    "Only these ops, e.g. matmul-4096, conv2d-II (repeatable).",
+    callback=unique("--name"),
+)
+ThreadSweepOpt = flag_option("--thread-sweep", "CPU: repeat at 1, 2, 4 … all cores.")
 
 
 def calibrate(
-    precision: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--precision",
-            "-p",
-            parser=PRECISION,
-            callback=unique("--precision"),
-            help=f"Matmul precisions: {listing(PRECISIONS)} (default: all the device runs).",
-        ),
-    ] = None,
+    precision: MatmulPrecisionsOpt = None,
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
-    if_missing: Annotated[
-        bool,
-        typer.Option(
-            "--if-missing",
-            help="Measure only what the database lacks: nothing if it has ceilings of this "
-            "device and environment over the current math paths.",
-        ),
-    ] = False,
-    budget: Annotated[
-        float | None,
-        typer.Option(
-            "--budget",
-            parser=number("--budget", MIN_BUDGET_S, MAX_TIMING_S),
-            help="Compute seconds per precision, shared by its paths (default 60): sizes grow "
-            "while the rate rises and the next one fits in what is left.",
-        ),
-    ] = None,
+    if_missing: IfMissingOpt = False,
+    budget: BudgetOpt = None,
     allow_emulated: EmulatedOpt = False,
     force: ForceOpt = False,
-    host_only: Annotated[
-        bool,
-        typer.Option(
-            "--host-only",
-            help="Measure only the host profile (about a minute): what the host spends per "
-            "forward op, autograd node, optimizer tensor and, on a GPU, kernel launch.",
-        ),
-    ] = False,
-    no_host: Annotated[
-        bool,
-        typer.Option("--no-host", help="Measure only the ceilings, not the host profile."),
-    ] = False,
+    host_only: HostOnlyOpt = False,
+    no_host: NoHostOpt = False,
 ) -> None:
     """Measure this device's ceilings (the best FLOP/s per precision over the math paths the
     workloads use: matmul, linear with a bias, LSTM; memory bandwidth: copy, triad) and this
@@ -158,27 +147,9 @@ def say_beaten(db: str, device_name: str | None = None) -> None:
 
 
 def ops(
-    precision: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--precision",
-            "-p",
-            parser=PRECISION,
-            callback=unique("--precision"),
-            help=f"Precisions: {listing(PRECISIONS)} (default fp32).",
-        ),
-    ] = None,
-    name: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--name",
-            callback=unique("--name"),
-            help="Only these ops, e.g. matmul-4096, conv2d-II (repeatable).",
-        ),
-    ] = None,
-    thread_sweep: Annotated[
-        bool, typer.Option("--thread-sweep", help="CPU: repeat at 1, 2, 4 … all cores.")
-    ] = False,
+    precision: OpPrecisionsOpt = None,
+    name: NamesOpt = None,
+    thread_sweep: ThreadSweepOpt = False,
     db: DbOpt = DEFAULT_DB,
     device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,

@@ -21,10 +21,12 @@ from paradnn.cli.common import (
     choice,
     enum_choice,
     err,
-    integer,
-    number,
+    flag_option,
+    int_option,
+    number_option,
     option,
     out,
+    parsed,
 )
 from paradnn.records import COMPARE_BY, METRICS
 from paradnn.store import DEFAULT_DB
@@ -37,6 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.analysis import Comparison
 
 
+NoisyOpt = flag_option("--include-noisy", "Keep runs flagged noisy (left out by default).")
+
+
 def _what_if(v: str) -> str:
     """The value as given, once every item names a platform or a chip file (read here, with
     the options: a bad id is one line, exit 2, before the databases are read)."""
@@ -46,36 +51,33 @@ def _what_if(v: str) -> str:
     return v
 
 
+OutOpt = Annotated[str, typer.Option("--out", help="Directory for the report.")]
+WhatIfOpt = parsed(
+    str | None,
+    "--what-if",
+    option("--what-if", _what_if),
+    "Comma-separated platform ids (`paradnn platforms`; a unique prefix such as v100 will do) "
+    "or chip .toml files: the configs measured here are predicted there by the step-time model "
+    "and shown beside them, marked predicted, with the model's validated error band; "
+    "observations the data cannot test get predicted verdicts.",
+    metavar="PLATFORMS",
+)
+WatchOpt = number_option(
+    "--watch",
+    1.0,
+    86_400.0,
+    "Keep the report current while a sweep runs: check the databases every SECONDS, build the "
+    "report again when one changed; the page reloads itself. Ctrl-C stops.",
+    metavar="SECONDS",
+)
+
+
 def report(
     db: DbsOpt = None,
-    out_dir: Annotated[str, typer.Option("--out", help="Directory for the report.")] = "report",
-    include_noisy: Annotated[
-        bool,
-        typer.Option("--include-noisy", help="Keep runs flagged noisy in figures and speedups."),
-    ] = False,
-    what_if: Annotated[
-        str | None,
-        typer.Option(
-            "--what-if",
-            metavar="PLATFORMS",
-            parser=option("--what-if", _what_if),
-            help="Comma-separated platform ids (`paradnn platforms`; a unique prefix such as "
-            "v100 will do) or chip .toml files: the configs measured here are predicted there "
-            "by the step-time model and shown beside them, marked predicted, with the model's "
-            "validated error band; observations the data cannot test get predicted verdicts.",
-        ),
-    ] = None,
-    watch: Annotated[
-        float | None,
-        typer.Option(
-            "--watch",
-            metavar="SECONDS",
-            parser=number("--watch", 1.0, 86_400.0),
-            help="Keep the report current while a sweep runs: check the databases every "
-            "SECONDS, build the report again when one changed; the page reloads itself. "
-            "Ctrl-C stops.",
-        ),
-    ] = None,
+    out_dir: OutOpt = "report",
+    include_noisy: NoisyOpt = False,
+    what_if: WhatIfOpt = None,
+    watch: WatchOpt = None,
 ) -> None:
     """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
     (also PNG figures and CSV tables next to it). Noisy runs are left out and counted.
@@ -158,70 +160,54 @@ class FailOn(StrEnum):
     geomean = "geomean"
 
 
+ByOpt = parsed(str, "--by", choice("--by", COMPARE_BY), BY_HELP)
+AOpt = Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")]
+BOpt = Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")]
+MetricOpt = parsed(
+    str, "--metric", choice("--metric", METRICS), f"What is compared: {listing(METRICS)}."
+)
+CompareFormatOpt = parsed(
+    Format, "--format", enum_choice("--format", Format), "table, csv (per config) or json.", "-f"
+)
+LimitOpt = parsed(int, "--limit", LIMIT, "Configs shown in the table (slowest and fastest).")
+FailIfSlowerOpt = number_option(
+    "--fail-if-slower",
+    0.0,
+    100.0,
+    "Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI (the whole interval "
+    "below it); configs without an interval by their estimate.",
+    metavar="PCT",
+)
+FailOnOpt = parsed(
+    FailOn,
+    "--fail-on",
+    enum_choice("--fail-on", FailOn),
+    "What --fail-if-slower judges: each config or the geomean.",
+)
+MinConfigsOpt = int_option(
+    "--min-configs",
+    1,
+    MAX_ROWS,
+    f"Exit {TOO_FEW_EXIT} when fewer than N configs were compared (matched in both groups, noisy "
+    "ones left out). Default 1 under --fail-if-slower, so the gate never passes on nothing; "
+    "given alone it is a gate of its own.",
+    metavar="N",
+)
+
+
 def compare(
-    by: Annotated[
-        str,
-        typer.Option("--by", parser=choice("--by", COMPARE_BY), help=BY_HELP),
-    ],
-    a: Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")],
-    b: Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")],
+    by: ByOpt,
+    a: AOpt,
+    b: BOpt,
     db: DbsOpt = None,
-    metric: Annotated[
-        str,
-        typer.Option(
-            "--metric",
-            parser=choice("--metric", METRICS),
-            help=f"What is compared: {listing(METRICS)}.",
-        ),
-    ] = "examples_per_s",
+    metric: MetricOpt = "examples_per_s",
     family: FamilyOpt = None,
-    fmt: Annotated[
-        Format,
-        typer.Option(
-            "--format",
-            "-f",
-            parser=enum_choice("--format", Format),
-            help="table, csv (per config) or json.",
-        ),
-    ] = Format.table,
-    limit: Annotated[
-        int,
-        typer.Option(
-            "--limit", parser=LIMIT, help="Configs shown in the table (slowest and fastest)."
-        ),
-    ] = 10,
-    fail_if_slower: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-if-slower",
-            metavar="PCT",
-            parser=number("--fail-if-slower", 0.0, 100.0),
-            help="Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI "
-            "(the whole interval below it); configs without an interval by their estimate.",
-        ),
-    ] = None,
-    fail_on: Annotated[
-        FailOn,
-        typer.Option(
-            "--fail-on",
-            parser=enum_choice("--fail-on", FailOn),
-            help="What --fail-if-slower judges: each config or the geomean.",
-        ),
-    ] = FailOn.config,
-    include_noisy: Annotated[
-        bool, typer.Option("--include-noisy", help="Keep runs flagged noisy (left out by default).")
-    ] = False,
-    min_configs: Annotated[
-        int | None,
-        typer.Option(
-            "--min-configs",
-            metavar="N",
-            parser=integer("--min-configs", 1, MAX_ROWS),
-            help=f"Exit {TOO_FEW_EXIT} when fewer than N configs were compared (matched in both "
-            "groups, noisy ones left out). Default 1 under --fail-if-slower, so the gate never "
-            "passes on nothing; given alone it is a gate of its own.",
-        ),
-    ] = None,
+    fmt: CompareFormatOpt = Format.table,
+    limit: LimitOpt = 10,
+    fail_if_slower: FailIfSlowerOpt = None,
+    fail_on: FailOnOpt = FailOn.config,
+    include_noisy: NoisyOpt = False,
+    min_configs: MinConfigsOpt = None,
 ) -> None:
     """Speedup of group B over group A for every configuration both ran (matched on family,
     config and every other identity column), each with a 95% bootstrap CI from the raw samples

@@ -12,7 +12,16 @@ from rich.markup import escape
 
 from paradnn import api, families, presets
 from paradnn.cli import tables
-from paradnn.cli.common import AssignmentsArg, DbOpt, enum_choice, err, number, out
+from paradnn.cli.common import (
+    AssignmentsArg,
+    DbOpt,
+    ForceRunOpt,
+    enum_choice,
+    err,
+    flag_option,
+    number,
+    out,
+)
 from paradnn.cli.options import (
     EXECUTOR,
     MEASURE,
@@ -189,6 +198,7 @@ def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, ene
         )
 
 
+RecordJsonOpt = flag_option("--json", "Print the whole record as JSON.")
 BENCH_SETTINGS = SWEEP.only("timeout", "remeasure", "remeasure_backoff", remeasure=REMEASURE_BENCH)
 
 
@@ -203,17 +213,8 @@ def bench(
     ],
     assignments: AssignmentsArg = None,
     db: DbOpt = DEFAULT_DB,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the whole record as JSON.")
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Run it even when its predicted memory cannot fit in what the device has "
-            "free (without it: refused, exit 2, before any work).",
-        ),
-    ] = False,
+    as_json: RecordJsonOpt = False,
+    force: ForceRunOpt = False,
     *,
     axes: dict[str, Any],
     measure: Measure,
