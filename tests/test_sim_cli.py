@@ -157,6 +157,8 @@ def test_validate(capsys, tmp_path):
         (["scaling", "cnn", "--platform", "titan-x-pascal", "-p", "fp32"], "link_bw"),
         (["mxu-study", "--dataflow", "xs"], "--dataflow = 'xs': must be one of"),
         (["mxu-study", "--batch", "0"], "--batch = 0"),
+        (["fit", "--statistic", "mean"], "--statistic = 'mean': must be one of median, min"),
+        (["fit", "--from", "logs"], "--from = 'logs': must be one of runs, ops"),
         (["mxu-study", "--chips", "2"], "No such option: --chips"),
         (["validate", "--db", "/nonexistent/x.db"], "no such database"),
         (["nonsense"], "No such command 'nonsense'"),

@@ -133,6 +133,22 @@ def parsed(
     return Annotated[kind, typer.Option(flag, *names, parser=read, help=help, **kw)]
 
 
+def words_option(
+    kind: Any,
+    flag: str,
+    read: Callable[[Any], Any],
+    help: str,
+    *names: str,
+    notes: dict[str, str] | None = None,
+    **kw: Any,
+) -> Any:
+    """An option that takes one word `read` accepts (a `choice` or `enum_choice`): `{values}`
+    in `help` becomes the list of those words, each with its note, so the help cannot leave
+    one out (tests/test_cli_help.py)."""
+    words = listing(read.accepts(), notes)  # type: ignore[attr-defined]
+    return parsed(kind, flag, read, help.replace("{values}", words), *names, **kw)
+
+
 def int_option(flag: str, low: int, high: int, help: str, kind: Any = int | None, **kw: Any) -> Any:
     """An integer option in [low, high]."""
     return parsed(kind, flag, integer(flag, low, high), help, **kw)
@@ -271,7 +287,7 @@ def enum_choice(flag: str, cls: type[StrEnum]) -> Callable[[Any], Any]:
     return parse
 
 
-FormatOpt = parsed(Format, "--format", enum_choice("--format", Format), "table, csv or json.", "-f")
+FormatOpt = words_option(Format, "--format", enum_choice("--format", Format), "{values}.", "-f")
 
 
 def timing(

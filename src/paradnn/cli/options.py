@@ -33,10 +33,10 @@ from paradnn.cli.common import (
     int_option,
     integer,
     number_option,
-    parsed,
     text_option,
     timing,
     unique,
+    words_option,
 )
 from paradnn.config import (
     EXECUTORS,
@@ -346,12 +346,13 @@ EXECUTOR = Group(
     (
         param(
             "executor",
-            parsed(
+            words_option(
                 str | None,
                 "--executor",
                 choice("--executor", EXECUTORS),
-                "Where runs execute: local (worker processes here), ray or slurm. Default: the "
-                "sweep's \\[executor] table, else local.",
+                "Where runs execute: {values}. Default: the sweep's \\[executor] table, else "
+                "local.",
+                notes={"local": "worker processes here"},
                 **_EXECUTOR,
             ),
         ),

@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 
 from paradnn import api
-from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
     LIMIT,
@@ -27,6 +26,7 @@ from paradnn.cli.common import (
     option,
     out,
     parsed,
+    words_option,
 )
 from paradnn.records import COMPARE_BY, METRICS
 from paradnn.store import DEFAULT_DB
@@ -140,19 +140,16 @@ def _too_few_hint(c: Comparison) -> str:
     return f"No config ran ok in both {c.a} and {c.b}."
 
 
-BY_HELP = (
-    "What defines the two groups: "
-    + listing(
-        COMPARE_BY,
-        {
-            "backend": "docs/jax.md",
-            "engine": "torch-eager, torch-compile, …, jax",
-            "db": "one database against another",
-            "attempt": "re-runs of the same run key: --a/--b are attempt numbers, first or latest",
-        },
-    )
-    + "."
-)
+BY_NOTES = {
+    "backend": "docs/jax.md",
+    "engine": "torch-eager, torch-compile, …, jax",
+    "db": "one database against another",
+    "attempt": "re-runs of the same run key: --a/--b are attempt numbers, first or latest",
+}
+BY_HELP = "What defines the two groups: {values}."
+
+
+PER_CONFIG = {"csv": "per config"}
 
 
 class FailOn(StrEnum):
@@ -160,14 +157,13 @@ class FailOn(StrEnum):
     geomean = "geomean"
 
 
-ByOpt = parsed(str, "--by", choice("--by", COMPARE_BY), BY_HELP)
+ByOpt = words_option(str, "--by", choice("--by", COMPARE_BY), BY_HELP, notes=BY_NOTES)
 AOpt = Annotated[str, typer.Option("--a", help="The baseline group (e.g. fp32).")]
 BOpt = Annotated[str, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")]
-MetricOpt = parsed(
-    str, "--metric", choice("--metric", METRICS), f"What is compared: {listing(METRICS)}."
-)
-CompareFormatOpt = parsed(
-    Format, "--format", enum_choice("--format", Format), "table, csv (per config) or json.", "-f"
+METRIC = choice("--metric", METRICS)
+MetricOpt = words_option(str, "--metric", METRIC, "What is compared: {values}.")
+CompareFormatOpt = words_option(
+    Format, "--format", enum_choice("--format", Format), "{values}.", "-f", notes=PER_CONFIG
 )
 LimitOpt = parsed(int, "--limit", LIMIT, "Configs shown in the table (slowest and fastest).")
 FailIfSlowerOpt = number_option(
@@ -178,11 +174,12 @@ FailIfSlowerOpt = number_option(
     "below it); configs without an interval by their estimate.",
     metavar="PCT",
 )
-FailOnOpt = parsed(
+FailOnOpt = words_option(
     FailOn,
     "--fail-on",
     enum_choice("--fail-on", FailOn),
-    "What --fail-if-slower judges: each config or the geomean.",
+    "What --fail-if-slower judges: {values}.",
+    notes={"config": "each config", "geomean": "the geomean of the speedups"},
 )
 MinConfigsOpt = int_option(
     "--min-configs",

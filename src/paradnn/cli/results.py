@@ -7,7 +7,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from paradnn import api
-from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
     LIMIT,
@@ -23,6 +22,7 @@ from paradnn.cli.common import (
     out,
     parsed,
     text_option,
+    words_option,
 )
 from paradnn.cli.options import filters, takes
 from paradnn.config import MAX_THREADS
@@ -44,15 +44,12 @@ class Table_(StrEnum):
     host_profile = "host_profile"
 
 
-StatusOpt = parsed(
-    str | None, "--status", choice("--status", STATUSES), f"Only this status: {listing(STATUSES)}."
+StatusOpt = words_option(
+    str | None, "--status", choice("--status", STATUSES), "Only this status: {values}."
 )
 SweepOpt = text_option("--sweep", "Only runs of this preset/sweep.")
-QualityOpt = parsed(
-    str | None,
-    "--quality",
-    choice("--quality", QUALITIES),
-    f"Only runs of this quality: {listing(QUALITIES)}.",
+QualityOpt = words_option(
+    str | None, "--quality", choice("--quality", QUALITIES), "Only runs of this quality: {values}."
 )
 RowsOpt = parsed(int | None, "--limit", LIMIT, "At most this many rows.")
 ChosenOpt = flag_option(
@@ -60,11 +57,12 @@ ChosenOpt = flag_option(
     "Only each run's chosen attempt: its best good attempt, else its latest (the one compare, "
     "report and findings use; docs/runner.md#attempts-which-one-counts).",
 )
-TableOpt = parsed(
+TableOpt = words_option(
     Table_,
     "--table",
     enum_choice("--table", Table_),
-    "runs, ceilings (calibrate), ops, op_profile, host_profile (calibrate).",
+    "Which table: {values}.",
+    notes={"ceilings": "calibrate", "ops": "paradnn ops", "host_profile": "calibrate"},
 )
 RunIdOpt = int_option("--run", 1, INT64_MAX, "With --table op_profile: one run's profile.")
 ThreadsFilterOpt = int_option("--threads", 1, MAX_THREADS, "Only runs at this thread count.")

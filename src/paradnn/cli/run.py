@@ -21,6 +21,7 @@ from paradnn.cli.common import (
     flag_option,
     number,
     out,
+    words_option,
 )
 from paradnn.cli.options import (
     EXECUTOR,
@@ -61,14 +62,11 @@ PresetOpt = Annotated[
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="List the runs and estimates; run nothing.")
 ]
-ProgressOpt = Annotated[
-    ProgressMode,
-    typer.Option(
-        "--progress",
-        parser=enum_choice("--progress", ProgressMode),
-        help="bar (default), jsonl (one JSON event per line), quiet.",
-    ),
-]
+PROGRESS = enum_choice("--progress", ProgressMode)
+PROGRESS_NOTES = {"bar": "default", "jsonl": "one JSON event per line"}
+ProgressOpt = words_option(
+    ProgressMode, "--progress", PROGRESS, "How runs are shown: {values}.", notes=PROGRESS_NOTES
+)
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")]
 WaitOpt = Annotated[
     bool,

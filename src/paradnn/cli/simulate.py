@@ -28,6 +28,7 @@ from paradnn.cli.common import (
     parsed,
     path,
     text_option,
+    words_option,
 )
 from paradnn.cli.options import Group, axis_option, param, takes
 from paradnn.config import PRECISIONS
@@ -123,11 +124,6 @@ def _bounded(flag: str, module: str, name: str, low: int = 1) -> Any:
     return option(flag, lambda v: parse_int(flag, v, low, _const(module, name)))
 
 
-def _dataflow(v: Any) -> str:
-    _const("paradnn.sim.systolic", "check_dataflow")(v)
-    return v
-
-
 CHIPS = _bounded("--chips", "paradnn.sim.interconnect", "MAX_CHIPS")
 OVERLAP = number("--overlap", 0.0, 1.0)
 PrecisionOpt = axis_option(
@@ -142,15 +138,23 @@ OverlapOpt = parsed(
 )
 ConcurrentOpt = flag_option("--concurrent", "Torus: drive all dimensions at once.")
 CsvOpt = text_option("--csv", "Also write the rows to this CSV file.")
-MODELS = ("step", "roofline")  # paradnn.sim.curve.MODELS, without importing the simulator here
+# The simulator's words, here so that its modules stay out of every command's start-up; a test
+# holds each against its home (tests/test_cli_help.py).
+MODELS = ("step", "roofline")  # paradnn.sim.curve.MODELS
 PRECISION_POLICIES = ("16-bit",)  # paradnn.api.simulation.PRECISION_POLICIES
-ModelOpt = parsed(
+DATAFLOWS = ("os", "ws", "is")  # paradnn.sim.systolic.DATAFLOWS
+STATISTICS = ("median", "min")  # paradnn.sim.fit.STATISTICS, paradnn.sim.opfit.STATISTICS
+SOURCES = ("runs", "ops")  # what paradnn.api.simulate_fit fits from
+ModelOpt = words_option(
     str,
     "--model",
     choice("--model", MODELS),
-    "step (default): the step-time model, term by term (kernels, overheads, elementwise, "
-    "optimizer, master weights, host, all-reduce), the one `fit` fits; roofline: the bare "
-    "roofline per op (the one --overlap and --concurrent apply to).",
+    "Which model: {values}.",
+    notes={
+        "step": "default: the step-time model, term by term (kernels, overheads, elementwise, "
+        "optimizer, master weights, host, all-reduce), the one `fit` fits",
+        "roofline": "the bare roofline per op, the one --overlap and --concurrent apply to",
+    },
 )
 MaxChipsOpt = parsed(
     int,
@@ -197,11 +201,12 @@ LoaderSerialOpt = flag_option(
     "The batch is made in the training process (0 loader workers): the input adds to the step "
     "instead of overlapping it.",
 )
-ByPolicyOpt = parsed(
+ByPolicyOpt = words_option(
     str | None,
     "--precision-policy",
     choice("--precision-policy", PRECISION_POLICIES),
-    "16-bit: each platform's bf16, else fp16 (the papers' TPU-vs-GPU comparisons); instead of -p.",
+    "One precision policy on every platform, instead of -p: {values}.",
+    notes={"16-bit": "each platform's bf16, else fp16: the papers' TPU-vs-GPU comparisons"},
 )
 HOST_PROFILE_HELP = (
     "The step model's host dispatch costs: a TOML/JSON file of a host profile, or `defaults` "
@@ -233,16 +238,20 @@ HoldoutOpt = parsed(
     _bounded("--holdout", "paradnn.api.simulation", "MAX_HOLDOUT", low=0),
     "Percent of configs held out (by config hash).",
 )
-StatisticOpt = Annotated[
+StatisticOpt = words_option(
     str,
-    typer.Option("--statistic", help="median step time, or min (fastest sample: shared hosts)."),
-]
-SourceOpt = Annotated[
+    "--statistic",
+    choice("--statistic", STATISTICS),
+    "What is fitted of each run: {values}.",
+    notes={"median": "its median step time", "min": "its fastest sample: shared hosts"},
+)
+SourceOpt = words_option(
     str,
-    typer.Option(
-        "--from", help="runs (a measured sweep) or ops (the op micro-benchmarks of `paradnn ops`)."
-    ),
-]
+    "--from",
+    choice("--from", SOURCES),
+    "What is fitted on: {values}.",
+    notes={"runs": "a measured sweep", "ops": "the op micro-benchmarks of `paradnn ops`"},
+)
 HoldoutOpsOpt = text_option(
     "--holdout-ops",
     "--from ops: ops held out, comma-separated (default matmul-4096,conv2d-II; '' none).",
@@ -250,7 +259,13 @@ HoldoutOpsOpt = text_option(
 BatchOpt = parsed(
     int, "--batch", _bounded("--batch", "paradnn.sim.studies", "MAX_BATCH"), "Batch of the CNNs."
 )
-DataflowOpt = parsed(str, "--dataflow", option("--dataflow", _dataflow), "ws, os or is.")
+DataflowOpt = words_option(
+    str,
+    "--dataflow",
+    choice("--dataflow", DATAFLOWS),
+    "The systolic array's dataflow: {values}.",
+    notes={"os": "output-stationary", "ws": "weight-stationary", "is": "input-stationary"},
+)
 HostDbOpt = parsed(
     str | None,
     "--db",

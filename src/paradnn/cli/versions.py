@@ -23,10 +23,16 @@ from paradnn.cli.common import (
     out,
     timing,
     unique,
+    words_option,
 )
 from paradnn.cli.progress import ProgressMode, say
 from paradnn.config import PRECISIONS
 from paradnn.store import DEFAULT_DB
+
+PROGRESS = enum_choice("--progress", ProgressMode)
+RunProgressOpt = words_option(
+    ProgressMode, "--progress", PROGRESS, "Each run's progress: {values}."
+)
 
 
 def versions(
@@ -87,14 +93,7 @@ def versions(
     threads: ThreadsOpt = None,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
-    progress: Annotated[
-        ProgressMode,
-        typer.Option(
-            "--progress",
-            parser=enum_choice("--progress", ProgressMode),
-            help="Each run's progress: bar, jsonl, quiet.",
-        ),
-    ] = ProgressMode.bar,
+    progress: RunProgressOpt = ProgressMode.bar,
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy in the comparison.")
     ] = False,
