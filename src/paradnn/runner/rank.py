@@ -271,7 +271,7 @@ def torchrun_main(args: Any) -> int:
     import torch
     import torch.distributed as dist
 
-    from paradnn.config import RunOptions, RunSpec, TimingPolicy
+    from paradnn.config import RunSpec, TimingPolicy, with_fields
     from paradnn.measure.environment import prepare
     from paradnn.records import Status
     from paradnn.runner.core import finish
@@ -290,16 +290,9 @@ def torchrun_main(args: Any) -> int:
         lo = args.min_time if args.min_time is not None else policy.min_time_s
         hi = args.max_time if args.max_time is not None else max(policy.max_time_s, lo)
         policy = dataclasses.replace(policy, min_time_s=lo, max_time_s=hi)
-    options = RunOptions(
-        precision=args.precision,
-        optimizer=args.optimizer,
-        device=device_spec,
-        threads=args.threads,
-        procs=world,
-        strategy=args.strategy,
-        scaling=args.scaling,
-        timing=policy,
-    )
+    given = {k: getattr(args, k) for k in ("precision", "optimizer", "threads", "strategy")}
+    fields = {**given, "scaling": args.scaling, "device": device_spec, "procs": world}
+    options = with_fields(None, "torchrun option", {**fields, "timing": policy})
     values = parse_assignments(args.assignments, what=f"{args.family} config")
     # threads: --threads, or every core this rank may use
     device, env = prepare(options.device, options.threads)
