@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from paradnn import families
+from paradnn.config import RunSpec, with_fields
 from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
@@ -204,7 +205,9 @@ def predict(
             step, fam.examples_per_step(cfg), loader_examples_per_s, loader_overlapped
         )
         bottleneck = "input" if starved else bottleneck
-    cap = mem.capacity(family, cfg, precision, optimizer, chip.memory_bytes, policy)
+    run = {"precision": precision, "optimizer": optimizer, "precision_policy": policy}
+    spec = RunSpec(family, dict(cfg.__dict__), with_fields(None, "prediction", run))
+    cap = mem.capacity(spec, chip.memory_bytes)
     return Prediction(
         kind=KIND,
         family=family,
