@@ -39,6 +39,7 @@ from paradnn.validate import (
 __all__ = [
     "AXES",
     "DATA_SOURCES",
+    "ENGINES",
     "EXECUTORS",
     "IMPLEMENTATIONS",
     "LOADER_SETTINGS",
@@ -322,7 +323,13 @@ class RunSpec:
         return cls.from_dict(json.loads(text))
 
 
-EXECUTORS = ("local", "ray", "slurm")
+# Where a sweep's runs execute: paradnn's own worker pool here (`local`), or a cluster engine,
+# named by its class (module:Class, imported only when chosen: runner/cluster.py opens it).
+ENGINES = {
+    "ray": "paradnn.runner.ray_engine:RayEngine",
+    "slurm": "paradnn.runner.slurm_engine:SlurmEngine",
+}
+EXECUTORS = ("local", *ENGINES)
 MAX_ARRAY_SIZE = 1_000_000  # Slurm's own ceiling for MaxArraySize is 4,000,001; real ones ~1001
 
 
