@@ -3,6 +3,8 @@ accelerator study's op micro-benchmarks)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.markup import escape
 
 from paradnn import api
@@ -19,6 +21,7 @@ from paradnn.cli.common import (
     precisions_option,
     unique,
 )
+from paradnn.cli.options import Group, param, takes
 from paradnn.cli.progress import say
 from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S
 from paradnn.errors import ConfigError
@@ -59,15 +62,20 @@ NamesOpt = parsed(
 ThreadSweepOpt = flag_option("--thread-sweep", "CPU: repeat at 1, 2, 4 … all cores.")
 
 
+# Where a kernel command measures and stores, and what it measures again: calibrate's and ops'.
+ON = (param("db", DbOpt, DEFAULT_DB), param("device", DeviceOpt, "auto"))
+WHERE = Group((*ON, param("threads", ThreadsOpt)), dict)
+AGAIN = Group((param("allow_emulated", EmulatedOpt, False), param("force", ForceOpt, False)), dict)
+
+
+@takes(where=WHERE, again=AGAIN)
 def calibrate(
     precision: MatmulPrecisionsOpt = None,
-    db: DbOpt = DEFAULT_DB,
-    device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None,
+    *,
+    where: dict[str, Any],
     if_missing: IfMissingOpt = False,
     budget: BudgetOpt = None,
-    allow_emulated: EmulatedOpt = False,
-    force: ForceOpt = False,
+    again: dict[str, Any],
     host_only: HostOnlyOpt = False,
     no_host: NoHostOpt = False,
 ) -> None:
@@ -78,19 +86,17 @@ def calibrate(
     measure it again."""
     if host_only and no_host:
         raise ConfigError("--host-only", True, "cannot be given with --no-host: give one of them")
-    if host_only and (precision or budget is not None or allow_emulated):
+    if host_only and (precision or budget is not None or again["allow_emulated"]):
         raise ConfigError(
             "--host-only",
             True,
             "measures no matmuls: leave out --precision, --budget and --allow-emulated",
         )
     if not host_only:
-        _ceilings(db, device, precision, threads, if_missing, budget, allow_emulated, force)
+        _ceilings(where, precision, if_missing, budget, again)
     if no_host:
         return
-    host = api.calibrate_host(
-        device, threads=threads, db=db, if_missing=if_missing, force=force, progress=say
-    )
+    host = api.calibrate_host(**where, if_missing=if_missing, force=again["force"], progress=say)
     if not host:
         out.print("Host profile: already in the database for this environment (--force: again).")
         return
@@ -101,30 +107,20 @@ def calibrate(
         if r.get("quality") == "noisy":
             reasons = "; ".join(r.get("quality_reasons") or [])
             out.print(f"[yellow]noisy host profile[/]: {escape(reasons)}")
-    out.print(f"Stored in [bold]{escape(db)}[/].")
+    out.print(f"Stored in [bold]{escape(where['db'])}[/].")
 
 
 def _ceilings(
-    db: str,
-    device: str,
+    where: dict[str, Any],
     precision: list[str] | None,
-    threads: int | None,
     if_missing: bool,
     budget: float | None,
-    allow_emulated: bool,
-    force: bool,
+    again: dict[str, Any],
 ) -> None:
     rows = api.calibrate(
-        device,
-        precision,
-        threads=threads,
-        db=db,
-        if_missing=if_missing,
-        budget_s=budget,
-        allow_emulated=allow_emulated,
-        force=force,
-        progress=say,
+        **where, precisions=precision, if_missing=if_missing, budget_s=budget, **again, progress=say
     )
+    db = where["db"]
     if not rows:
         out.print("Nothing to measure: every unit is already in the database (--force: again).")
     else:
@@ -146,31 +142,21 @@ def say_beaten(db: str, device_name: str | None = None) -> None:
         out.print(f"[yellow]{escape(beaten_words(b))}[/]")
 
 
+@takes(where=WHERE, again=AGAIN)
 def ops(
     precision: OpPrecisionsOpt = None,
     name: NamesOpt = None,
     thread_sweep: ThreadSweepOpt = False,
-    db: DbOpt = DEFAULT_DB,
-    device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None,
-    allow_emulated: EmulatedOpt = False,
-    force: ForceOpt = False,
+    *,
+    where: dict[str, Any],
+    again: dict[str, Any],
 ) -> None:
     """The accelerator study's op micro-benchmarks (its Table 4): matmul 2048/4096/8192 and
     conv2d I/II/III, forward and forward+backward."""
-    rows = api.ops(
-        device,
-        precision or ("fp32",),
-        names=name,
-        threads=threads,
-        thread_sweep=thread_sweep,
-        db=db,
-        allow_emulated=allow_emulated,
-        force=force,
-        progress=say,
-    )
+    chosen = {"precisions": precision or ("fp32",), "names": name, "thread_sweep": thread_sweep}
+    rows = api.ops(**where, **chosen, **again, progress=say)
     if not rows:
         out.print("Nothing to measure: every op is already in the database (--force: again).")
         return
     out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
-    out.print(f"Stored in [bold]{escape(db)}[/].")
+    out.print(f"Stored in [bold]{escape(where['db'])}[/].")

@@ -174,13 +174,8 @@ FailIfSlowerOpt = number_option(
     "below it); configs without an interval by their estimate.",
     metavar="PCT",
 )
-FailOnOpt = words_option(
-    FailOn,
-    "--fail-on",
-    enum_choice("--fail-on", FailOn),
-    "What --fail-if-slower judges: {values}.",
-    notes={"config": "each config", "geomean": "the geomean of the speedups"},
-)
+FAIL_ON, JUDGED = enum_choice("--fail-on", FailOn), {"config": "each", "geomean": "their geomean"}
+FailOnOpt = words_option(FailOn, "--fail-on", FAIL_ON, "What is judged: {values}.", notes=JUDGED)
 MinConfigsOpt = int_option(
     "--min-configs",
     1,

@@ -57,13 +57,9 @@ ChosenOpt = flag_option(
     "Only each run's chosen attempt: its best good attempt, else its latest (the one compare, "
     "report and findings use; docs/runner.md#attempts-which-one-counts).",
 )
-TableOpt = words_option(
-    Table_,
-    "--table",
-    enum_choice("--table", Table_),
-    "Which table: {values}.",
-    notes={"ceilings": "calibrate", "ops": "paradnn ops", "host_profile": "calibrate"},
-)
+TABLE = enum_choice("--table", Table_)
+MADE_BY = {"ceilings": "calibrate", "ops": "paradnn ops", "host_profile": "calibrate"}
+TableOpt = words_option(Table_, "--table", TABLE, "Which table: {values}.", notes=MADE_BY)
 RunIdOpt = int_option("--run", 1, INT64_MAX, "With --table op_profile: one run's profile.")
 ThreadsFilterOpt = int_option("--threads", 1, MAX_THREADS, "Only runs at this thread count.")
 AttemptOpt = int_option(

@@ -238,20 +238,19 @@ HoldoutOpt = parsed(
     _bounded("--holdout", "paradnn.api.simulation", "MAX_HOLDOUT", low=0),
     "Percent of configs held out (by config hash).",
 )
-StatisticOpt = words_option(
-    str,
-    "--statistic",
-    choice("--statistic", STATISTICS),
-    "What is fitted of each run: {values}.",
-    notes={"median": "its median step time", "min": "its fastest sample: shared hosts"},
-)
-SourceOpt = words_option(
-    str,
-    "--from",
-    choice("--from", SOURCES),
-    "What is fitted on: {values}.",
-    notes={"runs": "a measured sweep", "ops": "the op micro-benchmarks of `paradnn ops`"},
-)
+# What each word of fit's --statistic and --from means, and of mxu-study's --dataflow.
+NOTES = {
+    "median": "its median step time",
+    "min": "its fastest sample: shared hosts",
+    "runs": "a measured sweep",
+    "ops": "the op micro-benchmarks of `paradnn ops`",
+    "os": "output-stationary",
+    "ws": "weight-stationary",
+    "is": "input-stationary",
+}
+STATISTIC, SOURCE = choice("--statistic", STATISTICS), choice("--from", SOURCES)
+StatisticOpt = words_option(str, "--statistic", STATISTIC, "What is fitted: {values}.", notes=NOTES)
+SourceOpt = words_option(str, "--from", SOURCE, "What is fitted on: {values}.", notes=NOTES)
 HoldoutOpsOpt = text_option(
     "--holdout-ops",
     "--from ops: ops held out, comma-separated (default matmul-4096,conv2d-II; '' none).",
@@ -259,13 +258,8 @@ HoldoutOpsOpt = text_option(
 BatchOpt = parsed(
     int, "--batch", _bounded("--batch", "paradnn.sim.studies", "MAX_BATCH"), "Batch of the CNNs."
 )
-DataflowOpt = words_option(
-    str,
-    "--dataflow",
-    choice("--dataflow", DATAFLOWS),
-    "The systolic array's dataflow: {values}.",
-    notes={"os": "output-stationary", "ws": "weight-stationary", "is": "input-stationary"},
-)
+DATAFLOW = choice("--dataflow", DATAFLOWS)
+DataflowOpt = words_option(str, "--dataflow", DATAFLOW, "Dataflow: {values}.", notes=NOTES)
 HostDbOpt = parsed(
     str | None,
     "--db",
