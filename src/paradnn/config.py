@@ -23,6 +23,7 @@ from paradnn.axes import (
     STRATEGIES,
     STUDY,
     in_effect,
+    listing,
 )
 from paradnn.errors import ConfigError
 from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS
@@ -143,10 +144,13 @@ def check_budget(budget_s: float | None) -> None:
         number_in("budget", budget_s, MIN_BUDGET_S, MAX_TIMING_S)
 
 
+DEVICES = ("auto", "cpu", "cuda", "cuda:N")  # the forms a device takes (N: a GPU's index)
+
+
 def check_device(device: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
     if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", device):
-        raise ConfigError("device", device, "must be auto, cpu, cuda or cuda:N")
+        raise ConfigError("device", device, "must be " + listing(DEVICES))
 
 
 def check_threads(threads: int | None) -> None:

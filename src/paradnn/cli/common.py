@@ -17,6 +17,7 @@ from rich.text import Text
 from paradnn import families, paths
 from paradnn.axes import listing
 from paradnn.config import (
+    DEVICES,
     MAX_ENERGY_IDLE_S,
     MAX_THREADS,
     MAX_TIMING_S,
@@ -107,6 +108,10 @@ def device_spec(v: Any) -> str:
     return v
 
 
+DEVICE = option("--device", device_spec)
+DEVICE.accepts = lambda: DEVICES  # type: ignore[attr-defined]
+
+
 def distinct(flag: str, values: Sequence[Any] | None) -> None:
     """A repeatable option (or a list) names each value once: a repeat is a typo, not a wish."""
     seen: set[Any] = set()
@@ -181,12 +186,8 @@ DbsOpt = parsed(
     callback=unique("--db"),
     show_default=False,
 )
-DeviceOpt = parsed(
-    str,
-    "--device",
-    option("--device", device_spec),
-    "auto (first GPU, else CPU), cpu, cuda or cuda:N.",
-)
+AUTO = {"auto": "first GPU, else CPU"}
+DeviceOpt = words_option(str, "--device", DEVICE, "{values}.", notes=AUTO)
 ThreadsOpt = int_option(
     "--threads",
     1,

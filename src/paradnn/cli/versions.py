@@ -11,15 +11,14 @@ from paradnn import api
 from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
+    DEVICE,
     PRECISION,
     DbOpt,
     MaxTimeOpt,
     MinTimeOpt,
     ThreadsOpt,
-    device_spec,
     enum_choice,
     error_line,
-    option,
     out,
     timing,
     unique,
@@ -30,6 +29,7 @@ from paradnn.config import PRECISIONS
 from paradnn.store import DEFAULT_DB
 
 PROGRESS = enum_choice("--progress", ProgressMode)
+CpuFirstDeviceOpt = words_option(str, "--device", DEVICE, "{values}.")
 RunProgressOpt = words_option(
     ProgressMode, "--progress", PROGRESS, "Each run's progress: {values}."
 )
@@ -74,12 +74,7 @@ def versions(
             "libraries); --no-deps installs torch alone (enough for a CPU wheel: faster, smaller).",
         ),
     ] = True,
-    device: Annotated[
-        str,
-        typer.Option(
-            "--device", parser=option("--device", device_spec), help="cpu, auto, cuda or cuda:N."
-        ),
-    ] = "cpu",
+    device: CpuFirstDeviceOpt = "cpu",
     precision: Annotated[
         list[str] | None,
         typer.Option(
