@@ -83,3 +83,48 @@ def test_a_backend_registered_by_environment_is_accepted_and_listed(monkeypatch)
 @pytest.mark.parametrize("axis", [a for a in axes.AXES if a.low is not None], ids=lambda a: a.field)
 def test_an_integer_axis_says_its_range(axis):
     assert f"{axis.low} to {axis.high}" in axis.help_text()
+
+
+# Options that take free text (a path, an address, a name looked up when the command runs, a
+# comma-separated list read by the command): no parser of their own, so no word list to hold.
+FREE_TEXT = {
+    *("--preset", "--procs", "--address", "--slurm-folder", "--slurm-partition", "--sweep"),
+    *("--name", "--out", "--a", "--b", "--torch", "--cache", "--index-url", "--platform"),
+    *("--topology", "--csv", "--device", "--holdout-ops"),
+    *("--model", "--baseline"),  # issue 45: bench --model pkg.module:factory, a baseline's name
+}
+
+
+def _unparsed() -> set[tuple[str, str]]:
+    found = set()
+    for path, command in _commands(typer.main.get_command(app)):
+        for param in command.params:
+            flag = param.opts[0]
+            if not flag.startswith("-") or getattr(param, "is_flag", False):
+                continue
+            if getattr(param, "is_bool_flag", False) or _parser(param) is not None:
+                continue
+            found.add((path, flag))
+    return found
+
+
+def test_an_option_without_a_parser_takes_free_text():
+    """Every other option is read by a parser (a word option's names what it accepts, and its
+    help lists them from there): an option whose help lists words but reads anything (as
+    `simulate fit --statistic` and `--from` did) fails here."""
+    unparsed = _unparsed()
+    assert {flag for _, flag in unparsed} <= FREE_TEXT, sorted(unparsed)
+    assert len(unparsed) >= 20  # the test holds something: the free-text options were found
+
+
+def test_the_simulators_words_in_the_cli_are_the_simulators():
+    """cli/simulate.py lists the simulator's words without importing it (start-up): each list
+    is held against its home."""
+    from paradnn.api import simulation
+    from paradnn.cli import simulate
+    from paradnn.sim import curve, fit, opfit, systolic
+
+    assert simulate.MODELS == curve.MODELS
+    assert tuple(simulation.PRECISION_POLICIES) == simulate.PRECISION_POLICIES
+    assert simulate.DATAFLOWS == systolic.DATAFLOWS
+    assert simulate.STATISTICS == tuple(fit.STATISTICS) == tuple(opfit.STATISTICS)

@@ -226,3 +226,24 @@ def test_ray_refuses_a_gpu_run_on_a_cluster_without_gpus_and_too_many_cpus(monke
         RayEngine(ExecutorSettings(kind="ray"), RunOptions(device="cuda"), 60.0)
     with pytest.raises(ConfigError, match=r"cpus_per_task = 8: no node .* \(largest: 4\)"):
         RayEngine(ExecutorSettings(kind="ray", cpus_per_task=8), RunOptions(device="cpu"), 60.0)
+
+
+class _ToyEngine:
+    """An engine that only remembers how it was opened."""
+
+    def __init__(self, executor, options, timeout_s):
+        self.opened = (executor.kind, options.device, timeout_s)
+
+
+def test_an_engine_is_opened_from_the_registry_alone(monkeypatch):
+    """config.ENGINES is the one list: the executor's words (`--executor`, its help, the
+    sweep's [executor] kind) are made from it, and open_engine imports what it names."""
+    from paradnn.config import ENGINES, EXECUTORS, RunOptions
+    from paradnn.runner.cluster import open_engine
+
+    assert ("local", *ENGINES) == EXECUTORS
+    monkeypatch.setitem(ENGINES, "ray", f"{__name__}:_ToyEngine")
+    engine = open_engine(ExecutorSettings(kind="ray"), RunOptions(device="cpu"), 12.0)
+    assert isinstance(engine, _ToyEngine) and engine.opened == ("ray", "cpu", 12.0)
+    with pytest.raises(ConfigError, match="executor = 'local': a cluster executor: ray or slurm"):
+        open_engine(ExecutorSettings(kind="local"), RunOptions(), 1.0)

@@ -395,6 +395,8 @@ def test_one_run_is_predicted_from_its_description_whole():
     assert est.total < mixed.total
     ranks = RunSpec("fc", values, RunOptions(procs=4))
     assert memory.check_run(ranks, "cpu", 10**12, "host memory").copies == 4
-    sim_pure = traffic.capacity("fc", cfg, "bf16", "adam", None, policy="pure")
-    sim_mixed = traffic.capacity("fc", cfg, "bf16", "adam", None)
+    sim_pure = traffic.capacity(RunSpec("fc", values, pure), None)
+    sim_mixed = traffic.capacity(
+        RunSpec("fc", values, RunOptions(precision="bf16", optimizer="adam")), None
+    )
     assert (sim_pure.needed_bytes, sim_mixed.needed_bytes) == (est.total, mixed.total)

@@ -126,3 +126,22 @@ def test_torchrun_rendezvous_runs_the_rank_entry_point_on_one_machine(tmp_path):
     assert row["allreduce_s"] > 0 and row["parallel"]["launcher"] == "torchrun"
     with open_store(str(db), readonly=True) as store:
         assert [r["procs"] for r in store.runs()] == [2]
+
+
+def test_the_torchrun_entry_takes_its_axes_as_declared(capsys):
+    """`python -m paradnn.runner.rank` reads --precision, --optimizer, --strategy, --scaling as
+    paradnn/axes.py declares them (words and defaults): a word the axis lacks is refused,
+    exit 2, before torch loads."""
+    from paradnn.axes import BY_FIELD
+    from paradnn.runner import rank
+
+    with pytest.raises(SystemExit) as done:
+        rank.launched(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0
+    for field in rank.TORCHRUN_AXES:
+        axis = BY_FIELD[field]
+        assert f"{axis.flag} {{{','.join(axis.allowed())}}}" in shown
+    with pytest.raises(SystemExit) as done:
+        rank.launched(["fc", "--strategy", "zero3"])
+    assert done.value.code == 2 and "invalid choice: 'zero3'" in capsys.readouterr().err

@@ -160,6 +160,8 @@ def test_validate(capsys, tmp_path):
         (["scaling", "cnn", "--platform", "titan-x-pascal", "-p", "fp32"], "link_bw"),
         (["mxu-study", "--dataflow", "xs"], "--dataflow = 'xs': must be one of"),
         (["mxu-study", "--batch", "0"], "--batch = 0"),
+        (["fit", "--statistic", "mean"], "--statistic = 'mean': must be one of median, min"),
+        (["fit", "--from", "logs"], "--from = 'logs': must be one of runs, ops"),
         (["mxu-study", "--chips", "2"], "No such option: --chips"),
         (["validate", "--db", "/nonexistent/x.db"], "no such database"),
         (["nonsense"], "No such command 'nonsense'"),
@@ -325,3 +327,26 @@ def test_scaling_check_leaves_the_gradient_size_out_of_the_link_fit():
     (r,) = check([run]).rows
     assert r["bandwidth"] == pytest.approx(1e6) and r["latency_s"] == pytest.approx(5e-4)
     assert r["allreduce_predicted_s"] == pytest.approx(0.006)  # 2 · 0.5 ms + 5000 B / 1e6 B/s
+
+
+def test_a_sweeps_runs_are_predicted_under_their_own_precision_policy(tmp_path):
+    """The run's description travels whole into the prediction: a sweep's pure 16-bit run is
+    sized (weights, gradients, optimizer state in 16 bits) and timed as pure, its mixed run
+    as mixed; before, every run of a preset took the call's one policy (mixed)."""
+    from paradnn import api
+
+    path = tmp_path / "policies.toml"
+    path.write_text(
+        'precisions = ["bf16"]\nprecision_policies = ["mixed", "pure"]\n'
+        "[[runs]]\nfamily = 'fc'\nconfig = {layers = 4, nodes = 2048, batch = 256}\n"
+    )
+    rows = api.simulate("h100-sxm", preset=str(path))
+    by = {r["policy"]: r for r in rows}
+    assert set(by) == {"mixed", "pure"}
+    one = api.simulate(
+        "h100-sxm", "fc", {"layers": 4, "nodes": 2048, "batch": 256}, precision="bf16"
+    )
+    assert by["mixed"]["mem_needed_bytes"] == one[0]["mem_needed_bytes"]
+    assert by["pure"]["mem_needed_bytes"] < by["mixed"]["mem_needed_bytes"]
+    forced = api.simulate("h100-sxm", preset=str(path), policy="pure")
+    assert {r["policy"] for r in forced} == {"pure"}

@@ -472,11 +472,12 @@ def test_a_stored_config_string_is_shown_as_its_settings():
 
 
 def test_a_tf32_config_gets_the_fp32_memory_estimate():
+    from paradnn.config import RunOptions, RunSpec
     from paradnn.sim.traffic import capacity
 
-    cfg = families.get("fc").config(FC)
-    tf32 = capacity("fc", cfg, "tf32", "rmsprop", 16e9)
-    assert tf32 == capacity("fc", cfg, "fp32", "rmsprop", 16e9)  # tf32 is stored in fp32
+    tf32 = capacity(RunSpec("fc", FC, RunOptions(precision="tf32")), 16e9)
+    fp32 = capacity(RunSpec("fc", FC, RunOptions(precision="fp32")), 16e9)
+    assert tf32 == fp32  # tf32 is stored in fp32
     assert tf32.fits is True and 0 < tf32.lower_bound_bytes <= tf32.needed_bytes
 
 

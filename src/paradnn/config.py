@@ -23,6 +23,7 @@ from paradnn.axes import (
     STRATEGIES,
     STUDY,
     in_effect,
+    listing,
 )
 from paradnn.errors import ConfigError
 from paradnn.optimizers import IMPLEMENTATIONS, OPTIMIZERS
@@ -39,6 +40,7 @@ from paradnn.validate import (
 __all__ = [
     "AXES",
     "DATA_SOURCES",
+    "ENGINES",
     "EXECUTORS",
     "IMPLEMENTATIONS",
     "LOADER_SETTINGS",
@@ -142,10 +144,13 @@ def check_budget(budget_s: float | None) -> None:
         number_in("budget", budget_s, MIN_BUDGET_S, MAX_TIMING_S)
 
 
+DEVICES = ("auto", "cpu", "cuda", "cuda:N")  # the forms a device takes (N: a GPU's index)
+
+
 def check_device(device: str) -> None:
     """Syntax only (torch-free): whether the device exists is the worker's to find out."""
     if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:[0-9]{1,4})?", device):
-        raise ConfigError("device", device, "must be auto, cpu, cuda or cuda:N")
+        raise ConfigError("device", device, "must be " + listing(DEVICES))
 
 
 def check_threads(threads: int | None) -> None:
@@ -322,7 +327,13 @@ class RunSpec:
         return cls.from_dict(json.loads(text))
 
 
-EXECUTORS = ("local", "ray", "slurm")
+# Where a sweep's runs execute: paradnn's own worker pool here (`local`), or a cluster engine,
+# named by its class (module:Class, imported only when chosen: runner/cluster.py opens it).
+ENGINES = {
+    "ray": "paradnn.runner.ray_engine:RayEngine",
+    "slurm": "paradnn.runner.slurm_engine:SlurmEngine",
+}
+EXECUTORS = ("local", *ENGINES)
 MAX_ARRAY_SIZE = 1_000_000  # Slurm's own ceiling for MaxArraySize is 4,000,001; real ones ~1001
 
 

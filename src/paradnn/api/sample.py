@@ -159,7 +159,7 @@ def table2_sample(
     from paradnn import families as fams
     from paradnn import memory
     from paradnn.api.devices import device_capacity, native_precisions
-    from paradnn.config import RunOptions, RunSpec
+    from paradnn.config import RunSpec, with_fields
     from paradnn.sim import chip as sim_chip
     from paradnn.sim.steptime import predict_step
     from paradnn.sweep import Sweep
@@ -193,7 +193,7 @@ def table2_sample(
         number_in(f"weights.{f}", w.get(f, 0.0), 0.0, 1e6, strict=True)
     drawn_from, odds = list(families), [w[f] for f in families]
     rng = random.Random(seed)
-    base = RunOptions(optimizer=OPTIMIZER, timing=timing)  # every run's, but its precision
+    base = with_fields(None, "sample", {"optimizer": OPTIMIZER, "timing": timing})  # but precision
     skipped = {"repeat": 0, "memory": 0, "slow": 0, "invalid": 0}
     seen: set[tuple[str, str, tuple[tuple[str, Any], ...]]] = set()
     picked: list[tuple[RunSpec, float]] = []

@@ -3,13 +3,14 @@ its scaling curve, the seeds' MXU-size and precision studies, and validation aga
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families
 from paradnn.api.returns import Rows, SimFit, Validation, rows
 from paradnn.api.runs import _mapping, plan
-from paradnn.config import RunOptions, RunSpec
+from paradnn.config import RunSpec, with_fields
 from paradnn.errors import ABSENT, ConfigError, StoreError
 from paradnn.store import DEFAULT_DB
 
@@ -106,11 +107,14 @@ def simulate(
         # preset's own precisions are the measuring host's: a TPU has no fp32 to predict)
         prec = precision or default_precision(chip)
         specs = list(plan(preset, precisions=[prec], optimizer=optimizer).specs)
+        if policy != "mixed":  # given: every run's; else each run's own (a sweep may vary it)
+            specs = [_with_policy(s, policy) for s in specs]
     else:
         cfg = families.get(family).config(_mapping(family, config))
         precision = precision or default_precision(chip)
         chip.peak(precision)
-        run = RunOptions(precision=precision, optimizer=optimizer or "rmsprop")
+        chosen = {"precision": precision, "optimizer": optimizer or "rmsprop"}
+        run = with_fields(None, "simulate", {**chosen, "precision_policy": policy})
         specs = [RunSpec(family, dict(cfg.__dict__), run)]
     found = []
     band = {"model": model, **_band(chip, model)}
@@ -141,13 +145,13 @@ def simulate(
             concurrent=concurrent,
             loader_examples_per_s=loader_rate,
             loader_overlapped=loader_overlapped,
-            policy=policy,
+            policy=spec.options.precision_policy,
         )
         loader = (loader_rate, loader_overlapped)
         if model == "roofline":
             row = p.row()
         else:
-            row = _with_steptime(p.row(), spec, chip, topo, loader, host=host, policy=policy)
+            row = _with_steptime(p.row(), spec, chip, topo, loader, host=host)
             row["host_profile"] = host_words
         found.append(row | band)
     keys = list(dict.fromkeys(k for r in found for k in r))  # skipped rows: same columns, null
@@ -265,6 +269,12 @@ def simulate_platforms(
     return rows("predictions", [{k: r.get(k) for k in keys} for r in found])
 
 
+def _with_policy(spec: RunSpec, policy: str) -> RunSpec:
+    """The run under another precision policy (its description otherwise whole)."""
+    options = with_fields(spec.options, "simulate", {"precision_policy": policy})
+    return dataclasses.replace(spec, options=options)
+
+
 def _with_steptime(
     roof: dict[str, Any],
     spec: RunSpec,
@@ -273,7 +283,6 @@ def _with_steptime(
     loader: tuple[float | None, bool] = (None, True),
     *,
     host: HostProfile | None = None,
-    policy: str = "mixed",
 ) -> dict[str, Any]:
     """The step-time model's terms (`sim.steptime`) over the roofline row: predicted_step_s,
     utilization, bottleneck and examples/s become the step-time model's; the roofline's own
@@ -291,7 +300,7 @@ def _with_steptime(
         loader_examples_per_s=loader[0],  # the host/input term (docs/infeed.md)
         loader_overlapped=loader[1],
         host=host,
-        policy=policy,
+        policy=spec.options.precision_policy,
     ).row()
     out = dict(roof)
     out["roofline_step_s"] = out.pop("predicted_step_s")

@@ -3,84 +3,81 @@ accelerator study's op micro-benchmarks)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Any
 
-import typer
 from rich.markup import escape
 
 from paradnn import api
-from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
-    PRECISION,
     DbOpt,
     DeviceOpt,
     EmulatedOpt,
     ThreadsOpt,
-    number,
+    flag_option,
+    number_option,
     out,
+    parsed,
+    precisions_option,
     unique,
 )
+from paradnn.cli.options import Group, param, takes
 from paradnn.cli.progress import say
-from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S, PRECISIONS
+from paradnn.config import MAX_TIMING_S, MIN_BUDGET_S
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB
 
-ForceOpt = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="Measure every unit again (default: a re-run skips units already measured ok or "
-        "unsupported in this environment, and resumes after a crash).",
-    ),
-]
+ForceOpt = flag_option(
+    "--force",
+    "Measure every unit again (default: a re-run skips units already measured ok or unsupported "
+    "in this environment, and resumes after a crash).",
+)
+IfMissingOpt = flag_option(
+    "--if-missing",
+    "Measure only what the database lacks: nothing if it has ceilings of this device and "
+    "environment over the current math paths.",
+)
+BudgetOpt = number_option(
+    "--budget",
+    MIN_BUDGET_S,
+    MAX_TIMING_S,
+    "Compute seconds per precision, shared by its paths (default 60): sizes grow while the rate "
+    "rises and the next one fits in what is left.",
+)
+HostOnlyOpt = flag_option(
+    "--host-only",
+    "Measure only the host profile (about a minute): what the host spends per forward op, "
+    "autograd node, optimizer tensor and, on a GPU, kernel launch.",
+)
+NoHostOpt = flag_option("--no-host", "Measure only the ceilings, not the host profile.")
+MatmulPrecisionsOpt = precisions_option("Matmul precisions (default: all the device runs)")
+OpPrecisionsOpt = precisions_option("Precisions (default fp32)")
+NamesOpt = parsed(
+    list[str] | None,
+    "--name",
+    None,
+    "Only these ops, e.g. matmul-4096, conv2d-II (repeatable).",
+    callback=unique("--name"),
+)
+ThreadSweepOpt = flag_option("--thread-sweep", "CPU: repeat at 1, 2, 4 … all cores.")
 
 
+# Where a kernel command measures and stores, and what it measures again: calibrate's and ops'.
+ON = (param("db", DbOpt, DEFAULT_DB), param("device", DeviceOpt, "auto"))
+WHERE = Group((*ON, param("threads", ThreadsOpt)), dict)
+AGAIN = Group((param("allow_emulated", EmulatedOpt, False), param("force", ForceOpt, False)), dict)
+
+
+@takes(where=WHERE, again=AGAIN)
 def calibrate(
-    precision: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--precision",
-            "-p",
-            parser=PRECISION,
-            callback=unique("--precision"),
-            help=f"Matmul precisions: {listing(PRECISIONS)} (default: all the device runs).",
-        ),
-    ] = None,
-    db: DbOpt = DEFAULT_DB,
-    device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None,
-    if_missing: Annotated[
-        bool,
-        typer.Option(
-            "--if-missing",
-            help="Measure only what the database lacks: nothing if it has ceilings of this "
-            "device and environment over the current math paths.",
-        ),
-    ] = False,
-    budget: Annotated[
-        float | None,
-        typer.Option(
-            "--budget",
-            parser=number("--budget", MIN_BUDGET_S, MAX_TIMING_S),
-            help="Compute seconds per precision, shared by its paths (default 60): sizes grow "
-            "while the rate rises and the next one fits in what is left.",
-        ),
-    ] = None,
-    allow_emulated: EmulatedOpt = False,
-    force: ForceOpt = False,
-    host_only: Annotated[
-        bool,
-        typer.Option(
-            "--host-only",
-            help="Measure only the host profile (about a minute): what the host spends per "
-            "forward op, autograd node, optimizer tensor and, on a GPU, kernel launch.",
-        ),
-    ] = False,
-    no_host: Annotated[
-        bool,
-        typer.Option("--no-host", help="Measure only the ceilings, not the host profile."),
-    ] = False,
+    precision: MatmulPrecisionsOpt = None,
+    *,
+    where: dict[str, Any],
+    if_missing: IfMissingOpt = False,
+    budget: BudgetOpt = None,
+    again: dict[str, Any],
+    host_only: HostOnlyOpt = False,
+    no_host: NoHostOpt = False,
 ) -> None:
     """Measure this device's ceilings (the best FLOP/s per precision over the math paths the
     workloads use: matmul, linear with a bias, LSTM; memory bandwidth: copy, triad) and this
@@ -89,19 +86,17 @@ def calibrate(
     measure it again."""
     if host_only and no_host:
         raise ConfigError("--host-only", True, "cannot be given with --no-host: give one of them")
-    if host_only and (precision or budget is not None or allow_emulated):
+    if host_only and (precision or budget is not None or again["allow_emulated"]):
         raise ConfigError(
             "--host-only",
             True,
             "measures no matmuls: leave out --precision, --budget and --allow-emulated",
         )
     if not host_only:
-        _ceilings(db, device, precision, threads, if_missing, budget, allow_emulated, force)
+        _ceilings(where, precision, if_missing, budget, again)
     if no_host:
         return
-    host = api.calibrate_host(
-        device, threads=threads, db=db, if_missing=if_missing, force=force, progress=say
-    )
+    host = api.calibrate_host(**where, if_missing=if_missing, force=again["force"], progress=say)
     if not host:
         out.print("Host profile: already in the database for this environment (--force: again).")
         return
@@ -112,30 +107,20 @@ def calibrate(
         if r.get("quality") == "noisy":
             reasons = "; ".join(r.get("quality_reasons") or [])
             out.print(f"[yellow]noisy host profile[/]: {escape(reasons)}")
-    out.print(f"Stored in [bold]{escape(db)}[/].")
+    out.print(f"Stored in [bold]{escape(where['db'])}[/].")
 
 
 def _ceilings(
-    db: str,
-    device: str,
+    where: dict[str, Any],
     precision: list[str] | None,
-    threads: int | None,
     if_missing: bool,
     budget: float | None,
-    allow_emulated: bool,
-    force: bool,
+    again: dict[str, Any],
 ) -> None:
     rows = api.calibrate(
-        device,
-        precision,
-        threads=threads,
-        db=db,
-        if_missing=if_missing,
-        budget_s=budget,
-        allow_emulated=allow_emulated,
-        force=force,
-        progress=say,
+        **where, precisions=precision, if_missing=if_missing, budget_s=budget, **again, progress=say
     )
+    db = where["db"]
     if not rows:
         out.print("Nothing to measure: every unit is already in the database (--force: again).")
     else:
@@ -157,49 +142,21 @@ def say_beaten(db: str, device_name: str | None = None) -> None:
         out.print(f"[yellow]{escape(beaten_words(b))}[/]")
 
 
+@takes(where=WHERE, again=AGAIN)
 def ops(
-    precision: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--precision",
-            "-p",
-            parser=PRECISION,
-            callback=unique("--precision"),
-            help=f"Precisions: {listing(PRECISIONS)} (default fp32).",
-        ),
-    ] = None,
-    name: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--name",
-            callback=unique("--name"),
-            help="Only these ops, e.g. matmul-4096, conv2d-II (repeatable).",
-        ),
-    ] = None,
-    thread_sweep: Annotated[
-        bool, typer.Option("--thread-sweep", help="CPU: repeat at 1, 2, 4 … all cores.")
-    ] = False,
-    db: DbOpt = DEFAULT_DB,
-    device: DeviceOpt = "auto",
-    threads: ThreadsOpt = None,
-    allow_emulated: EmulatedOpt = False,
-    force: ForceOpt = False,
+    precision: OpPrecisionsOpt = None,
+    name: NamesOpt = None,
+    thread_sweep: ThreadSweepOpt = False,
+    *,
+    where: dict[str, Any],
+    again: dict[str, Any],
 ) -> None:
     """The accelerator study's op micro-benchmarks (its Table 4): matmul 2048/4096/8192 and
     conv2d I/II/III, forward and forward+backward."""
-    rows = api.ops(
-        device,
-        precision or ("fp32",),
-        names=name,
-        threads=threads,
-        thread_sweep=thread_sweep,
-        db=db,
-        allow_emulated=allow_emulated,
-        force=force,
-        progress=say,
-    )
+    chosen = {"precisions": precision or ("fp32",), "names": name, "thread_sweep": thread_sweep}
+    rows = api.ops(**where, **chosen, **again, progress=say)
     if not rows:
         out.print("Nothing to measure: every op is already in the database (--force: again).")
         return
     out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
-    out.print(f"Stored in [bold]{escape(db)}[/].")
+    out.print(f"Stored in [bold]{escape(where['db'])}[/].")

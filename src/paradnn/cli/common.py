@@ -17,6 +17,7 @@ from rich.text import Text
 from paradnn import families, paths
 from paradnn.axes import listing
 from paradnn.config import (
+    DEVICES,
     MAX_ENERGY_IDLE_S,
     MAX_THREADS,
     MAX_TIMING_S,
@@ -107,6 +108,10 @@ def device_spec(v: Any) -> str:
     return v
 
 
+DEVICE = option("--device", device_spec)
+DEVICE.accepts = lambda: DEVICES  # type: ignore[attr-defined]
+
+
 def distinct(flag: str, values: Sequence[Any] | None) -> None:
     """A repeatable option (or a list) names each value once: a repeat is a typo, not a wish."""
     seen: set[Any] = set()
@@ -126,103 +131,136 @@ def unique(flag: str) -> Callable[[Any], Any]:
     return check
 
 
-DbOpt = Annotated[
-    str, typer.Option("--db", parser=path("--db"), help="Result database (SQLite file).")
-]
-DbsOpt = Annotated[
+def parsed(
+    kind: Any, flag: str, read: Callable[[Any], Any], help: str, *names: str, **kw: Any
+) -> Any:
+    """An option of type `kind` read by `read` (one of the parsers above), in one line."""
+    return Annotated[kind, typer.Option(flag, *names, parser=read, help=help, **kw)]
+
+
+def words_option(
+    kind: Any,
+    flag: str,
+    read: Callable[[Any], Any],
+    help: str,
+    *names: str,
+    notes: dict[str, str] | None = None,
+    **kw: Any,
+) -> Any:
+    """An option that takes one word `read` accepts (a `choice` or `enum_choice`): `{values}`
+    in `help` becomes the list of those words, each with its note, so the help cannot leave
+    one out (tests/test_cli_help.py)."""
+    words = listing(read.accepts(), notes)  # type: ignore[attr-defined]
+    return parsed(kind, flag, read, help.replace("{values}", words), *names, **kw)
+
+
+def int_option(flag: str, low: int, high: int, help: str, kind: Any = int | None, **kw: Any) -> Any:
+    """An integer option in [low, high]."""
+    return parsed(kind, flag, integer(flag, low, high), help, **kw)
+
+
+def number_option(
+    flag: str, low: float, high: float, help: str, kind: Any = float | None, **kw: Any
+) -> Any:
+    """A number option in [low, high]; `strict` and `why` as for `number`."""
+    bounds = {k: kw.pop(k) for k in ("strict", "why") if k in kw}
+    return parsed(kind, flag, number(flag, low, high, **bounds), help, **kw)
+
+
+def flag_option(flag: str, help: str, *names: str, **kw: Any) -> Any:
+    """An on/off option (`--json`, `--force`, `--checks/--no-checks`)."""
+    return Annotated[bool, typer.Option(flag, *names, help=help, **kw)]
+
+
+def text_option(flag: str, help: str, **kw: Any) -> Any:
+    """A free-text option (an address, a folder): None unless given."""
+    return Annotated[str | None, typer.Option(flag, help=help, **kw)]
+
+
+DbOpt = parsed(str, "--db", path("--db"), "Result database (SQLite file).")
+DbsOpt = parsed(
     list[str] | None,
-    typer.Option(
-        "--db",
-        parser=path("--db"),
-        callback=unique("--db"),
-        help="Result database; repeat to merge several (machines).",
-        show_default=False,
-    ),
-]
-DeviceOpt = Annotated[
-    str,
-    typer.Option(
-        "--device",
-        parser=option("--device", device_spec),
-        help="auto (first GPU, else CPU), cpu, cuda or cuda:N.",
-    ),
-]
-ThreadsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--threads",
-        parser=integer("--threads", 1, MAX_THREADS),
-        help="CPU threads for torch (default: the cores this process may use that other "
-        "processes leave free, within the cgroup's CPU quota; docs/runner.md).",
-    ),
-]
+    "--db",
+    path("--db"),
+    "Result database; repeat to merge several (machines).",
+    callback=unique("--db"),
+    show_default=False,
+)
+AUTO = {"auto": "first GPU, else CPU"}
+DeviceOpt = words_option(str, "--device", DEVICE, "{values}.", notes=AUTO)
+ThreadsOpt = int_option(
+    "--threads",
+    1,
+    MAX_THREADS,
+    "CPU threads for torch (default: the cores this process may use that other processes leave "
+    "free, within the cgroup's CPU quota; docs/runner.md).",
+)
 LIMIT = integer("--limit", 1, MAX_ROWS)  # rows shown by results and compare
-FamilyOpt = Annotated[
+FamilyOpt = parsed(
     str | None,
-    typer.Option(
-        "--family",
-        parser=choice("--family", lambda: [*families.names(), families.USER]),
-        help=f"Only this family: {listing(families.names())} (`paradnn families`), or "
-        "user (models of your own, `bench --model`).",
-    ),
-]
+    "--family",
+    choice("--family", lambda: [*families.names(), families.USER]),
+    f"Only this family: {listing(families.names())} (`paradnn families`), or user (models of "
+    "your own, `bench --model`).",
+)
 PRECISION = choice("--precision", PRECISIONS)  # -p too: the message names the long form
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def precisions_option(help: str) -> Any:
+    """-p/--precision, repeatable, each precision once; `help` says what for (the values are
+    added)."""
+    return parsed(
+        list[str] | None,
+        "--precision",
+        PRECISION,
+        f"{help}: {listing(PRECISIONS)}.",
+        "-p",
+        callback=unique("--precision"),
+    )
+
+
+JsonOpt = flag_option("--json", "Machine-readable output.")
+ForceRunOpt = flag_option(  # bench and scale: `run` stores such runs predicted_oom instead
+    "--force",
+    "Run even when the predicted memory (of every rank) cannot fit in what the device has free "
+    "(without it: refused, exit 2, before any work).",
+)
 ProfileOpt = typer.Option(
     "--profile",
     help="Also profile 5 extra steps per run: per-op time per step, FLOPs and bytes "
     "(`paradnn results --table op_profile`).",
 )
-MinTimeOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--min-time",
-        parser=number("--min-time", 0.0, MAX_TIMING_S),
-        help="Seconds of timed steps before stopping is allowed.",
-    ),
-]
-MaxTimeOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--max-time",
-        parser=number("--max-time", 0.0, MAX_TIMING_S),
-        help="Cap on the timed phase of each run, in seconds.",
-    ),
-]
-EnergyOpt = Annotated[
-    bool,
-    typer.Option(
-        "--energy",
-        help="Also measure energy over the timed window (NVML on GPUs, RAPL for CPU packages; "
-        "the window grows to what the counter needs for ≤1% error). See docs/energy.md.",
-    ),
-]
-EnergyPeriodOpt = Annotated[
+MinTimeOpt = number_option(
+    "--min-time", 0.0, MAX_TIMING_S, "Seconds of timed steps before stopping is allowed."
+)
+MaxTimeOpt = number_option(
+    "--max-time", 0.0, MAX_TIMING_S, "Cap on the timed phase of each run, in seconds."
+)
+EnergyOpt = flag_option(
+    "--energy",
+    "Also measure energy over the timed window (NVML on GPUs, RAPL for CPU packages; the window "
+    "grows to what the counter needs for ≤1% error). See docs/energy.md.",
+)
+EnergyPeriodOpt = number_option(
+    "--energy-period",
+    0.05,
+    10.0,
+    "Power sampling period in seconds (0.05 to 10).",
     float,
-    typer.Option(
-        "--energy-period",
-        parser=number(
-            "--energy-period", 0.05, 10.0, why="NVML polled faster than 50 ms returns zeros"
-        ),
-        help="Power sampling period in seconds (0.05 to 10).",
-    ),
-]
-EnergyIdleOpt = Annotated[
+    why="NVML polled faster than 50 ms returns zeros",
+)
+EnergyIdleOpt = number_option(
+    "--energy-idle",
+    0.0,
+    MAX_ENERGY_IDLE_S,
+    "Seconds of idle power measured before the runs (0: none).",
     float,
-    typer.Option(
-        "--energy-idle",
-        parser=number("--energy-idle", 0.0, MAX_ENERGY_IDLE_S),
-        help="Seconds of idle power measured before the runs (0: none).",
-    ),
-]
-EmulatedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--allow-emulated",
-        help="Run a low precision this device has no native arithmetic for (e.g. bf16 on an "
-        "AVX2 CPU); stored and shown as emulated. Without it such runs are `unsupported`.",
-    ),
-]
+)
+EmulatedOpt = flag_option(
+    "--allow-emulated",
+    "Run a low precision this device has no native arithmetic for (e.g. bf16 on an AVX2 CPU); "
+    "stored and shown as emulated. Without it such runs are `unsupported`.",
+)
 AssignmentsArg = Annotated[
     list[str] | None,
     typer.Argument(
@@ -251,12 +289,7 @@ def enum_choice(flag: str, cls: type[StrEnum]) -> Callable[[Any], Any]:
     return parse
 
 
-FormatOpt = Annotated[
-    Format,
-    typer.Option(
-        "--format", "-f", parser=enum_choice("--format", Format), help="table, csv or json."
-    ),
-]
+FormatOpt = words_option(Format, "--format", enum_choice("--format", Format), "{values}.", "-f")
 
 
 def timing(

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from paradnn import api
-from paradnn.cli.common import DeviceOpt, err, number, out, path
+from paradnn.cli.common import (
+    DeviceOpt,
+    err,
+    flag_option,
+    number_option,
+    out,
+    parsed,
+    path,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.api.returns import DoctorReport
@@ -18,35 +26,32 @@ if TYPE_CHECKING:  # pragma: no cover
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
+BudgetOpt = number_option(
+    "--budget",
+    1.0,
+    600.0,
+    "Seconds for the whole command, its start-up included (1–600; default 5 on a CPU, 10 on a "
+    "GPU); a check that would not fit in what is left is skipped.",
+    show_default=False,
+)
+ChecksOpt = flag_option("--checks/--no-checks", "Run the sanity checks after the facts.")
+CeilingsDbOpt = parsed(
+    str | None,
+    "--db",
+    path("--db"),
+    "The database whose stored ceilings the checks compare with (default: paradnn.db when it "
+    "exists here).",
+    show_default=False,
+)
+DoctorJsonOpt = flag_option("--json", "One JSON object (stable keys; null with a reason in nulls).")
+
+
 def doctor(
     device: DeviceOpt = "auto",
-    budget: Annotated[
-        float | None,
-        typer.Option(
-            "--budget",
-            parser=number("--budget", 1.0, 600.0),
-            help="Seconds for the whole command, its start-up included (1–600; default 5 on "
-            "a CPU, 10 on a GPU); a check that would not fit in what is left is skipped.",
-            show_default=False,
-        ),
-    ] = None,
-    checks: Annotated[
-        bool, typer.Option("--checks/--no-checks", help="Run the sanity checks after the facts.")
-    ] = True,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            parser=path("--db"),
-            help="The database whose stored ceilings the checks compare with (default: "
-            "paradnn.db when it exists here).",
-            show_default=False,
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", help="One JSON object (stable keys; null with a reason in nulls)."),
-    ] = False,
+    budget: BudgetOpt = None,
+    checks: ChecksOpt = True,
+    db: CeilingsDbOpt = None,
+    as_json: DoctorJsonOpt = False,
 ) -> None:
     """What this machine is — device, driver, CUDA/cuDNN/NCCL, torch and JAX, CPU and ISA,
     native precisions, clocks, power limit, persistence, MIG, ECC, free memory, whether power

@@ -29,10 +29,14 @@ from paradnn.cli.common import (
     ProfileOpt,
     ThreadsOpt,
     choice,
+    flag_option,
+    int_option,
     integer,
-    number,
+    number_option,
+    text_option,
     timing,
     unique,
+    words_option,
 )
 from paradnn.config import (
     EXECUTORS,
@@ -98,7 +102,8 @@ def takes(**groups: Group) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     return wrap
 
 
-def _param(name: str, annotation: Any, default: Any = None) -> inspect.Parameter:
+def param(name: str, annotation: Any, default: Any = None) -> inspect.Parameter:
+    """One option of a Group: its parameter name, typer annotation and default."""
     return inspect.Parameter(name, KW, default=default, annotation=annotation)
 
 
@@ -151,7 +156,7 @@ def study(many: bool = False, fields: Iterable[str] | None = None) -> Group:
             found[axis.field] = value
         return found
 
-    params = tuple(_param(a.field, axis_option(a, many)) for a in chosen)
+    params = tuple(param(a.field, axis_option(a, many)) for a in chosen)
     return Group(params, make)
 
 
@@ -159,9 +164,7 @@ def filters() -> Group:
     """The study axes a stored run has a column for, as filters (`results --mode compile`):
     one value each; the command receives {field: value} of those given."""
     chosen = [a for a in AXES if a.column is not None and a.when is None]
-    params = tuple(
-        _param(a.field, axis_option(a, panel=None, help=a.filter_help())) for a in chosen
-    )
+    params = tuple(param(a.field, axis_option(a, panel=None, help=a.filter_help())) for a in chosen)
     return Group(params, lambda given: {k: v for k, v in given.items() if v is not None})
 
 
@@ -211,15 +214,15 @@ def _measure(given: dict[str, Any]) -> Measure:
 
 MEASURE = Group(
     (
-        _param("device", DeviceOpt, "auto"),
-        _param("threads", ThreadsOpt),
-        _param("min_time", MinTimeOpt),
-        _param("max_time", MaxTimeOpt),
-        _param("profile", Annotated[bool, ProfileOpt], False),
-        _param("energy", EnergyOpt, False),
-        _param("energy_period", EnergyPeriodOpt, 0.05),
-        _param("energy_idle", EnergyIdleOpt, 2.0),
-        _param("allow_emulated", EmulatedOpt, False),
+        param("device", DeviceOpt, "auto"),
+        param("threads", ThreadsOpt),
+        param("min_time", MinTimeOpt),
+        param("max_time", MaxTimeOpt),
+        param("profile", Annotated[bool, ProfileOpt], False),
+        param("energy", EnergyOpt, False),
+        param("energy_period", EnergyPeriodOpt, 0.05),
+        param("energy_idle", EnergyIdleOpt, 2.0),
+        param("allow_emulated", EmulatedOpt, False),
     ),
     _measure,
 )
@@ -227,118 +230,108 @@ MEASURE = Group(
 
 # -- how a sweep runs ------------------------------------------------------------------------
 
-
-def _sweep_opt(*flags: str, **kw: Any) -> Any:
-    return typer.Option(*flags, rich_help_panel=SWEEP_PANEL, **kw)
-
-
 # Re-measures of a noisy run (docs/runner.md#re-measuring-noisy-runs): a sweep tries twice more
 # (other runs go on during the back-off, so the load has time to pass); `bench` once, so one
 # command costs at most twice its run. PARADNN_REMEASURE sets both (0: off).
 REMEASURE_RUN, REMEASURE_BENCH = 2, 1
 _SETTING = {"timeout": "timeout_s", "remeasure_backoff": "remeasure_backoff_s"}
+_SWEEP = {"rich_help_panel": SWEEP_PANEL}
 SWEEP = Group(
     (
-        _param(
+        param(
             "workers",
-            Annotated[
+            int_option(
+                "--workers",
+                1,
+                MAX_WORKERS,
+                "Parallel worker processes (CPU only; cores are split).",
                 int,
-                _sweep_opt(
-                    "--workers",
-                    parser=integer("--workers", 1, MAX_WORKERS),
-                    help="Parallel worker processes (CPU only; cores are split).",
-                ),
-            ],
+                **_SWEEP,
+            ),
             1,
         ),
-        _param(
+        param(
             "timeout",
-            Annotated[
+            number_option(
+                "--timeout",
+                0.0,
+                MAX_TIMEOUT_S,
+                "Seconds one run may take before it is killed.",
                 float,
-                _sweep_opt(
-                    "--timeout",
-                    parser=number("--timeout", 0.0, MAX_TIMEOUT_S, strict=True),
-                    help="Seconds one run may take before it is killed.",
-                ),
-            ],
+                strict=True,
+                **_SWEEP,
+            ),
             900.0,
         ),
-        _param(
+        param(
             "recycle_every",
-            Annotated[
+            int_option(
+                "--recycle-every",
+                1,
+                MAX_RECYCLE_EVERY,
+                "Start a fresh worker after this many runs.",
                 int,
-                _sweep_opt(
-                    "--recycle-every",
-                    parser=integer("--recycle-every", 1, MAX_RECYCLE_EVERY),
-                    help="Start a fresh worker after this many runs.",
-                ),
-            ],
+                **_SWEEP,
+            ),
             50,
         ),
-        _param(
+        param(
             "predict",
-            Annotated[
-                bool,
-                _sweep_opt(
-                    "--predict/--force",
-                    " /--no-predict",
-                    help="Store runs whose predicted memory cannot fit in what the device has "
-                    "free as predicted_oom without running them (default); --force (or its old "
-                    "name --no-predict) runs them anyway.",
-                ),
-            ],
+            flag_option(
+                "--predict/--force",
+                "Store runs whose predicted memory cannot fit in what the device has free as "
+                "predicted_oom without running them (default); --force (or its old name "
+                "--no-predict) runs them anyway.",
+                " /--no-predict",
+                **_SWEEP,
+            ),
             True,
         ),
-        _param(
+        param(
             "retry_failed",
-            Annotated[
-                bool,
-                _sweep_opt(
-                    "--retry-failed", help="Re-run oom, timeout, crashed, predicted_oom runs."
-                ),
-            ],
+            flag_option(
+                "--retry-failed", "Re-run oom, timeout, crashed, predicted_oom runs.", **_SWEEP
+            ),
             False,
         ),
-        _param(
+        param(
             "remeasure_changed",
-            Annotated[
-                bool,
-                _sweep_opt(
-                    "--remeasure-changed",
-                    help="Measure again (a new attempt) each stored run measured with other "
-                    "timing, energy or profile settings than this one's; without it they are "
-                    "kept and the start says which.",
-                ),
-            ],
+            flag_option(
+                "--remeasure-changed",
+                "Measure again (a new attempt) each stored run measured with other timing, energy "
+                "or profile settings than this one's; without it they are kept and the start says "
+                "which.",
+                **_SWEEP,
+            ),
             False,
         ),
-        _param(
+        param(
             "remeasure",
-            Annotated[
+            int_option(
+                "--remeasure",
+                0,
+                MAX_REMEASURE,
+                "Measure a run flagged noisy again, up to N times, each a new attempt (0: never); "
+                "compare and the report use each run's best good attempt.",
                 int,
-                _sweep_opt(
-                    "--remeasure",
-                    metavar="N",
-                    envvar="PARADNN_REMEASURE",
-                    parser=integer("--remeasure", 0, MAX_REMEASURE),
-                    help="Measure a run flagged noisy again, up to N times, each a new attempt "
-                    "(0: never); compare and the report use each run's best good attempt.",
-                ),
-            ],
+                metavar="N",
+                envvar="PARADNN_REMEASURE",
+                **_SWEEP,
+            ),
             REMEASURE_RUN,
         ),
-        _param(
+        param(
             "remeasure_backoff",
-            Annotated[
+            number_option(
+                "--remeasure-backoff",
+                0.0,
+                3600.0,
+                "At the end of a sweep, how long noisy runs deferred on a busy machine wait once "
+                "for it to quiet down before they are kept as measured.",
                 float,
-                _sweep_opt(
-                    "--remeasure-backoff",
-                    metavar="SECONDS",
-                    parser=number("--remeasure-backoff", 0.0, 3600.0),
-                    help="At the end of a sweep, how long noisy runs deferred on a busy "
-                    "machine wait once for it to quiet down before they are kept as measured.",
-                ),
-            ],
+                metavar="SECONDS",
+                **_SWEEP,
+            ),
             REMEASURE_BACKOFF_S,
         ),
     ),
@@ -348,78 +341,63 @@ SWEEP = Group(
 
 # -- where a sweep executes ------------------------------------------------------------------
 
-
-def _executor_opt(*flags: str, **kw: Any) -> Any:
-    return typer.Option(*flags, rich_help_panel=EXECUTOR_PANEL, **kw)
-
-
+_EXECUTOR = {"rich_help_panel": EXECUTOR_PANEL}
 _EXECUTOR_FIELD = {"executor": "kind", "slurm_folder": "folder", "slurm_partition": "partition"}
 EXECUTOR = Group(
     (
-        _param(
+        param(
             "executor",
-            Annotated[
+            words_option(
                 str | None,
-                _executor_opt(
-                    "--executor",
-                    parser=choice("--executor", EXECUTORS),
-                    help="Where runs execute: local (worker processes here), ray or slurm. "
-                    "Default: the sweep's \\[executor] table, else local.",
-                ),
-            ],
+                "--executor",
+                choice("--executor", EXECUTORS),
+                "Where runs execute: {values}. Default: the sweep's \\[executor] table, else "
+                "local.",
+                notes={"local": "worker processes here"},
+                **_EXECUTOR,
+            ),
         ),
-        _param(
+        param(
             "address",
-            Annotated[
-                str | None,
-                _executor_opt("--address", help="ray: cluster address (default RAY_ADDRESS)."),
-            ],
+            text_option("--address", "ray: cluster address (default RAY_ADDRESS).", **_EXECUTOR),
         ),
-        _param(
+        param(
             "cpus_per_task",
-            Annotated[
-                int | None,
-                _executor_opt(
-                    "--cpus-per-task",
-                    parser=integer("--cpus-per-task", 1, MAX_THREADS),
-                    help="ray/slurm: CPUs per run, its thread count (ray: a node).",
-                ),
-            ],
+            int_option(
+                "--cpus-per-task",
+                1,
+                MAX_THREADS,
+                "ray/slurm: CPUs per run, its thread count (ray: a node).",
+                **_EXECUTOR,
+            ),
         ),
-        _param(
+        param(
             "slurm_folder",
-            Annotated[
-                str | None, _executor_opt("--slurm-folder", help="slurm: submitit's shared folder.")
-            ],
+            text_option("--slurm-folder", "slurm: submitit's shared folder.", **_EXECUTOR),
         ),
-        _param(
+        param(
             "slurm_partition",
-            Annotated[
-                str | None,
-                _executor_opt("--slurm-partition", help="slurm: partition to submit to."),
-            ],
+            text_option("--slurm-partition", "slurm: partition to submit to.", **_EXECUTOR),
         ),
-        _param(
+        param(
             "configs_per_job",
-            Annotated[
-                int | None,
-                _executor_opt(
-                    "--configs-per-job",
-                    parser=integer("--configs-per-job", 1, MAX_CONFIGS_PER_JOB),
-                    help="slurm: runs per array element (default 4).",
-                ),
-            ],
+            int_option(
+                "--configs-per-job",
+                1,
+                MAX_CONFIGS_PER_JOB,
+                "slurm: runs per array element (default 4).",
+                **_EXECUTOR,
+            ),
         ),
-        _param(
+        param(
             "max_array_size",
-            Annotated[
-                int | None,
-                _executor_opt(
-                    "--max-array-size",
-                    parser=integer("--max-array-size", 1, MAX_ARRAY_SIZE),
-                    help="slurm: split arrays below this (default 1000).",
-                ),
-            ],
+            int_option(
+                "--max-array-size",
+                1,
+                MAX_ARRAY_SIZE,
+                "slurm: split arrays below this (default 1000).",
+                **_EXECUTOR,
+            ),
         ),
     ),
     lambda given: {_EXECUTOR_FIELD.get(k, k): v for k, v in given.items() if v is not None},

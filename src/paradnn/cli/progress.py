@@ -257,6 +257,13 @@ def _live_view(reporter: BarReporter, *columns: Any, **kw: Any) -> Progress:
     return LiveView(*columns, **kw)
 
 
+# What a `result` event of --progress jsonl says of its run (record fields, in this order).
+RESULT_FIELDS = (
+    *("run_key", "family", "config", "precision", "status", "error", "step_time_s"),
+    *("ci_rel", "converged", "quality", "examples_per_s"),
+)
+
+
 class JsonlReporter:
     """One JSON object per event on stdout, for scripts."""
 
@@ -288,18 +295,8 @@ class JsonlReporter:
             event["nodes"] = e.nodes
         if e.record is not None:
             r = e.record
-            event.update(
-                run_key=r.run_key,
-                family=r.family,
-                config=r.config,
-                precision=r.precision,
-                status=r.status,
-                error=r.error,
-                step_time_s=r.step_time_s,
-                ci_rel=r.ci_rel if r.ci_rel is None or math.isfinite(r.ci_rel) else None,
-                converged=r.converged,
-                quality=r.quality,
-                examples_per_s=r.examples_per_s,
-            )
+            event.update({name: getattr(r, name) for name in RESULT_FIELDS})
+            if r.ci_rel is not None and not math.isfinite(r.ci_rel):
+                event["ci_rel"] = None
         sys.stdout.write(json.dumps(event) + "\n")
         sys.stdout.flush()

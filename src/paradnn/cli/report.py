@@ -13,7 +13,6 @@ import typer
 from rich.markup import escape
 
 from paradnn import api
-from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
     LIMIT,
@@ -24,10 +23,14 @@ from paradnn.cli.common import (
     choice,
     enum_choice,
     err,
-    integer,
-    number,
+    flag_option,
+    int_option,
+    number_option,
     option,
     out,
+    parsed,
+    text_option,
+    words_option,
 )
 from paradnn.errors import ABSENT, OptionError
 from paradnn.records import COMPARE_BY, METRICS
@@ -41,6 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from paradnn.analysis import Comparison
 
 
+NoisyOpt = flag_option("--include-noisy", "Keep runs flagged noisy (left out by default).")
+
+
 def _what_if(v: str) -> str:
     """The value as given, once every item names a platform or a chip file (read here, with
     the options: a bad id is one line, exit 2, before the databases are read)."""
@@ -50,40 +56,35 @@ def _what_if(v: str) -> str:
     return v
 
 
+OutOpt = Annotated[str, typer.Option("--out", help="Directory for the report.")]
+WhatIfOpt = parsed(
+    str | None,
+    "--what-if",
+    option("--what-if", _what_if),
+    "Comma-separated platform ids (`paradnn platforms`; a unique prefix such as v100 will do) "
+    "or chip .toml files: the configs measured here are predicted there by the step-time model "
+    "and shown beside them, marked predicted, with the model's validated error band; "
+    "observations the data cannot test get predicted verdicts.",
+    metavar="PLATFORMS",
+)
+QuietOpt = flag_option("--quiet", "No progress on stderr while the report builds.", "-q")
+WatchOpt = number_option(
+    "--watch",
+    1.0,
+    86_400.0,
+    "Keep the report current while a sweep runs: check the databases every SECONDS, build the "
+    "report again when one's data changed; an open page reloads only then. Ctrl-C stops.",
+    metavar="SECONDS",
+)
+
+
 def report(
     db: DbsOpt = None,
-    out_dir: Annotated[str, typer.Option("--out", help="Directory for the report.")] = "report",
-    include_noisy: Annotated[
-        bool,
-        typer.Option("--include-noisy", help="Keep runs flagged noisy in figures and speedups."),
-    ] = False,
-    what_if: Annotated[
-        str | None,
-        typer.Option(
-            "--what-if",
-            metavar="PLATFORMS",
-            parser=option("--what-if", _what_if),
-            help="Comma-separated platform ids (`paradnn platforms`; a unique prefix such as "
-            "v100 will do) or chip .toml files: the configs measured here are predicted there "
-            "by the step-time model and shown beside them, marked predicted, with the model's "
-            "validated error band; observations the data cannot test get predicted verdicts.",
-        ),
-    ] = None,
-    quiet: Annotated[
-        bool,
-        typer.Option("--quiet", "-q", help="No progress on stderr while the report builds."),
-    ] = False,
-    watch: Annotated[
-        float | None,
-        typer.Option(
-            "--watch",
-            metavar="SECONDS",
-            parser=number("--watch", 1.0, 86_400.0),
-            help="Keep the report current while a sweep runs: check the databases every "
-            "SECONDS, build the report again when one's data changed; an open page reloads "
-            "only then. Ctrl-C stops.",
-        ),
-    ] = None,
+    out_dir: OutOpt = "report",
+    include_noisy: NoisyOpt = False,
+    what_if: WhatIfOpt = None,
+    quiet: QuietOpt = False,
+    watch: WatchOpt = None,
 ) -> None:
     """The HTML report: the papers' figures, findings with verdicts, speedups, provenance
     (also PNG figures and CSV tables next to it). Noisy runs are left out and counted.
@@ -160,24 +161,27 @@ def _too_few_hint(c: Comparison) -> str:
     return f"No config ran ok in both {c.a} and {c.b}."
 
 
-BY_HELP = (
-    "What defines the two groups: "
-    + listing(
-        COMPARE_BY,
-        {
-            "backend": "docs/jax.md",
-            "engine": "torch-eager, torch-compile, …, jax",
-            "db": "one database against another",
-            "attempt": "re-runs of the same run key: --a/--b are attempt numbers, first or latest",
-        },
-    )
-    + "."
-)
+BY_NOTES = {
+    "backend": "docs/jax.md",
+    "engine": "torch-eager, torch-compile, …, jax",
+    "db": "one database against another",
+    "attempt": "re-runs of the same run key: --a/--b are attempt numbers, first or latest",
+}
+BY_HELP = "What defines the two groups: {values}."
+
+
+PER_CONFIG = {"csv": "per config"}
 
 
 class FailOn(StrEnum):
     config = "config"
     geomean = "geomean"
+
+
+CI_FORMATS = {
+    "markdown": "a pull-request comment",
+    "junit": "JUnit XML: a failing gate is a failed testcase",
+}
 
 
 class CompareFormat(StrEnum):
@@ -188,82 +192,63 @@ class CompareFormat(StrEnum):
     junit = "junit"  # a CI system's test report: a failing gate is a failed testcase
 
 
+ByOpt = words_option(str | None, "--by", choice("--by", COMPARE_BY), BY_HELP, notes=BY_NOTES)
+AOpt = Annotated[str | None, typer.Option("--a", help="The baseline group (e.g. fp32).")]
+BOpt = Annotated[
+    str | None, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")
+]
+METRIC = choice("--metric", METRICS)
+MetricOpt = words_option(str, "--metric", METRIC, "What is compared: {values}.")
+CompareFormatOpt = words_option(
+    CompareFormat,
+    "--format",
+    enum_choice("--format", CompareFormat),
+    "{values}.",
+    "-f",
+    notes={**PER_CONFIG, **CI_FORMATS},
+)
+BaselineOpt = text_option(
+    "--baseline",
+    "Instead of --by/--a/--b: the newest run of each config against the runs `paradnn baseline "
+    "save NAME` named (docs/baselines.md).",
+    metavar="NAME",
+)
+LimitOpt = parsed(int, "--limit", LIMIT, "Configs shown in the table (slowest and fastest).")
+FailIfSlowerOpt = number_option(
+    "--fail-if-slower",
+    0.0,
+    100.0,
+    "Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI (the whole interval "
+    "below it); configs without an interval by their estimate.",
+    metavar="PCT",
+)
+FAIL_ON, JUDGED = enum_choice("--fail-on", FailOn), {"config": "each", "geomean": "their geomean"}
+FailOnOpt = words_option(FailOn, "--fail-on", FAIL_ON, "What is judged: {values}.", notes=JUDGED)
+MinConfigsOpt = int_option(
+    "--min-configs",
+    1,
+    MAX_ROWS,
+    f"Exit {TOO_FEW_EXIT} when fewer than N configs were compared (matched in both groups, noisy "
+    "ones left out). Default 1 under --fail-if-slower, so the gate never passes on nothing; "
+    "given alone it is a gate of its own.",
+    metavar="N",
+)
+
+
 def compare(
-    by: Annotated[
-        str | None,
-        typer.Option("--by", parser=choice("--by", COMPARE_BY), help=BY_HELP),
-    ] = None,
-    a: Annotated[str | None, typer.Option("--a", help="The baseline group (e.g. fp32).")] = None,
-    b: Annotated[
-        str | None, typer.Option("--b", help="The group whose speedup is reported (e.g. bf16).")
-    ] = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--baseline",
-            metavar="NAME",
-            help="Instead of --by/--a/--b: the newest run of each config against the runs "
-            "`paradnn baseline save NAME` named (docs/baselines.md).",
-        ),
-    ] = None,
+    by: ByOpt = None,
+    a: AOpt = None,
+    b: BOpt = None,
+    baseline: BaselineOpt = None,
     db: DbsOpt = None,
-    metric: Annotated[
-        str,
-        typer.Option(
-            "--metric",
-            parser=choice("--metric", METRICS),
-            help=f"What is compared: {listing(METRICS)}.",
-        ),
-    ] = "examples_per_s",
+    metric: MetricOpt = "examples_per_s",
     family: FamilyOpt = None,
-    fmt: Annotated[
-        CompareFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            parser=enum_choice("--format", CompareFormat),
-            help="table, csv (per config), json, markdown (a pull-request comment) or junit "
-            "(JUnit XML: a failing gate is a failed testcase).",
-        ),
-    ] = CompareFormat.table,
-    limit: Annotated[
-        int,
-        typer.Option(
-            "--limit", parser=LIMIT, help="Configs shown in the table (slowest and fastest)."
-        ),
-    ] = 10,
-    fail_if_slower: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-if-slower",
-            metavar="PCT",
-            parser=number("--fail-if-slower", 0.0, 100.0),
-            help="Exit 1 when a config is slower than 1 - PCT/100 beyond its 95% CI "
-            "(the whole interval below it); configs without an interval by their estimate.",
-        ),
-    ] = None,
-    fail_on: Annotated[
-        FailOn,
-        typer.Option(
-            "--fail-on",
-            parser=enum_choice("--fail-on", FailOn),
-            help="What --fail-if-slower judges: each config or the geomean.",
-        ),
-    ] = FailOn.config,
-    include_noisy: Annotated[
-        bool, typer.Option("--include-noisy", help="Keep runs flagged noisy (left out by default).")
-    ] = False,
-    min_configs: Annotated[
-        int | None,
-        typer.Option(
-            "--min-configs",
-            metavar="N",
-            parser=integer("--min-configs", 1, MAX_ROWS),
-            help=f"Exit {TOO_FEW_EXIT} when fewer than N configs were compared (matched in both "
-            "groups, noisy ones left out). Default 1 under --fail-if-slower, so the gate never "
-            "passes on nothing; given alone it is a gate of its own.",
-        ),
-    ] = None,
+    fmt: CompareFormatOpt = CompareFormat.table,
+    limit: LimitOpt = 10,
+    fail_if_slower: FailIfSlowerOpt = None,
+    fail_on: FailOnOpt = FailOn.config,
+    include_noisy: NoisyOpt = False,
+    min_configs: MinConfigsOpt = None,
 ) -> None:
     """Speedup of group B over group A for every configuration both ran (matched on family,
     config and every other identity column), each with a 95% bootstrap CI from the raw samples

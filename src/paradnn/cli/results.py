@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from paradnn import api
-from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
     LIMIT,
@@ -20,8 +17,12 @@ from paradnn.cli.common import (
     JsonOpt,
     choice,
     enum_choice,
-    integer,
+    flag_option,
+    int_option,
     out,
+    parsed,
+    text_option,
+    words_option,
 )
 from paradnn.cli.options import filters, takes
 from paradnn.config import MAX_THREADS
@@ -43,74 +44,43 @@ class Table_(StrEnum):
     host_profile = "host_profile"
 
 
+StatusOpt = words_option(
+    str | None, "--status", choice("--status", STATUSES), "Only this status: {values}."
+)
+SweepOpt = text_option("--sweep", "Only runs of this preset/sweep.")
+QualityOpt = words_option(
+    str | None, "--quality", choice("--quality", QUALITIES), "Only runs of this quality: {values}."
+)
+RowsOpt = parsed(int | None, "--limit", LIMIT, "At most this many rows.")
+ChosenOpt = flag_option(
+    "--chosen",
+    "Only each run's chosen attempt: its best good attempt, else its latest (the one compare, "
+    "report and findings use; docs/runner.md#attempts-which-one-counts).",
+)
+TABLE = enum_choice("--table", Table_)
+MADE_BY = {"ceilings": "calibrate", "ops": "paradnn ops", "host_profile": "calibrate"}
+TableOpt = words_option(Table_, "--table", TABLE, "Which table: {values}.", notes=MADE_BY)
+RunIdOpt = int_option("--run", 1, INT64_MAX, "With --table op_profile: one run's profile.")
+ThreadsFilterOpt = int_option("--threads", 1, MAX_THREADS, "Only runs at this thread count.")
+AttemptOpt = int_option(
+    "--attempt", 1, INT64_MAX, "Only this attempt of each run (1: the first measurement)."
+)
+
+
 @takes(where=filters())
 def results(
     db: DbOpt = DEFAULT_DB,
     fmt: FormatOpt = Format.table,
     family: FamilyOpt = None,
-    status: Annotated[
-        str | None,
-        typer.Option(
-            "--status",
-            parser=choice("--status", STATUSES),
-            help=f"Only this status: {listing(STATUSES)}.",
-        ),
-    ] = None,
-    sweep: Annotated[
-        str | None, typer.Option("--sweep", help="Only runs of this preset/sweep.")
-    ] = None,
-    quality: Annotated[
-        str | None,
-        typer.Option(
-            "--quality",
-            parser=choice("--quality", QUALITIES),
-            help="Only runs of this quality: good or noisy.",
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", parser=LIMIT, help="At most this many rows."),
-    ] = None,
-    chosen: Annotated[
-        bool,
-        typer.Option(
-            "--chosen",
-            help="Only each run's chosen attempt: its best good attempt, else its latest "
-            "(the one compare, report and findings use; docs/runner.md#attempts-which-one-counts).",
-        ),
-    ] = False,
-    table: Annotated[
-        Table_,
-        typer.Option(
-            "--table",
-            parser=enum_choice("--table", Table_),
-            help="runs, ceilings (calibrate), ops, op_profile, host_profile (calibrate).",
-        ),
-    ] = "runs",
-    run_id: Annotated[
-        int | None,
-        typer.Option(
-            "--run",
-            parser=integer("--run", 1, INT64_MAX),
-            help="With --table op_profile: one run's profile.",
-        ),
-    ] = None,
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            "--threads",
-            parser=integer("--threads", 1, MAX_THREADS),
-            help="Only runs at this thread count.",
-        ),
-    ] = None,
-    attempt: Annotated[
-        int | None,
-        typer.Option(
-            "--attempt",
-            parser=integer("--attempt", 1, INT64_MAX),
-            help="Only this attempt of each run (1: the first measurement).",
-        ),
-    ] = None,
+    status: StatusOpt = None,
+    sweep: SweepOpt = None,
+    quality: QualityOpt = None,
+    limit: RowsOpt = None,
+    chosen: ChosenOpt = False,
+    table: TableOpt = "runs",
+    run_id: RunIdOpt = None,
+    threads: ThreadsFilterOpt = None,
+    attempt: AttemptOpt = None,
     *,
     where: dict[str, Any],
 ) -> None:
@@ -132,16 +102,9 @@ def results(
                 say_beaten(db)
             return
     else:
-        rows = api.results(
-            db,
-            chosen=chosen,
-            family=family,
-            status=status,
-            sweep=sweep,
-            quality=quality,
-            limit=limit,
-            where={**where, "threads": threads, "attempt": attempt},
-        )
+        stored = {"family": family, "status": status, "sweep": sweep, "quality": quality}
+        where = {**where, "threads": threads, "attempt": attempt}
+        rows = api.results(db, chosen=chosen, where=where, limit=limit, **stored)
     if fmt is Format.csv:
         sys.stdout.write(tables.to_csv(rows))
     elif fmt is Format.json:

@@ -12,7 +12,17 @@ from rich.markup import escape
 
 from paradnn import api, families, presets
 from paradnn.cli import tables
-from paradnn.cli.common import AssignmentsArg, DbOpt, enum_choice, err, number, out
+from paradnn.cli.common import (
+    AssignmentsArg,
+    DbOpt,
+    ForceRunOpt,
+    enum_choice,
+    err,
+    flag_option,
+    number,
+    out,
+    words_option,
+)
 from paradnn.cli.options import (
     EXECUTOR,
     MEASURE,
@@ -52,14 +62,11 @@ PresetOpt = Annotated[
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="List the runs and estimates; run nothing.")
 ]
-ProgressOpt = Annotated[
-    ProgressMode,
-    typer.Option(
-        "--progress",
-        parser=enum_choice("--progress", ProgressMode),
-        help="bar (default), jsonl (one JSON event per line), quiet.",
-    ),
-]
+PROGRESS = enum_choice("--progress", ProgressMode)
+PROGRESS_NOTES = {"bar": "default", "jsonl": "one JSON event per line"}
+ProgressOpt = words_option(
+    ProgressMode, "--progress", PROGRESS, "How runs are shown: {values}.", notes=PROGRESS_NOTES
+)
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Same as --progress quiet.")]
 WaitOpt = Annotated[
     bool,
@@ -189,6 +196,7 @@ def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, ene
         )
 
 
+RecordJsonOpt = flag_option("--json", "Print the whole record as JSON.")
 BENCH_SETTINGS = SWEEP.only("timeout", "remeasure", "remeasure_backoff", remeasure=REMEASURE_BENCH)
 
 
@@ -213,17 +221,8 @@ def bench(
         ),
     ] = None,
     db: DbOpt = DEFAULT_DB,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the whole record as JSON.")
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Run it even when its predicted memory cannot fit in what the device has "
-            "free (without it: refused, exit 2, before any work).",
-        ),
-    ] = False,
+    as_json: RecordJsonOpt = False,
+    force: ForceRunOpt = False,
     *,
     axes: dict[str, Any],
     measure: Measure,

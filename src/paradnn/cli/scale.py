@@ -12,7 +12,7 @@ from rich.markup import escape
 from paradnn import api, families
 from paradnn.axes import BY_FIELD
 from paradnn.cli import tables
-from paradnn.cli.common import AssignmentsArg, DbOpt, out
+from paradnn.cli.common import AssignmentsArg, DbOpt, ForceRunOpt, flag_option, out
 from paradnn.cli.options import MEASURE, SWEEP, Measure, comma_list, study, takes
 from paradnn.cli.progress import exit_if_nothing_measured, say, warn_noisy
 from paradnn.config import SweepSettings
@@ -39,6 +39,9 @@ def parse_procs(text: str) -> list[int]:
         raise OptionError("--procs", text, e.allowed) from None
 
 
+TableJsonOpt = flag_option("--json", "Print the scaling table as JSON.")
+
+
 @takes(
     axes=study(fields=("strategy", "scaling", "precision", "optimizer")),
     measure=MEASURE.only("device", "threads", "min_time", "max_time", "allow_emulated"),
@@ -52,17 +55,8 @@ def scale(
         typer.Option("--procs", help="Process counts, comma-separated (N = 1 first), each once."),
     ] = "1,2",
     db: DbOpt = DEFAULT_DB,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the scaling table as JSON.")
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Run even when the ranks' predicted memory cannot fit in what the device has "
-            "free (without it: refused, exit 2, before any work).",
-        ),
-    ] = False,
+    as_json: TableJsonOpt = False,
+    force: ForceRunOpt = False,
     *,
     axes: dict[str, Any],
     measure: Measure,

@@ -14,20 +14,24 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from paradnn import api
-from paradnn.axes import OPTIMIZER
+from paradnn.axes import OPTIMIZER, PRECISION, listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
-    PRECISION,
     DbOpt,
     Format,
     FormatOpt,
     choice,
+    flag_option,
     number,
     option,
     out,
+    parsed,
     path,
+    text_option,
+    words_option,
 )
-from paradnn.cli.options import axis_option
+from paradnn.cli.options import Group, axis_option, param, takes
+from paradnn.config import PRECISIONS
 from paradnn.errors import ABSENT, ConfigError, ParadnnError
 from paradnn.store import DEFAULT_DB
 from paradnn.validate import parse_int, parse_number
@@ -94,19 +98,13 @@ app = typer.Typer(
     "figure is a prediction of an analytical model (docs/simulate.md), not a measurement.",
 )
 
-PlatformOpt = Annotated[
-    str | None,
-    typer.Option("--platform", help="Platform id (`paradnn platforms`) or a chip .toml file."),
-]
-StepPlatformOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--platform",
-        help="Platform id (`paradnn platforms`) or a chip .toml file; several, comma-separated "
-        "(tpu-v2,tpu-v3,v100-sxm2), give one table at one precision policy (-p on every "
-        "platform, else each one's default).",
-    ),
-]
+PlatformOpt = text_option("--platform", "Platform id (`paradnn platforms`) or a chip .toml file.")
+StepPlatformOpt = text_option(
+    "--platform",
+    "Platform id (`paradnn platforms`) or a chip .toml file; several, comma-separated "
+    "(tpu-v2,tpu-v3,v100-sxm2), give one table at one precision policy (-p on every platform, "
+    "else each one's default).",
+)
 AssignmentsArg = Annotated[
     list[str] | None,
     typer.Argument(help="Config values as key=value, e.g. layers=8 batch=256.", show_default=False),
@@ -126,46 +124,149 @@ def _bounded(flag: str, module: str, name: str, low: int = 1) -> Any:
     return option(flag, lambda v: parse_int(flag, v, low, _const(module, name)))
 
 
-def _dataflow(v: Any) -> str:
-    _const("paradnn.sim.systolic", "check_dataflow")(v)
-    return v
-
-
 CHIPS = _bounded("--chips", "paradnn.sim.interconnect", "MAX_CHIPS")
 OVERLAP = number("--overlap", 0.0, 1.0)
-PrecisionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--precision",
-        "-p",
-        parser=PRECISION,
-        help="fp32, tf32, bf16 or fp16 (default fp32 as in bench and run; bf16 on a chip without "
-        "an fp32 peak, e.g. a TPU).",
-    ),
-]
+PrecisionOpt = axis_option(
+    PRECISION,
+    panel=None,
+    help=f"Numeric precision: {listing(PRECISIONS)} (default fp32 as in bench and run; bf16 on "
+    "a chip without an fp32 peak, e.g. a TPU).",
+)
 OptimizerOpt = axis_option(OPTIMIZER, panel=None)
-OverlapOpt = Annotated[
-    float,
-    typer.Option(
-        "--overlap", parser=OVERLAP, help="Share of backward that hides the all-reduce (0 to 1)."
-    ),
-]
-ConcurrentOpt = Annotated[
-    bool, typer.Option("--concurrent", help="Torus: drive all dimensions at once.")
-]
-CsvOpt = Annotated[str | None, typer.Option("--csv", help="Also write the rows to this CSV file.")]
-MODELS = ("step", "roofline")  # paradnn.sim.curve.MODELS, without importing the simulator here
+OverlapOpt = parsed(
+    float, "--overlap", OVERLAP, "Share of backward that hides the all-reduce (0 to 1)."
+)
+ConcurrentOpt = flag_option("--concurrent", "Torus: drive all dimensions at once.")
+CsvOpt = text_option("--csv", "Also write the rows to this CSV file.")
+# The simulator's words, here so that its modules stay out of every command's start-up; a test
+# holds each against its home (tests/test_cli_help.py).
+MODELS = ("step", "roofline")  # paradnn.sim.curve.MODELS
 PRECISION_POLICIES = ("16-bit",)  # paradnn.api.simulation.PRECISION_POLICIES
-ModelOpt = Annotated[
+DATAFLOWS = ("os", "ws", "is")  # paradnn.sim.systolic.DATAFLOWS
+STATISTICS = ("median", "min")  # paradnn.sim.fit.STATISTICS, paradnn.sim.opfit.STATISTICS
+SOURCES = ("runs", "ops")  # what paradnn.api.simulate_fit fits from
+ModelOpt = words_option(
     str,
-    typer.Option(
-        "--model",
-        parser=choice("--model", MODELS),
-        help="step (default): the step-time model, term by term (kernels, overheads, "
-        "elementwise, optimizer, master weights, host, all-reduce), the one `fit` fits; "
-        "roofline: the bare roofline per op (the one --overlap and --concurrent apply to).",
+    "--model",
+    choice("--model", MODELS),
+    "Which model: {values}.",
+    notes={
+        "step": "default: the step-time model, term by term (kernels, overheads, elementwise, "
+        "optimizer, master weights, host, all-reduce), the one `fit` fits",
+        "roofline": "the bare roofline per op, the one --overlap and --concurrent apply to",
+    },
+)
+MaxChipsOpt = parsed(
+    int,
+    "--max-chips",
+    _bounded("--max-chips", "paradnn.sim.interconnect", "MAX_CHIPS"),
+    "The curve: 1, 2, 4 … up to this many chips.",
+)
+# What a prediction is made with (step and scaling): the run's precision and optimizer, and the
+# model's terms for the all-reduce (the roofline's) and which model.
+PREDICTION = Group(
+    (
+        param("precision", PrecisionOpt),
+        param("optimizer", OptimizerOpt),
+        param("overlap", OverlapOpt, 0.0),
+        param("concurrent", ConcurrentOpt, False),
+        param("model", ModelOpt, "step"),
     ),
+    dict,
+)
+FamilyArg = Annotated[
+    str | None,
+    typer.Argument(help="Model family (`paradnn families`), unless --preset is given."),
 ]
+PresetOpt = text_option("--preset", "Predict every run of a preset or sweep file.")
+ChipsOpt = parsed(int, "--chips", CHIPS, "Data-parallel chips.")
+TopologyOpt = text_option("--topology", "e.g. torus2d:16x16, torus3d:4x4x4, ring:8, biring:8.")
+
+
+def _loader_rate(v: Any) -> float:
+    high = _const("paradnn.api.simulation", "MAX_LOADER_RATE")
+    return parse_number("--loader-rate", v, 0.0, high, strict=True)
+
+
+LoaderRateOpt = parsed(
+    float | None,
+    "--loader-rate",
+    option("--loader-rate", _loader_rate),
+    "Examples/s the host's input pipeline delivers per chip (a run's measured "
+    "loader_examples_per_s): adds the input term, bottleneck `input` when it is the slower "
+    "side (docs/infeed.md).",
+)
+LoaderSerialOpt = flag_option(
+    "--loader-serial",
+    "The batch is made in the training process (0 loader workers): the input adds to the step "
+    "instead of overlapping it.",
+)
+ByPolicyOpt = words_option(
+    str | None,
+    "--precision-policy",
+    choice("--precision-policy", PRECISION_POLICIES),
+    "One precision policy on every platform, instead of -p: {values}.",
+    notes={"16-bit": "each platform's bf16, else fp16: the papers' TPU-vs-GPU comparisons"},
+)
+HOST_PROFILE_HELP = (
+    "The step model's host dispatch costs: a TOML/JSON file of a host profile, or `defaults` "
+    "(default: the platform file's [ID.host], else the profile `paradnn calibrate` stored in "
+    "--db on {where}, else the documented defaults)."
+)
+StepHostProfileOpt = parsed(
+    str | None,
+    "--host-profile",
+    path("--host-profile"),
+    HOST_PROFILE_HELP.format(where="this host"),
+)
+RunsHostProfileOpt = parsed(
+    str | None,
+    "--host-profile",
+    path("--host-profile"),
+    HOST_PROFILE_HELP.format(where="the runs' machine"),
+)
+ValidatePlatformOpt = text_option(
+    "--platform", "Predict every run on this chip (default: each device's own)."
+)
+NoisyOpt = flag_option("--include-noisy", "Keep runs flagged noisy (left out, as compare).")
+FitOutOpt = text_option("--out", "Write the fitted chip file here (.toml).")
+FitDeviceOpt = text_option("--device", "Which device of --db (if it holds several).")
+FitPlatformOpt = text_option("--platform", "Peaks and bandwidth from this chip, not the ceilings.")
+HoldoutOpt = parsed(
+    int,
+    "--holdout",
+    _bounded("--holdout", "paradnn.api.simulation", "MAX_HOLDOUT", low=0),
+    "Percent of configs held out (by config hash).",
+)
+# What each word of fit's --statistic and --from means, and of mxu-study's --dataflow.
+NOTES = {
+    "median": "its median step time",
+    "min": "its fastest sample: shared hosts",
+    "runs": "a measured sweep",
+    "ops": "the op micro-benchmarks of `paradnn ops`",
+    "os": "output-stationary",
+    "ws": "weight-stationary",
+    "is": "input-stationary",
+}
+STATISTIC, SOURCE = choice("--statistic", STATISTICS), choice("--from", SOURCES)
+StatisticOpt = words_option(str, "--statistic", STATISTIC, "What is fitted: {values}.", notes=NOTES)
+SourceOpt = words_option(str, "--from", SOURCE, "What is fitted on: {values}.", notes=NOTES)
+HoldoutOpsOpt = text_option(
+    "--holdout-ops",
+    "--from ops: ops held out, comma-separated (default matmul-4096,conv2d-II; '' none).",
+)
+BatchOpt = parsed(
+    int, "--batch", _bounded("--batch", "paradnn.sim.studies", "MAX_BATCH"), "Batch of the CNNs."
+)
+DATAFLOW = choice("--dataflow", DATAFLOWS)
+DataflowOpt = words_option(str, "--dataflow", DATAFLOW, "Dataflow: {values}.", notes=NOTES)
+HostDbOpt = parsed(
+    str | None,
+    "--db",
+    path("--db"),
+    "Database whose host profile of this host the step model uses (default: paradnn.db when "
+    "it exists).",
+)
 
 
 def _csv(path: str | None) -> None:
@@ -183,83 +284,23 @@ def _platform(platform: str | None) -> str:
 
 
 @app.command()
+@takes(prediction=PREDICTION)
 def step(
-    family: Annotated[
-        str | None,
-        typer.Argument(help="Model family (`paradnn families`), unless --preset is given."),
-    ] = None,
+    family: FamilyArg = None,
     assignments: AssignmentsArg = None,
     platform: StepPlatformOpt = None,
-    preset: Annotated[
-        str | None, typer.Option("--preset", help="Predict every run of a preset or sweep file.")
-    ] = None,
-    precision: PrecisionOpt = None,
-    optimizer: OptimizerOpt = None,
-    chips: Annotated[int, typer.Option("--chips", parser=CHIPS, help="Data-parallel chips.")] = 1,
-    topology: Annotated[
-        str | None,
-        typer.Option("--topology", help="e.g. torus2d:16x16, torus3d:4x4x4, ring:8, biring:8."),
-    ] = None,
-    overlap: OverlapOpt = 0.0,
-    concurrent: ConcurrentOpt = False,
-    loader_rate: Annotated[
-        float | None,
-        typer.Option(
-            "--loader-rate",
-            parser=option(
-                "--loader-rate",
-                lambda v: parse_number(
-                    "--loader-rate",
-                    v,
-                    0.0,
-                    _const("paradnn.api.simulation", "MAX_LOADER_RATE"),
-                    strict=True,
-                ),
-            ),
-            help="Examples/s the host's input pipeline delivers per chip (a run's measured "
-            "loader_examples_per_s): adds the input term, bottleneck `input` when it is the "
-            "slower side (docs/infeed.md).",
-        ),
-    ] = None,
-    loader_serial: Annotated[
-        bool,
-        typer.Option(
-            "--loader-serial",
-            help="The batch is made in the training process (0 "
-            "loader workers): the input adds to the step instead of overlapping it.",
-        ),
-    ] = False,
-    precision_policy: Annotated[
-        str | None,
-        typer.Option(
-            "--precision-policy",
-            parser=choice("--precision-policy", PRECISION_POLICIES),
-            help="16-bit: each platform's bf16, else fp16 (the papers' TPU-vs-GPU comparisons); "
-            "instead of -p.",
-        ),
-    ] = None,
-    model: ModelOpt = "step",
-    host_profile: Annotated[
-        str | None,
-        typer.Option(
-            "--host-profile",
-            parser=path("--host-profile"),
-            help="The host's dispatch costs for the step model: a TOML/JSON file of a host "
-            "profile, or `defaults` (default: the platform file's [ID.host], else this host's "
-            "profile stored by `paradnn calibrate` in --db, else the documented defaults).",
-        ),
-    ] = None,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            parser=path("--db"),
-            help="Database whose host profile of this host the step model uses (default: "
-            "paradnn.db when it exists).",
-        ),
-    ] = None,
+    preset: PresetOpt = None,
+    chips: ChipsOpt = 1,
+    topology: TopologyOpt = None,
+    loader_rate: LoaderRateOpt = None,
+    loader_serial: LoaderSerialOpt = False,
+    precision_policy: ByPolicyOpt = None,
+    host_profile: StepHostProfileOpt = None,
+    db: HostDbOpt = None,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
+    *,
+    prediction: dict[str, Any],
 ) -> None:
     """One config (FAMILY key=value …) or every run of a preset on a platform: predicted step
     time with its breakdown, utilization, bottleneck, memory fit, and the all-reduce of
@@ -269,19 +310,11 @@ def step(
     _csv(csv_path)
     values = parse_assignments(assignments or [], what=f"{family} config")
     names = _platforms(platform)
+    precision, model = prediction["precision"], prediction["model"]
     options: dict[str, Any] = {
-        "preset": preset,
-        "precision": precision,
-        "optimizer": optimizer,
-        "chips": chips,
-        "topology": topology,
-        "overlap": overlap,
-        "concurrent": concurrent,
-        "loader_rate": loader_rate,
-        "loader_overlapped": not loader_serial,
-        "model": model,
-        "host_profile": host_profile,
-        "db": db,
+        **prediction,
+        **{"preset": preset, "chips": chips, "topology": topology, "loader_rate": loader_rate},
+        **{"loader_overlapped": not loader_serial, "host_profile": host_profile, "db": db},
     }
     if len(names) == 1 and precision_policy is None:
         rows = api.simulate(names[0], family, values, **options)
@@ -333,25 +366,16 @@ def _platforms(platform: str | None) -> list[str]:
 
 
 @app.command()
+@takes(prediction=PREDICTION)
 def scaling(
     family: Annotated[str, typer.Argument(help="Model family (`paradnn families`).")],
     assignments: AssignmentsArg = None,
     platform: PlatformOpt = None,
-    max_chips: Annotated[
-        int,
-        typer.Option(
-            "--max-chips",
-            parser=_bounded("--max-chips", "paradnn.sim.interconnect", "MAX_CHIPS"),
-            help="The curve: 1, 2, 4 … up to this many chips.",
-        ),
-    ] = 1024,
-    precision: PrecisionOpt = None,
-    optimizer: OptimizerOpt = None,
-    overlap: OverlapOpt = 0.0,
-    concurrent: ConcurrentOpt = False,
-    model: ModelOpt = "step",
+    max_chips: MaxChipsOpt = 1024,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
+    *,
+    prediction: dict[str, Any],
 ) -> None:
     """Predicted weak scaling of one config: step time, all-reduce and efficiency at 1, 2, 4 …
     --max-chips chips, with the topology's bisection bandwidth. The step-time model by default,
@@ -360,35 +384,16 @@ def scaling(
 
     _csv(csv_path)
     values = parse_assignments(assignments or [], what=f"{family} config")
-    rows = api.simulate_scaling(
-        _platform(platform),
-        family,
-        values,
-        precision=precision,
-        optimizer=optimizer or "rmsprop",
-        max_chips=max_chips,
-        overlap=overlap,
-        concurrent=concurrent,
-        model=model,
-    )
-    title = f"predicted weak scaling of {family} on {platform} ({model} model)"
+    p = {**prediction, "optimizer": prediction["optimizer"] or "rmsprop"}
+    rows = api.simulate_scaling(_platform(platform), family, values, max_chips=max_chips, **p)
+    title = f"predicted weak scaling of {family} on {platform} ({p['model']} model)"
     emit(rows, title, fmt, csv_path)
 
 
 @app.command("mxu-study")
 def mxu_study(
-    batch: Annotated[
-        int,
-        typer.Option(
-            "--batch",
-            parser=_bounded("--batch", "paradnn.sim.studies", "MAX_BATCH"),
-            help="Batch of the CNNs.",
-        ),
-    ] = 8,
-    dataflow: Annotated[
-        str,
-        typer.Option("--dataflow", parser=option("--dataflow", _dataflow), help="ws, os or is."),
-    ] = "ws",
+    batch: BatchOpt = 8,
+    dataflow: DataflowOpt = "ws",
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
@@ -411,27 +416,10 @@ def precision_study(fmt: FormatOpt = Format.table, csv_path: CsvOpt = None) -> N
 @app.command()
 def validate(
     db: DbOpt = DEFAULT_DB,
-    platform: Annotated[
-        str | None,
-        typer.Option(
-            "--platform", help="Predict every run on this chip (default: each device's own)."
-        ),
-    ] = None,
+    platform: ValidatePlatformOpt = None,
     model: ModelOpt = "step",
-    include_noisy: Annotated[
-        bool,
-        typer.Option("--include-noisy", help="Keep runs flagged noisy (left out, as compare)."),
-    ] = False,
-    host_profile: Annotated[
-        str | None,
-        typer.Option(
-            "--host-profile",
-            parser=path("--host-profile"),
-            help="The step model's host dispatch costs: a TOML/JSON file of a host profile, or "
-            "`defaults` (default: the platform file's [ID.host], else the profile `paradnn "
-            "calibrate` stored in --db on the runs' machine, else the documented defaults).",
-        ),
-    ] = None,
+    include_noisy: NoisyOpt = False,
+    host_profile: RunsHostProfileOpt = None,
     fmt: FormatOpt = Format.table,
     csv_path: CsvOpt = None,
 ) -> None:
@@ -454,45 +442,13 @@ def validate(
 @app.command()
 def fit(
     db: DbOpt = DEFAULT_DB,
-    out_path: Annotated[
-        str | None, typer.Option("--out", help="Write the fitted chip file here (.toml).")
-    ] = None,
-    device: Annotated[
-        str | None, typer.Option("--device", help="Which device of --db (if it holds several).")
-    ] = None,
-    platform: Annotated[
-        str | None,
-        typer.Option("--platform", help="Peaks and bandwidth from this chip, not the ceilings."),
-    ] = None,
-    holdout: Annotated[
-        int,
-        typer.Option(
-            "--holdout",
-            parser=_bounded("--holdout", "paradnn.api.simulation", "MAX_HOLDOUT", low=0),
-            help="Percent of configs held out (by config hash).",
-        ),
-    ] = 30,
-    statistic: Annotated[
-        str,
-        typer.Option(
-            "--statistic", help="median step time, or min (fastest sample: shared hosts)."
-        ),
-    ] = "median",
-    source: Annotated[
-        str,
-        typer.Option(
-            "--from",
-            help="runs (a measured sweep) or ops (the op micro-benchmarks of `paradnn ops`).",
-        ),
-    ] = "runs",
-    holdout_ops: Annotated[
-        str | None,
-        typer.Option(
-            "--holdout-ops",
-            help="--from ops: ops held out, comma-separated (default matmul-4096,conv2d-II; "
-            "'' none).",
-        ),
-    ] = None,
+    out_path: FitOutOpt = None,
+    device: FitDeviceOpt = None,
+    platform: FitPlatformOpt = None,
+    holdout: HoldoutOpt = 30,
+    statistic: StatisticOpt = "median",
+    source: SourceOpt = "runs",
+    holdout_ops: HoldoutOpsOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Fit a device's step-time parameters (per-kernel overhead, efficiency-curve constants,
@@ -522,7 +478,9 @@ def fit(
     from paradnn.cli.sim_tables import sim_table
 
     p = res.params
-    rows = [{"parameter": k, "value": p[k]} for k in FIT_SHOWN]
+    from paradnn.sim.stepparams import FITTED
+
+    rows = [{"parameter": k, "value": p[k]} for k in (*FITTED, "source")]
     if res.from_ops:
         rows = _ops_param_rows(res)
         out.print(sim_table(rows, title=f"fitted step-time parameters of {res.device_name}"))
@@ -544,18 +502,6 @@ def fit(
     if out_path:
         shown = escape(out_path)
         out.print(f"Wrote [bold]{shown}[/]: use it as `--platform {shown}`.")
-
-
-FIT_SHOWN = (
-    "kernel_overhead_s",
-    "efficiency",
-    "k_half",
-    "bw_efficiency",
-    "host_scale",
-    "cache_gain",
-    "conv_efficiency",
-    "source",
-)
 
 
 def _print_identified(res: SimFit) -> None:

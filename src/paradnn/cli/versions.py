@@ -11,22 +11,28 @@ from paradnn import api
 from paradnn.axes import listing
 from paradnn.cli import tables
 from paradnn.cli.common import (
+    DEVICE,
     PRECISION,
     DbOpt,
     MaxTimeOpt,
     MinTimeOpt,
     ThreadsOpt,
-    device_spec,
     enum_choice,
     error_line,
-    option,
     out,
     timing,
     unique,
+    words_option,
 )
 from paradnn.cli.progress import ProgressMode, say
 from paradnn.config import PRECISIONS
 from paradnn.store import DEFAULT_DB
+
+PROGRESS = enum_choice("--progress", ProgressMode)
+CpuFirstDeviceOpt = words_option(str, "--device", DEVICE, "{values}.")
+RunProgressOpt = words_option(
+    ProgressMode, "--progress", PROGRESS, "Each run's progress: {values}."
+)
 
 
 def versions(
@@ -68,12 +74,7 @@ def versions(
             "libraries); --no-deps installs torch alone (enough for a CPU wheel: faster, smaller).",
         ),
     ] = True,
-    device: Annotated[
-        str,
-        typer.Option(
-            "--device", parser=option("--device", device_spec), help="cpu, auto, cuda or cuda:N."
-        ),
-    ] = "cpu",
+    device: CpuFirstDeviceOpt = "cpu",
     precision: Annotated[
         list[str] | None,
         typer.Option(
@@ -87,14 +88,7 @@ def versions(
     threads: ThreadsOpt = None,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
-    progress: Annotated[
-        ProgressMode,
-        typer.Option(
-            "--progress",
-            parser=enum_choice("--progress", ProgressMode),
-            help="Each run's progress: bar, jsonl, quiet.",
-        ),
-    ] = ProgressMode.bar,
+    progress: RunProgressOpt = ProgressMode.bar,
     include_noisy: Annotated[
         bool, typer.Option("--include-noisy", help="Keep runs flagged noisy in the comparison.")
     ] = False,

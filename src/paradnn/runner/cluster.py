@@ -17,7 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from paradnn.config import ExecutorSettings, RunOptions, RunSpec, SweepSettings
+from paradnn.axes import listing
+from paradnn.config import ENGINES, ExecutorSettings, RunOptions, RunSpec, SweepSettings
 from paradnn.errors import ConfigError
 from paradnn.presets import resolve_native
 from paradnn.records import RunRecord
@@ -28,16 +29,15 @@ from paradnn.store import Store
 
 
 def open_engine(executor: ExecutorSettings, options: RunOptions, timeout_s: float) -> Engine:
-    """The engine for `executor`; a missing extra is one ConfigError, before any work."""
-    if executor.kind == "ray":
-        from paradnn.runner.ray_engine import RayEngine
+    """The engine for `executor`, from the registry (config.ENGINES); a missing extra is one
+    ConfigError, before any work."""
+    import importlib
 
-        return RayEngine(executor, options, timeout_s)
-    if executor.kind == "slurm":
-        from paradnn.runner.slurm_engine import SlurmEngine
-
-        return SlurmEngine(executor, options, timeout_s)
-    raise ConfigError("executor", executor.kind, "a cluster executor: ray or slurm")
+    where = ENGINES.get(executor.kind)
+    if where is None:
+        raise ConfigError("executor", executor.kind, "a cluster executor: " + listing(ENGINES))
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(module), name)(executor, options, timeout_s)
 
 
 class ClusterSupervisor(Supervisor):

@@ -7,11 +7,10 @@ every row it stored, failures included.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from paradnn.config import RunOptions, SweepSettings
+from paradnn.config import SweepSettings, with_fields
 from paradnn.records import Status
 from paradnn.runner import tasks as T
 from paradnn.runner.supervisor import Event, Supervisor
@@ -165,7 +164,7 @@ def _run(
     on_event: Callable[[Event], None] | None,
     notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    options = RunOptions(device=device, threads=threads)
+    options = with_fields(None, "kernel option", {"device": device, "threads": threads})
     settings = SweepSettings(timeout_s=timeout_s, predict=False, force=force)
-    sup = Supervisor(store, dataclasses.replace(options), settings, on_event=on_event)
+    sup = Supervisor(store, options, settings, on_event=on_event)
     return sup.run_kernels(plan, notes)

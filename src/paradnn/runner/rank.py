@@ -27,6 +27,8 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from paradnn.axes import BY_FIELD
+
 if TYPE_CHECKING:  # pragma: no cover
     from paradnn.runner.launch import Launch
 
@@ -35,6 +37,8 @@ PARENT_ENV = "PARADNN_RANK_PARENT"  # = runner.distributed.PARENT_ENV (read befo
 FAULT_ENV = "PARADNN_FAULT_RANK"  # tests: "<rank>=<SIGNAL|hang|oom>" after the step's timing
 COLLECTIVE_TIMEOUT_ENV = "PARADNN_COLLECTIVE_TIMEOUT_S"
 COLLECTIVE_TIMEOUT_S = 300.0  # a collective waiting longer: a rank is hung or gone
+# The study axes a torchrun launch takes (`--precision` ...): the rest keep their defaults.
+TORCHRUN_AXES = ("precision", "optimizer", "strategy", "scaling")
 
 
 def _die_with_parent() -> None:
@@ -253,10 +257,9 @@ def launched(argv: list[str]) -> int:
     parser.add_argument("family")
     parser.add_argument("assignments", nargs="*")
     parser.add_argument("--db", default="paradnn.db")
-    parser.add_argument("--precision", default="fp32")
-    parser.add_argument("--optimizer", default="rmsprop")
-    parser.add_argument("--strategy", default="ddp")
-    parser.add_argument("--scaling", default="weak")
+    for field in TORCHRUN_AXES:  # each as paradnn/axes.py declares it: flag, default, words
+        axis = BY_FIELD[field]
+        parser.add_argument(axis.flag, default=axis.default, choices=axis.allowed())
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--min-time", type=float, default=None)
     parser.add_argument("--max-time", type=float, default=None)
@@ -271,7 +274,7 @@ def torchrun_main(args: Any) -> int:
     import torch
     import torch.distributed as dist
 
-    from paradnn.config import RunOptions, RunSpec, TimingPolicy
+    from paradnn.config import RunSpec, TimingPolicy, with_fields
     from paradnn.measure.environment import prepare
     from paradnn.records import Status
     from paradnn.runner.core import finish
@@ -290,16 +293,9 @@ def torchrun_main(args: Any) -> int:
         lo = args.min_time if args.min_time is not None else policy.min_time_s
         hi = args.max_time if args.max_time is not None else max(policy.max_time_s, lo)
         policy = dataclasses.replace(policy, min_time_s=lo, max_time_s=hi)
-    options = RunOptions(
-        precision=args.precision,
-        optimizer=args.optimizer,
-        device=device_spec,
-        threads=args.threads,
-        procs=world,
-        strategy=args.strategy,
-        scaling=args.scaling,
-        timing=policy,
-    )
+    given = {k: getattr(args, k) for k in (*TORCHRUN_AXES, "threads")}
+    fields = {**given, "device": device_spec, "procs": world, "timing": policy}
+    options = with_fields(None, "torchrun option", fields)
     values = parse_assignments(args.assignments, what=f"{args.family} config")
     # threads: --threads, or every core this rank may use
     device, env = prepare(options.device, options.threads)

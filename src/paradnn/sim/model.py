@@ -13,10 +13,12 @@ Everything here is a prediction and is labelled so (`Prediction.kind`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from paradnn import families
+from paradnn.config import RunOptions, RunSpec, with_fields
 from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op, lower
 from paradnn.families.shapes import Conv2d, Gemm, Recurrent
@@ -146,6 +148,14 @@ def _other_bytes(shapes: list, params: int, optimizer: str, itemsize: int) -> in
     return total
 
 
+@functools.cache
+def _run_options(precision: str, optimizer: str, policy: str) -> RunOptions:
+    """A predicted run's options (checked once per combination: a sweep's predictions share a
+    few, and each check costs as much as a third of a prediction)."""
+    run = {"precision": precision, "optimizer": optimizer, "precision_policy": policy}
+    return with_fields(None, "prediction", run)
+
+
 def predict(
     family: str,
     config: dict[str, Any] | Any,
@@ -204,7 +214,8 @@ def predict(
             step, fam.examples_per_step(cfg), loader_examples_per_s, loader_overlapped
         )
         bottleneck = "input" if starved else bottleneck
-    cap = mem.capacity(family, cfg, precision, optimizer, chip.memory_bytes, policy)
+    spec = RunSpec(family, dict(cfg.__dict__), _run_options(precision, optimizer, policy))
+    cap = mem.capacity(spec, chip.memory_bytes)
     return Prediction(
         kind=KIND,
         family=family,

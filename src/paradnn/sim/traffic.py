@@ -15,12 +15,15 @@ measurement, and `paradnn simulate validate` shows what it costs in accuracy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paradnn import optimizers
 from paradnn.errors import ConfigError
 from paradnn.families.lowering import Op
 from paradnn.optimizers import OPTIMIZERS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from paradnn.config import RunSpec
 
 # Reads + writes of each forward GEMM output by the elementwise ops around it, forward and
 # backward (an assumption; see the module docstring): FC bias + ReLU, CNN BatchNorm + ReLU
@@ -96,20 +99,18 @@ class Capacity:
         }
 
 
-def capacity(
-    family: str,
-    cfg: Any,
-    precision: str,
-    optimizer: str,
-    capacity_bytes: float | None,
-    policy: str = "mixed",
-) -> Capacity:
-    """Uses `paradnn.memory` (the same model `run` trusts to skip configs) on the per-chip
-    config under the precision `policy` (pure: 16-bit weights, gradients and optimizer state);
-    it fits when the lower bound does (never claim an OOM that might not happen)."""
+def capacity(spec: RunSpec, capacity_bytes: float | None) -> Capacity:
+    """Uses `paradnn.memory` (the same model `run` trusts to skip configs) on the per-chip run,
+    described whole (its precision policy: pure keeps 16-bit weights, gradients and optimizer
+    state; its optimizer implementation); it fits when the lower bound does (never claim an OOM
+    that might not happen). A tf32 run is stored in fp32, and sized so."""
+    import dataclasses
+
     from paradnn import memory
 
-    prec = "fp32" if precision == "tf32" else precision
-    est = memory.predict(family, cfg, prec, optimizer, device_type="cuda", policy=policy)
+    if spec.options.precision == "tf32":
+        options = dataclasses.replace(spec.options, precision="fp32")
+        spec = dataclasses.replace(spec, options=options)
+    est = memory.estimate(spec, device_type="cuda")
     fits = None if capacity_bytes is None else est.lower_bound <= capacity_bytes
     return Capacity(est.total, est.lower_bound, capacity_bytes, fits)

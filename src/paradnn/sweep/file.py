@@ -67,7 +67,7 @@ from typing import Any
 
 from paradnn import families
 from paradnn.axes import AXES, BY_FIELD, STUDY, in_effect, measured
-from paradnn.config import ExecutorSettings, RunOptions, RunSpec, TimingPolicy
+from paradnn.config import ExecutorSettings, RunOptions, RunSpec, TimingPolicy, with_fields
 from paradnn.errors import ABSENT, ConfigError, ParadnnError, line, shown
 from paradnn.families.base import Family
 from paradnn.optimizers import OPTIMIZERS
@@ -150,7 +150,7 @@ class Sweep:
         the file's; `axes` is keyed by RunOptions field), precision-major so a partial run
         covers all models. Each run's options are `options` (default: the sweep's timing) with
         its axis values in place, as the run has them in effect (paradnn.axes.in_effect)."""
-        base = options or RunOptions(timing=self.timing)
+        base = options or with_fields(None, "sweep", {"timing": self.timing})
         precs = _override("precision", precisions, PRECISION_WORDS) or self.precisions
         opts = _override("optimizer", optimizers, OPTIMIZERS) or self.optimizers
         study = dict(self.axes)
