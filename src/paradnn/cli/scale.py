@@ -129,7 +129,7 @@ def lines(res: Scaled) -> list[str]:
     out_lines = []
     for _, r in res.table.iterrows():
         ci = (
-            tables.ci_text((r.speedup_high - r.speedup_low) / 2 / r.speedup) + " (95% CI)"
+            tables.ci_text(tables.reach(r.speedup, r.speedup_low, r.speedup_high)) + " (95% CI)"
             if r.speedup_low is not None and not math.isnan(r.speedup_low) and r.speedup
             else ""
         )
@@ -144,8 +144,8 @@ def lines(res: Scaled) -> list[str]:
         )
     for _, f in res.fits.iterrows():
         if f.serial_fraction is not None and not math.isnan(f.serial_fraction):
-            ci = (  # a fraction near 0: its CI's half-width as an absolute ±, not a percentage
-                f" ±{(f.ci_high - f.ci_low) / 2:.3f} (95% CI)"
+            ci = (  # a fraction near 0: how far its CI reaches, as an absolute ±, not a share
+                f" ±{max(f.serial_fraction - f.ci_low, f.ci_high - f.serial_fraction):.3f} (95% CI)"
                 if f.ci_low is not None and not math.isnan(f.ci_low)
                 else ""
             )

@@ -460,12 +460,21 @@ def _x(v: Any) -> str:
 
 def _x_ci(v: Any, lo: Any, hi: Any) -> str:
     """A speedup with its 95% CI in the one form every table uses (`ci_text`): `1.23× ±4.1%`,
-    the ± half the interval's width over the speedup (its ends: --format csv/json)."""
+    the ± how far the interval reaches from the speedup on its wider side, as for a step time
+    (its ends: --format csv/json)."""
     if v is None or v != v:
         return "—"
     if lo is None or hi is None or lo != lo or hi != hi or not v:
         return _x(v)
-    return _x(v) + ci_text((hi - lo) / 2 / v)
+    return _x(v) + ci_text(reach(v, lo, hi))
+
+
+def reach(v: float, lo: float, hi: float) -> float | None:
+    """How far [lo, hi] reaches from v on its wider side, over v (quality.ci_gap_rel): the one
+    `±` of every interval a table prints."""
+    from paradnn.measure.quality import ci_gap_rel
+
+    return ci_gap_rel(v, lo, hi)
 
 
 _CALL_STYLE = {"faster": "green", "slower": "red", "no detectable change": "dim"}
