@@ -115,7 +115,7 @@ def results(
         meta = api.store_info(db).as_dict()
         sys.stdout.write(tables.to_json(rows.as_dict(), table=str(table), **meta) + "\n")
     else:
-        out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs"))
+        out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs", width=out.width))
 
 
 def families(as_json: JsonOpt = False) -> None:

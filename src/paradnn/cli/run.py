@@ -182,7 +182,7 @@ def _show_dry_run(planned: SweepPlan, *, db: str, recycle_every: int = 50) -> No
 
 def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, energy: bool) -> None:
     title = f"paradnn {name}: {len(rows)} runs" + (f", {skipped} already done" if skipped else "")
-    out.print(tables.rich_table(rows, title=title))
+    out.print(tables.rich_table(rows, title=title, width=out.width))
     if energy:
         for line in tables.energy_notes(rows):
             out.print(line)
@@ -268,7 +268,7 @@ def _heartbeat(label: str) -> Callable[[Event], None]:
 
 def _show_bench(rec: RunRecord, db: str, energy: bool) -> None:
     row = rec.as_dict()
-    out.print(tables.rich_table([row]))
+    out.print(tables.rich_table([row], width=out.width))
     if rec.error:
         out.print(f"[bold]{rec.status}[/]: {escape(str(rec.error))}")
     elif rec.step_time_s is not None:

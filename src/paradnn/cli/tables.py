@@ -198,23 +198,112 @@ def split_identity(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str,
     return varying, shared
 
 
-def _shared_config(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Hyperparameters every row has with one value (rows of one family only)."""
-    if len(rows) < 2 or len({r.get("family") for r in rows}) != 1:
-        return {}
-    cfgs = [r.get("config") if isinstance(r.get("config"), dict) else {} for r in rows]
-    first = cfgs[0]
-    return {k: v for k, v in first.items() if all(c.get(k, object()) == v for c in cfgs[1:])}
+def family_shared_config(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{family: the hyperparameters all its rows have with one value}, for each family with
+    two rows or more: named once above a table instead of in every row's config."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(str(r.get("family")), []).append(
+            r.get("config") if isinstance(r.get("config"), dict) else {}
+        )
+    shared = {}
+    for fam, cfgs in by.items():
+        if len(cfgs) < 2:
+            continue
+        first = cfgs[0]
+        pair = PAIRS.get(fam, ())  # the config column always shows its depth×width
+        same = {
+            k: v
+            for k, v in first.items()
+            if k not in pair and all(c.get(k, object()) == v for c in cfgs[1:])
+        }
+        if same:
+            shared[fam] = same
+    return shared
 
 
-def shared_line(shared: dict[str, str], config: dict[str, Any] | None = None) -> str:
-    """`all rows: prec fp32 · mode eager · …`: what a table's hidden columns hold."""
+def shared_line(shared: dict[str, str], config: dict[str, dict[str, Any]] | None = None) -> str:
+    """`all rows: prec fp32 · mode eager · …`: what a table's hidden columns hold, and the
+    hyperparameters each family's rows share (`fc: input=1000 output=200`; the family's name
+    left out when it is the only one)."""
     parts = [
         f"{IDENTITY_HEADERS.get(k, k)} {v}" for k, v in shared.items() if QUIET_SHARED.get(k) != v
     ]
-    if config:
-        parts.append(escape(" ".join(f"{k}={v}" for k, v in config.items())))
+    for fam, cfg in (config or {}).items():
+        words = " ".join(f"{k}={v}" for k, v in cfg.items())
+        parts.append(escape(words if len(config or {}) == 1 else f"{fam}: {words}"))
     return "all rows: " + " · ".join(parts) if parts else ""
+
+
+# The compact config column (`fc 4x2048 b256`): each family's depth×width pair, then the other
+# fields by a short name (`b` batch, `in` input, …; "" the value alone, for a word such as
+# `lstm`). A field not named here (a family of one's own) keeps `name=value`.
+PAIRS = {
+    "fc": ("layers", "nodes"),
+    "cnn": ("blocks", "filters"),
+    "rnn": ("layers", "embed"),
+    "transformer": ("layers", "d_model"),
+    "deepspeech2": ("layers", "hidden"),
+}
+SHORT = {
+    "batch": "b",
+    "input": "in",
+    "output": "out",
+    "image": "img",
+    "length": "len",
+    "vocab": "voc",
+    "heads": "h",
+    "ffn": "ffn",
+    "frames": "fr",
+    "block": "",
+    "cell": "",
+}
+
+
+def short_config(family: str | None, cfg: dict[str, Any], skip: Any = ()) -> str:
+    """A config in a few characters: `4x2048 in1000 b256`; the fields in `skip` (named above
+    the table) left out. Every field's value is there: --format csv has them by name."""
+    pair = PAIRS.get(str(family))
+    cfg = {k: v for k, v in cfg.items() if k not in skip or k in (pair or ())}
+    words = []
+    if pair and all(k in cfg for k in pair):
+        words.append(f"{cfg.pop(pair[0])}x{cfg.pop(pair[1])}")
+    batch = cfg.pop("batch", None)
+    for k, v in cfg.items():
+        if k in SHORT and not isinstance(v, bool):
+            words.append(f"{SHORT[k]}{v}")
+        else:
+            words.append(f"{k}={v}")
+    if batch is not None:
+        words.append(f"b{batch}")
+    return escape(" ".join(words))
+
+
+def config_cell(r: dict[str, Any], skip: Any = (), with_family: bool = False) -> str:
+    """A row's compact config (`short_config`), after its family's name when asked."""
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    text = short_config(r.get("family"), cfg, skip)
+    return f"{escape(str(r.get('family')))} {text}".strip() if with_family else text
+
+
+def config_legend(
+    rows: Sequence[dict[str, Any]], skip: dict[str, dict[str, Any]] | None = None
+) -> str | None:
+    """The line that reads the compact config: each family's pair, and the short names its
+    cells use (the fields in `skip`, named above the table, are not in them)."""
+    fams = list(dict.fromkeys(str(r.get("family")) for r in rows))
+    pairs = [f"{f} {'×'.join(PAIRS[f])}" for f in fams if f in PAIRS]
+    keys = {
+        k
+        for r in rows
+        if isinstance(r.get("config"), dict)
+        for k in r["config"]
+        if k not in (skip or {}).get(str(r.get("family")), {})
+    }
+    names = [f"{v} {k}" for k, v in SHORT.items() if v and k in keys]
+    if not pairs and not names:
+        return None
+    return "config: " + ", ".join([*pairs, *names])
 
 
 def _compile_cell(r: dict[str, Any]) -> str:
@@ -227,23 +316,35 @@ def _compile_cell(r: dict[str, Any]) -> str:
     return "—"
 
 
-# (header, justify, cell) of the measured columns, in order; a column no row has a value
-# for is left out and named under the table.
+# (header, cell, drop, optional) of the measured columns, in order; a column no row has a
+# value for is left out and named under the table. `drop`: the order in which they are left
+# out when the terminal is narrow (lower first; None: never); `optional`: also left out to keep
+# each row on one line (`fit.choose`).
 MEASURED = (
-    ("params", lambda r: _si(r.get("params") or r.get("params_analytic"))),
-    ("FLOP/step", lambda r: _si(r.get("flops_per_step"))),
-    ("step ms (±95% CI)", _ms),
-    ("examples/s", lambda r: _si(r.get("examples_per_s"))),
-    ("FLOP/s", lambda r: _si(r.get("achieved_flops"))),
-    ("util", lambda r: _util(r)),
-    ("compile s (cold / warm)", _compile_cell),
+    ("params", lambda r: _si(r.get("params") or r.get("params_analytic")), 3, True),
+    ("FLOP/step", lambda r: _si(r.get("flops_per_step")), 2, True),
+    ("step ms (±95% CI)", _ms, None, False),
+    ("examples/s", lambda r: _si(r.get("examples_per_s")), 8, False),
+    ("FLOP/s", lambda r: _si(r.get("achieved_flops")), 1, True),
+    ("util", lambda r: _util(r), 9, False),
+    ("compile s (cold / warm)", _compile_cell, 4, True),
 )
+# When an identity column is left out on a narrow terminal (the config, the family and the
+# status never are): after the measured detail, before examples/s.
+IDENTITY_DROP = {"id": 7, "quality": 10, "attempt": 6, "threads": 5}
 
 
-def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
-    """Runs as a table: the config, the identity fields that differ between the rows (mode,
-    threads, data, backend, attempt, …; the shared ones named once above the table) and the
-    measured columns that have a value in some row."""
+def rich_table(
+    rows: Sequence[dict[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    """Runs as a table no wider than `width` (a terminal's columns; None: no limit): the
+    config in its compact form (`fc 4x2048 b256`), the identity fields that differ between
+    the rows (mode, threads, data, backend, attempt, …; the shared ones and the hyperparameters
+    each family's rows share named once above the table) and the measured columns that have a
+    value in some row. Numbers are never wrapped or cut: a column that does not fit is left out
+    and named under the table (`fit`)."""
+    from paradnn.cli import fit
+
     varying, shared = split_identity(rows)
     if len(rows) <= 1:  # one run: its identity in the table, as `bench` always showed it
         keep = ("family", "precision", "status", "quality")
@@ -251,49 +352,63 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             k for k in identity_fields() if k in keep or any(_non_default(r, k) for r in rows)
         ]
         shared = {}
-    same_cfg = _shared_config(rows)
+    same_cfg = family_shared_config(rows)
     line = shared_line(shared, same_cfg)
-    t = Table(
-        title="\n".join(x for x in (title, line) if x) or None,
-        header_style="bold",
-        show_lines=False,
-        title_justify="left",
-    )
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
     with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
-    measured = [(h, f) for h, f in MEASURED if not rows or any(f(r) != "—" for r in rows)]
-    empty = [h for h, _ in MEASURED if (h, _) not in measured and h != "compile s (cold / warm)"]
-    cfg_col = len(rows) < 2 or any(_config_text(r, same_cfg) for r in rows)
-    cols: list[tuple[str, str]] = [("id", "right")] if with_id else []
-    cols += [(IDENTITY_HEADERS.get(k, k), "left") for k in varying if k in IDENTITY_FIRST]
-    cols += [("config", "left")] if cfg_col else []
-    cols += [(IDENTITY_HEADERS.get(k, k), "left") for k in varying if k not in IDENTITY_FIRST]
-    cols += [(h, "right") for h, _ in measured]
-    cols += [("W", "right"), ("J/sample", "right")] if with_energy else []
-    cols += [("infeed", "right")] if with_infeed else []
-    for col, just in cols:
-        t.add_column(col, justify=just, overflow="fold")
-    first = [k for k in varying if k in IDENTITY_FIRST]
+    measured = [m for m in MEASURED if not rows or any(m[1](r) != "—" for r in rows)]
+    empty = [m[0] for m in MEASURED if m not in measured and m[0] != "compile s (cold / warm)"]
+    # the family joins the config (`fc 2x64 b32`) when the rows are of several
+    in_config = "family" in varying
+    first = [k for k in varying if k in IDENTITY_FIRST and k != "family"]
     rest = [k for k in varying if k not in IDENTITY_FIRST]
-    for r in rows:
-        t.add_row(
-            *((str(r.get("id")),) if with_id else ()),
-            *(identity_cell(r, k) for k in first),
-            *((_config_text(r, same_cfg) or "(shared)",) if cfg_col else ()),
-            *(identity_cell(r, k) for k in rest),
-            *(f(r) for _, f in measured),
-            *(_energy_cells(r) if with_energy else ()),
-            *((_infeed_cells(r)[1],) if with_infeed else ()),
+    configs = [config_cell(r, same_cfg.get(r.get("family"), {}), in_config) for r in rows]
+    cfg_col = len(rows) < 2 or any(configs) or in_config
+    if len(rows) <= 1 and "family" in varying:  # one run: the family keeps its own column
+        first, in_config = ["family", *first], False
+        configs = [config_cell(r, {}, False) for r in rows]
+    cols: list[fit.Column] = []
+
+    def ident(k: str) -> fit.Column:
+        return fit.Column(
+            IDENTITY_HEADERS.get(k, k),
+            tuple(identity_cell(r, k) for r in rows),
+            drop=IDENTITY_DROP.get(k),
         )
+
+    if with_id:
+        cells = tuple(str(r.get("id")) for r in rows)
+        cols.append(fit.Column("id", cells, "right", number=True, drop=IDENTITY_DROP["id"]))
+    cols += [ident(k) for k in first]
+    if cfg_col:
+        cols.append(fit.Column("config", tuple(c or "(shared)" for c in configs)))
+    cols += [ident(k) for k in rest]
+    for h, f, drop, optional in measured:
+        cells = tuple(f(r) for r in rows)
+        cols.append(fit.Column(h, cells, "right", number=True, drop=drop, optional=optional))
+    if with_energy:
+        w, jps = zip(*(_energy_cells(r) for r in rows), strict=True) if rows else ((), ())
+        cols.append(fit.Column("W", tuple(w), "right", number=True, drop=5, optional=True))
+        cols.append(fit.Column("J/sample", tuple(jps), "right", number=True, drop=5))
+    if with_infeed:
+        cells = tuple(_infeed_cells(r)[1] for r in rows)
+        cols.append(fit.Column("infeed", cells, "right", number=True, drop=6))
+    notes = []
     if empty and rows:
-        t.caption = "no value in any row: " + ", ".join(empty)
+        notes.append("no value in any row: " + ", ".join(empty))
     if not rows:
-        t.caption = "no runs"
-    beaten = ceiling_legend(rows)
-    if beaten:
-        t.caption = "\n".join(x for x in (t.caption, beaten) if x)
-    return t
+        notes.append("no runs")
+    if cfg_col and (legend := config_legend(rows, same_cfg)):
+        notes.append(legend)
+    if beaten := ceiling_legend(rows):
+        notes.append(beaten)
+    return fit.table(
+        cols,
+        width,
+        title="\n".join(x for x in (title, line) if x) or None,
+        caption="\n".join(notes) or None,
+    )
 
 
 def ceiling_legend(rows: Sequence[dict[str, Any]]) -> str | None:
@@ -308,13 +423,6 @@ def _non_default(r: dict[str, Any], name: str) -> bool:
     if name in IDENTITY_DEFAULTS:
         return identity_cell(r, name) != str(IDENTITY_DEFAULTS[name])
     return False
-
-
-def _config_text(r: dict[str, Any], shared: dict[str, Any]) -> str:
-    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
-    if not shared:
-        return compact_config(cfg)
-    return " ".join(f"{k}={v}" for k, v in cfg.items() if k not in shared)
 
 
 def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
