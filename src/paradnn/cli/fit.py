@@ -19,10 +19,10 @@ EDGE = 1
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its header, its cells (rich markup), how it is justified, whether it holds a
-    number (never wrapped: each cell keeps its width), and when it is left out as the terminal
-    narrows: `drop` None never, else lower first; `optional` columns also go to keep each row
-    on one line (detail a person can ask for with --format csv)."""
+    """One column: its header, its cells (rich markup), how it is justified, whether it holds
+    a number (never wrapped: the column is as wide as its widest cell), and when it is left
+    out as the terminal narrows: `drop` None never, else lower first; `optional` columns also
+    go to keep each row on one line (detail a person can ask for with --format csv)."""
 
     header: str
     cells: tuple[str, ...]
@@ -75,6 +75,25 @@ def choose(columns: Sequence[Column], width: int | None) -> tuple[list[Column], 
     return kept, left
 
 
+def _widths(kept: Sequence[Column], width: int | None) -> list[int]:
+    """Each column's width: its natural one, the widest narrowed a character at a time (never
+    below its least) until the table fits. rich's own narrowing may squeeze a column below its
+    minimum, so the table sets the widths itself."""
+    widths = [c.natural() for c in kept]
+    least = [c.least() for c in kept]
+    if width is None:
+        return widths
+    excess = sum(widths) + PER_COLUMN * len(kept) + EDGE - width
+    while excess > 0:
+        slack = [(w, i) for i, w in enumerate(widths) if w > least[i]]
+        if not slack:
+            break
+        _, i = max(slack)
+        widths[i] -= 1
+        excess -= 1
+    return widths
+
+
 def left_out_line(left: Sequence[Column], width: int) -> str:
     """The line under a table that names every column it left out, and how to see them."""
     names = ", ".join(c.header for c in left)
@@ -92,19 +111,19 @@ def table(
     """The rich Table of `columns` that fits `width`: numbers `no_wrap` at their full width,
     text wrapping between words, the columns left out named in the caption's first line."""
     kept, left = choose(columns, width)
+    widths = _widths(kept, width)
     t = Table(
         title=title,
         header_style="bold",
         title_justify=title_justify,  # type: ignore[arg-type]
         caption_justify="left",
     )
-    for c in kept:
+    for c, w in zip(kept, widths, strict=True):
         t.add_column(
             c.header,
             justify=c.justify,  # type: ignore[arg-type]
-            no_wrap=c.number,
-            min_width=c.least(),
-            overflow="fold" if not c.number else "ellipsis",
+            width=w,  # ≥ its least: a number's whole cell, a text's longest word
+            overflow="fold",  # never reached: no word is wider than its column
         )
     rows = len(columns[0].cells) if columns else 0
     for i in range(rows):
