@@ -40,7 +40,7 @@ class Column:
         if self.number:
             return max([*words, *self._lengths()])
         for c in self.cells:
-            words += [Text.from_markup(w).cell_len for w in c.split()]
+            words += [Text(w).cell_len for w in Text.from_markup(c).plain.split()]
         return max(words)
 
     def natural(self) -> int:

@@ -615,29 +615,36 @@ def noisy_note(c: Any) -> str | None:
     return None
 
 
-def speedup_summary(c: Any) -> Table:
-    t = Table(
-        title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric}; 95% bootstrap CI)",
-        header_style="bold",
-    )
-    cols = ("family", "configs", "faster", "slower", "no change", "geomean (±95% CI)")
-    for col in (*cols, "median", "p90", "min", "max"):
-        t.add_column(col, justify="left" if col == "family" else "right")
-    for r in c.summary.to_dict("records"):
-        t.add_row(
-            str(r["family"]),
-            str(r["n"]),
-            str(r["faster"]),
-            str(r["slower"]),
-            str(r["no_change"]) + (f" (+{r['no_interval']} no CI)" if r["no_interval"] else ""),
-            _x_ci(r["geomean"], r["geomean_ci_low"], r["geomean_ci_high"]),
-            _x(r["median"]),
-            _x(r.get("p90")),
-            _x(r["min"]),
-            _x(r["max"]),
+def speedup_summary(c: Any, width: int | None = None) -> Table:
+    """Per family: configs, the calls, the geomean speedup with its CI and its spread; the
+    spread's columns are left out first on a narrow terminal (and named under the table)."""
+    from paradnn.cli import fit
+
+    recs = c.summary.to_dict("records")
+    if not recs:
+        cols = [fit.Column("family", ("(no configuration ran ok in both groups)",))]
+    else:
+        no_change = tuple(
+            str(r["no_change"]) + (f" (+{r['no_interval']} no CI)" if r["no_interval"] else "")
+            for r in recs
         )
-    if not len(c.summary):
-        t.add_row("(no configuration ran ok in both groups)", *[""] * 9)
+        spread = (("median", "median", 4), ("p90", "p90", 1), ("min", "min", 2), ("max", "max", 3))
+
+        def num(header: str, cells: Any, drop: int | None = None) -> fit.Column:
+            return fit.Column(header, tuple(cells), "right", number=True, drop=drop)
+
+        cols = [
+            fit.Column("family", tuple(str(r["family"]) for r in recs)),
+            num("configs", (str(r["n"]) for r in recs), 5),
+            num("faster", (str(r["faster"]) for r in recs)),
+            num("slower", (str(r["slower"]) for r in recs)),
+            num("no change", no_change, 6),
+            num(
+                "geomean (±95% CI)",
+                (_x_ci(r["geomean"], r["geomean_ci_low"], r["geomean_ci_high"]) for r in recs),
+            ),
+            *(num(h, (_x(r.get(k)) for r in recs), d) for h, k, d in spread),
+        ]
     notes = []
     overall = c.overall()
     if overall:
@@ -647,44 +654,76 @@ def speedup_summary(c: Any) -> Table:
             notes.append(f"{k} config{'' if k == 1 else 's'} with an emulated run (†)")
     if noisy := noisy_note(c):
         notes.append(noisy)
-    t.caption = "; ".join(notes) or None
-    return t
+    return fit.table(
+        cols,
+        width,
+        title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric}; 95% bootstrap CI)",
+        caption="; ".join(notes) or None,
+    )
 
 
-def speedup_pairs(c: Any, limit: int) -> Table:
+GROUP_HEADER = 12  # a group's name longer than this (a database's path) is `A`/`B` in a header
+
+
+def speedup_pairs(c: Any, limit: int, width: int | None = None) -> Table:
     """The slowest and fastest matched configs (all of them when there are few), with every
-    identity column that differs between them; the ones that do not are in the title."""
+    identity column that differs between them; the ones that do not are in the title, with
+    the hyperparameters each family's configs share. Numbers are never cut: a column that
+    does not fit is left out and named under the table."""
     from paradnn.analysis.frames import ordered
+    from paradnn.cli import fit
 
     p = ordered(c.pairs, "speedup", ["family", "config_key"])  # equal speedups by name
     shown = p if len(p) <= 2 * limit else p.iloc[list(range(limit)) + list(range(-limit, 0))]
     varying, same = c.shown_identity()
+    recs = shown.to_dict("records")
+    runs = [{"family": r["family"], "config": json.loads(r["config_key"])} for r in recs]
+    families = {str(r["family"]) for r in runs}
+    common = family_shared_config(runs)
     title = f"per config ({len(shown)} of {len(p)}; --format csv for all)"
-    if same:
-        title += "\n" + shared_line({k: escape(v) for k, v in same.items()})
-    t = Table(title=title, header_style="bold")
-    for col in ("family", "config", *varying, "params", c.a, c.b, "speedup (±95% CI)", "call"):
-        left = col in ("family", "config", "call", *varying)
-        t.add_column(col, justify="left" if left else "right")
-    emulated = False
-    for r in shown.to_dict("records"):
-        cfg = json.loads(r["config_key"])
-        mark_a = " †" if r.get("emulated_a") else ""
-        mark_b = " †" if r.get("emulated_b") else ""
-        emulated |= bool(mark_a or mark_b)
-        t.add_row(
-            str(r["family"]),
-            compact_config(cfg),
-            *[str(r[k]) for k in varying],
-            _si(r.get("params")),
-            _si(r["value_a"]) + mark_a,
-            _si(r["value_b"]) + mark_b,
-            _x_ci(r["speedup"], r.get("ci_low"), r.get("ci_high")),
-            _call(r.get("call", "")),
-        )
-    if emulated:
-        t.caption = "† emulated: a low precision run without native hardware support"
-    return t
+    line = shared_line(
+        {**({"family": escape(next(iter(families)))} if len(families) == 1 else {})}
+        | {k: escape(v) for k, v in same.items()},
+        common,
+    )
+    if line:
+        title += "\n" + line
+    head_a, head_b = escape(str(c.a)), escape(str(c.b))
+    if max(len(str(c.a)), len(str(c.b))) > GROUP_HEADER:  # a path as a header: named above
+        head_a, head_b = "A", "B"
+        title += f"\nA: {escape(str(c.a))} · B: {escape(str(c.b))}"
+    marks_a = [" †" if r.get("emulated_a") else "" for r in recs]
+    marks_b = [" †" if r.get("emulated_b") else "" for r in recs]
+
+    def num(header: str, cells: Any, drop: int | None = None, optional: bool = False) -> Any:
+        return fit.Column(header, tuple(cells), "right", True, drop, optional)
+
+    cols = [
+        fit.Column(
+            "config",
+            tuple(
+                config_cell(r, common.get(str(r["family"]), {}), len(families) > 1) for r in runs
+            ),
+        ),
+        *(
+            fit.Column(k, tuple(escape(str(r[k])) for r in recs), drop=2 + i)
+            for i, k in enumerate(varying)
+        ),
+        num("params", (_si(r.get("params")) for r in recs), 1, True),
+        num(head_a, (_si(r["value_a"]) + m for r, m in zip(recs, marks_a, strict=True))),
+        num(head_b, (_si(r["value_b"]) + m for r, m in zip(recs, marks_b, strict=True))),
+        num(
+            "speedup (±95% CI)",
+            (_x_ci(r["speedup"], r.get("ci_low"), r.get("ci_high")) for r in recs),
+        ),
+        fit.Column("call", tuple(_call(r.get("call", "")) for r in recs)),
+    ]
+    notes = []
+    if legend := config_legend(runs, common):
+        notes.append(legend)
+    if any(marks_a) or any(marks_b):
+        notes.append("† emulated: a low precision run without native hardware support")
+    return fit.table(cols, width, title=title, caption="\n".join(notes) or None)
 
 
 def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> list[str]:
