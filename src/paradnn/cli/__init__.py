@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from paradnn import __version__
-from paradnn.cli import ceilings, report, results, run, scale, simulate, versions
+from paradnn.cli import ceilings, helptext, report, results, run, scale, simulate, versions
 from paradnn.cli import doctor as doctor_cmd
 from paradnn.cli.common import error_line, out
 from paradnn.errors import MAX_SHOWN, ParadnnError, shown
@@ -46,9 +46,17 @@ app.command()(ceilings.ops)
 app.command()(results.platforms)
 app.command()(report.report)
 app.command()(report.compare)
-app.add_typer(simulate.app, name="simulate")
+app.add_typer(
+    simulate.app,
+    name="simulate",
+    short_help=helptext.summary(simulate.app.info.help),
+    epilog=helptext.epilog("simulate"),
+)
 app.command()(versions.versions)
 app.command()(doctor_cmd.doctor)
+# every --help readable at 80 columns, with examples (cli/helptext.py)
+helptext.tidy(app.registered_commands)
+helptext.tidy(simulate.app.registered_commands, "simulate ")
 
 
 def _version(value: bool) -> None:

@@ -71,9 +71,11 @@ def calibrate(
     host_only: HostOnlyOpt = False,
     no_host: NoHostOpt = False,
 ) -> None:
-    """Measure this device's ceilings (the best FLOP/s per precision over the math paths the
-    workloads use: matmul, linear with a bias, LSTM; memory bandwidth: copy, triad) and this
-    host's dispatch costs (the host profile `simulate step` uses). Later runs report
+    """Measure this device's ceilings and this host's dispatch costs, once per machine.
+
+    The ceilings: the best FLOP/s per precision over the math paths the
+    workloads use (matmul, linear with a bias, LSTM) and the memory bandwidth (copy, triad);
+    the dispatch costs: the host profile `simulate step` uses. Later runs report
     utilization against the ceilings; runs that beat a ceiling are named, with the advice to
     measure it again."""
     if host_only and no_host:
