@@ -56,7 +56,7 @@ def total(columns: Sequence[Column], width_of: str = "least") -> int:
 def choose(columns: Sequence[Column], width: int | None) -> tuple[list[Column], list[Column]]:
     """(columns kept, columns left out) for a terminal `width` columns wide (None: no limit).
     First the droppable ones go (lowest `drop` first) until every column fits at its least
-    width; then the optional ones, until each row fits on one line."""
+    width; then the optional ones, until each row fits on one line — when that is in reach."""
     kept = list(columns)
     if width is None:
         return kept, []
@@ -67,7 +67,10 @@ def choose(columns: Sequence[Column], width: int | None) -> tuple[list[Column], 
             break
         kept.remove(c)
         left.append(c)
-    for c in (c for c in order if c.optional and c in kept):
+    optional = [c for c in order if c.optional and c in kept]
+    if total([c for c in kept if c not in optional], "natural") > width:
+        return kept, left  # a row wraps whatever goes: keep the detail
+    for c in optional:
         if total(kept, "natural") <= width:
             break
         kept.remove(c)

@@ -150,6 +150,7 @@ IDENTITY_HEADERS = {
     "prefetch_factor": "prefetch",
     "persistent_workers": "persistent",
     "pin_memory": "pinned",
+    "cudnn_benchmark": "cudnn benchmark",
 }
 # What a row stored before its field existed means (a column added later reads null): an
 # axis's default, unless the axis is null where it measures nothing (a loader's settings).
@@ -370,12 +371,17 @@ def rich_table(
         configs = [config_cell(r, {}, False) for r in rows]
     cols: list[fit.Column] = []
 
+    # the identity columns a narrow terminal may leave out: after the measured detail when
+    # they tell rows apart (from the right), first when there is one run (they go above it)
+    movable = [k for k in (*first, *rest) if k not in ("status", "family")]
+    base = -len(movable) if len(rows) <= 1 else max(IDENTITY_DROP.values())
+
     def ident(k: str) -> fit.Column:
-        return fit.Column(
-            IDENTITY_HEADERS.get(k, k),
-            tuple(identity_cell(r, k) for r in rows),
-            drop=IDENTITY_DROP.get(k),
-        )
+        drop = IDENTITY_DROP.get(k)
+        if k in movable and (drop is None or len(rows) <= 1):
+            drop = base + len(movable) - movable.index(k)
+        cells = tuple(identity_cell(r, k) for r in rows)
+        return fit.Column(IDENTITY_HEADERS.get(k, k), cells, drop=drop)
 
     if with_id:
         cells = tuple(str(r.get("id")) for r in rows)
@@ -394,6 +400,12 @@ def rich_table(
     if with_infeed:
         cells = tuple(_infeed_cells(r)[1] for r in rows)
         cols.append(fit.Column("infeed", cells, "right", number=True, drop=6))
+    if len(rows) == 1 and width is not None:  # one run: what does not fit goes above it
+        names = {IDENTITY_HEADERS.get(k, k): k for k in movable}
+        moved = [c for c in fit.choose(cols, width)[1] if c.header in names]
+        cols = [c for c in cols if c not in moved]
+        above = {names[c.header]: c.cells[0] for c in moved}
+        line = "\n".join(x for x in (line, shared_line(above).replace("all rows:", "run:")) if x)
     notes = []
     if empty and rows:
         notes.append("no value in any row: " + ", ".join(empty))
@@ -421,7 +433,7 @@ def _non_default(r: dict[str, Any], name: str) -> bool:
     if name in ("attempt",):
         return (r.get("attempt") or 1) > 1
     if name in IDENTITY_DEFAULTS:
-        return identity_cell(r, name) != str(IDENTITY_DEFAULTS[name])
+        return identity_cell(r, name) != identity_value(IDENTITY_DEFAULTS[name])
     return False
 
 
