@@ -55,6 +55,10 @@ def measure(text: str) -> dict[str, int]:
         # `<str>…` in --help marks a repeatable option, not a cut
         "cells_cut": sum(len(re.findall(r"(?<!>)…", ln)) for ln in rows),
         "table_lines": len(rows),
+        # a table wider than the terminal, its right edge cut off by rich (columns unseen)
+        "tables_cropped": sum(
+            1 for ln in text.splitlines() if ln.startswith("┏") and not ln.rstrip().endswith("┓")
+        ),
     }
 
 
