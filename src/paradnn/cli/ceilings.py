@@ -98,7 +98,7 @@ def calibrate(
         return
     kept = if_missing and host[0].get("id") is not None
     title = "host profile" + (" (already in the database)" if kept else "")
-    out.print(tables.side_table("host_profile", host, title=title))
+    out.print(tables.side_table("host_profile", host, title=title, width=out.width))
     for r in host:
         if r.get("quality") == "noisy":
             reasons = "; ".join(r.get("quality_reasons") or [])
@@ -132,7 +132,7 @@ def _ceilings(
     else:
         kept = if_missing and rows[0].get("id") is not None
         title = "measured ceilings" + (" (already in the database)" if kept else "")
-        out.print(tables.side_table("ceilings", rows, title=title))
+        out.print(tables.side_table("ceilings", rows, title=title, width=out.width))
         out.print(f"Stored in [bold]{escape(db)}[/].")
     names = {r["device_name"] for r in rows} or {None}
     for name in sorted(names, key=str):
@@ -174,5 +174,5 @@ def ops(
     if not rows:
         out.print("Nothing to measure: every op is already in the database (--force: again).")
         return
-    out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
+    out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows", width=out.width))
     out.print(f"Stored in [bold]{escape(db)}[/].")

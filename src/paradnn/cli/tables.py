@@ -764,55 +764,76 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
 
 
 def dry_run_table(
-    rows: Sequence[dict[str, Any]], title: str | None = None, total_s: float | None = None
+    rows: Sequence[dict[str, Any]],
+    title: str | None = None,
+    total_s: float | None = None,
+    width: int | None = None,
+    caption: str | None = None,
 ) -> Table:
     """A dry run: `fits` is `no` when even the lower bound exceeds the device (the run is
     stored `predicted_oom`), `unlikely` when only the best estimate does (it runs), else `yes`;
-    a run `db` holds already shows its status instead of a time (a resumed run skips it)."""
-    t = Table(title=title, header_style="bold")
-    for col, just in (
-        ("family", "left"),
-        ("config", "left"),
-        ("prec", "left"),
-        ("opt", "left"),
-        ("params", "right"),
-        ("FLOP/step", "right"),
-        ("memory (≥ lower)", "right"),
-        ("fits", "left"),
-        ("est. time", "right"),
-    ):
-        t.add_column(col, justify=just, overflow="fold")
+    a run `db` holds already shows its status instead of a time (a resumed run skips it).
+    `caption` replaces the line of totals (a large sweep's come from a sample)."""
+    from paradnn.cli import fit
+
     total = 0.0
     floors = False
     stored = 0
+    fits_cells, when_cells = [], []
     for r in rows:
         fits = {True: "[green]yes[/]", False: "[magenta]no[/]", None: "?"}[r["fits"]]
         if r["fits"] and r.get("fits_estimate") is False:
             fits = "[yellow]unlikely[/]"
+        fits_cells.append(fits)
         total += r["est_time_s"]
         floors |= r["est_time_is_floor"]
         if r.get("stored"):
             stored += 1
-            when = f"[dim]stored: {r['stored']}[/]"
+            when_cells.append(f"[dim]stored: {r['stored']}[/]")
         else:
-            when = ("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"])
-        t.add_row(
-            r["family"],
-            compact_config(r["config"]),
-            r["precision"],
-            r["optimizer"],
-            _si(r["params"]),
-            _si(r["flops_per_step"]),
-            f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})",
-            fits,
-            when,
-        )
+            when_cells.append(("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"]))
     total = total if total_s is None else total_s
     todo = len(rows) - stored
     done = f"{stored} of {len(rows)} stored already (skipped on resume); " if stored else ""
     what = f"estimated total {'≥ ' if floors else ''}{duration(total)}" if todo else "nothing to do"
-    t.caption = done + what
-    return t
+    same = family_shared_config(rows)
+    several = len({r["family"] for r in rows}) > 1
+    configs = tuple(config_cell(r, same.get(r["family"], {}), several) for r in rows)
+    memory = tuple(
+        f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})"
+        for r in rows
+    )
+
+    def num(header: str, cells: Any, drop: int | None = None, opt: bool = False) -> Any:
+        return fit.Column(header, tuple(cells), "right", True, drop, opt)
+
+    # family, precision and optimizer: a column when they differ, else named above
+    ident = {"family": "family", "precision": "prec", "optimizer": "opt"}
+    values = {k: {str(r[k]) for r in rows} for k in ident}
+    alike = {k: next(iter(v)) for k, v in values.items() if len(v) == 1 and len(rows) > 1}
+    cols = [
+        *(
+            fit.Column(h, tuple(escape(str(r[k])) for r in rows), drop=3 + i)
+            for i, (k, h) in enumerate(ident.items())
+            if k not in alike and not (k == "family" and several)
+        ),
+        fit.Column("config", configs),
+        num("params", (_si(r["params"]) for r in rows), 1, True),
+        num("FLOP/step", (_si(r["flops_per_step"]) for r in rows), 2, True),
+        num("memory (≥ lower)", memory, 4),
+        fit.Column("fits", tuple(fits_cells)),
+        num("est. time", when_cells),
+    ]
+    notes = [caption or done + what]
+    if legend := config_legend(rows, same):
+        notes.append(legend)
+    line = shared_line({k: escape(v) for k, v in alike.items()}, same)
+    return fit.table(
+        cols,
+        width,
+        title="\n".join(x for x in (title, line) if x) or None,
+        caption="\n".join(notes),
+    )
 
 
 def _us(v: Any) -> str:
@@ -945,22 +966,60 @@ def ceiling_path(r: dict[str, Any]) -> tuple[str, str]:
     return "matmul (only)", (f"{n}×{n}×{n}" if n else "")
 
 
-def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
-    """Ceilings, op benchmarks, per-op profiles or host profiles."""
-    t = Table(title=title, header_style="bold")
-    for col in SIDE_COLUMNS[table]:
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(*_side_cells(table, r))
+# The columns of each side table that hold numbers (never wrapped) and those never left out
+# on a narrow terminal (the others go from the right).
+SIDE_NUMBERS = {
+    "host_profile": {"id", *SIDE_COLUMNS["host_profile"][3:15]},
+    "ceilings": {"ceiling"},
+    "ops": {"threads", "FLOPs", "ms", "achieved", "util (sheet)", "util (measured)"},
+    "op_profile": {"run", "calls", "ms/step", "FLOPs", "bytes", "achieved", "FLOP/B"},
+}
+SIDE_KEPT = {
+    "host_profile": {"id", "host"},
+    "ceilings": {"kind", "prec", "ceiling"},
+    "ops": {"op", "prec", "pass", "ms"},
+    "op_profile": {"op", "ms/step"},
+}
+
+
+# Left out first on a narrow terminal (before the others, which go from the right).
+SIDE_FIRST = ("measured", "device", "quality", "shape", "path")
+
+
+def _side_drop(table: str, header: str, i: int) -> int:
+    if header in SIDE_FIRST:
+        return SIDE_FIRST.index(header) - len(SIDE_FIRST)
+    return len(SIDE_COLUMNS[table]) - i
+
+
+def side_table(
+    table: str, rows: Sequence[dict[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    """Ceilings, op benchmarks, per-op profiles or host profiles, no wider than `width`."""
+    from paradnn.cli import fit
+
+    cells = [_side_cells(table, r) for r in rows]
+    heads = SIDE_COLUMNS[table]
+    cols = [
+        fit.Column(
+            h,
+            tuple(escape(c[i]) if h not in SIDE_NUMBERS[table] else c[i] for c in cells),
+            "right" if h in SIDE_NUMBERS[table] else "left",
+            number=h in SIDE_NUMBERS[table],
+            drop=None if h in SIDE_KEPT[table] else _side_drop(table, h, i),
+        )
+        for i, h in enumerate(heads)
+    ]
+    caption = None
     if table == "host_profile":
-        t.caption = (
+        caption = (
             "µs per unit: forward call, autograd node, optimizer tensor (loop, foreach, fused), "
             "step() call, sync, launch, training step once, autocast cast, recurrent call, "
             "GradScaler; — not measured (the reason: -f json, nulls)"
         )
     if table == "ops":
-        t.caption = ceiling_legend(rows)
-    return t
+        caption = ceiling_legend(rows)
+    return fit.table(cols, width, title=title, caption=caption, title_justify="center")
 
 
 PLATFORM_COLUMNS = (
@@ -980,22 +1039,28 @@ PLATFORM_COLUMNS = (
 )
 
 
-def platforms_table(rows: Sequence[dict[str, Any]]) -> Table:
-    t = Table(
-        title="platform database: datasheet peaks in TFLOP/s (dense unless marked)",
-        header_style="bold",
-    )
-    for _, header in PLATFORM_COLUMNS:
-        t.add_column(
+def platforms_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> Table:
+    """The platform database, no wider than `width` (the sources go first, then from the
+    right; the id, kind and fp32 peak stay)."""
+    from paradnn.cli import fit
+
+    kept = {"id", "kind", "fp32"}
+    cols = [
+        fit.Column(
             header,
-            no_wrap=header == "id",
-            justify="left" if header in ("id", "kind", "sources") else "right",
-        )
-    for r in rows:
-        t.add_row(
-            *(
+            tuple(
                 "—" if r.get(k) is None else f"{r[k]:g}" if isinstance(r[k], float) else str(r[k])
-                for k, _ in PLATFORM_COLUMNS
-            )
+                for r in rows
+            ),
+            "left" if header in ("id", "kind", "sources") else "right",
+            number=header not in ("id", "kind", "sources"),
+            drop=None if header in kept else len(PLATFORM_COLUMNS) - i,
         )
-    return t
+        for i, (k, header) in enumerate(PLATFORM_COLUMNS)
+    ]
+    return fit.table(
+        cols,
+        width,
+        title="platform database: datasheet peaks in TFLOP/s (dense unless marked)",
+        title_justify="center",
+    )
