@@ -244,11 +244,17 @@ def _commands():
 
 
 def test_every_command_has_examples_that_parse():
+    from paradnn.cli import app
+
     paths = dict(_commands())
-    assert set(helptext.EXAMPLES) == set(paths)
+    assert set(helptext.EXAMPLES) == {"", *paths}
+    assert "Examples:" in (typer.main.get_command(app).epilog or "")
+    for example in helptext.EXAMPLES[""]:  # the root's: each names a command
+        assert shlex.split(example)[1] in paths
     for path, cmd in paths.items():
         assert "Examples:" in (cmd.epilog or ""), path
         for example in helptext.EXAMPLES[path]:
+            assert len(f" $ {example}") <= 80, example  # one line at 80 columns
             words = shlex.split(example)
             words = words[: words.index(">")] if ">" in words else words
             assert words[0] == "paradnn"
@@ -276,7 +282,7 @@ def test_every_summary_is_the_descriptions_first_sentence():
 
 def test_summaries_do_not_break_mid_sentence_at_80_columns():
     text = _in_pty([sys.executable, "-m", "paradnn", "--help"], 80)
-    panel = text.split("Commands", 1)[1]
+    panel = text.split("Commands", 1)[1].split("╰", 1)[0]
     entries = re.split(r"\n│ (?=[a-z])", panel)
     for entry in entries[1:]:
         words = " ".join(ln.strip(" │╰─╯") for ln in entry.splitlines())

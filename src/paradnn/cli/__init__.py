@@ -35,6 +35,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    epilog=helptext.epilog(""),
 )
 app.command()(run.run)
 app.command()(run.bench)

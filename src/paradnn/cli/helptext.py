@@ -15,6 +15,13 @@ from typer.core import TyperCommand
 # Each command's examples, by its path after `paradnn`. tests/test_cli_help.py parses each one
 # with the command's own parsers, so an example cannot name an option that does not exist.
 EXAMPLES: dict[str, tuple[str, ...]] = {
+    "": (
+        "paradnn run",
+        "paradnn results",
+        "paradnn report",
+        "paradnn bench fc layers=4 nodes=2048 batch=256",
+        "paradnn simulate step fc batch=256 --platform tpu-v3",
+    ),
     "run": (
         "paradnn run",
         "paradnn run --preset paper-fc --db fc.db --wait-for-idle",
