@@ -204,11 +204,13 @@ from paradnn.runner.supervisor import Event
 import test_cli_watch as W
 
 reporter = BarReporter(ProgressMode.bar)  # stderr: the terminal, its size asked of it
-for e in W._stream(12)[:11]:
-    reporter(e)
 big = {{"layers": 6, "d_model": 512, "heads": 8, "ffn": 2048, "length": 128, "batch": 64}}
 running = [SimpleNamespace(family="transformer", precision="bf16", config=big)]
-reporter(Event("run", 10, 12, {{"ok": 9, "oom": 1}}, running=running, eta_s=300.0))
+with reporter:  # the live region drawn on the terminal as a sweep draws it
+    for e in W._stream(12)[:11]:
+        reporter(e)
+    reporter(Event("run", 10, 12, {{"ok": 9, "oom": 1}}, running=running, eta_s=300.0))
+    reporter.bar.refresh()
 print("=" * 10, flush=True)
 for part in reporter.bar.get_renderables():  # wrapped as rich's live region wraps them
     reporter.console.print(part, soft_wrap=False)
