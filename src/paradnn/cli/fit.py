@@ -79,21 +79,24 @@ def choose(columns: Sequence[Column], width: int | None) -> tuple[list[Column], 
 
 
 def _widths(kept: Sequence[Column], width: int | None) -> list[int]:
-    """Each column's width: its natural one, the widest narrowed a character at a time (never
-    below its least) until the table fits. rich's own narrowing may squeeze a column below its
-    minimum, so the table sets the widths itself."""
+    """Each column's width: its natural one, narrowed a character at a time until the table
+    fits — first the headers wider than their cells (a header wraps once, a cell on every
+    row), then the widest column, never below its least. rich's own narrowing may squeeze a
+    column below its minimum, so the table sets the widths itself."""
     widths = [c.natural() for c in kept]
     least = [c.least() for c in kept]
     if width is None:
         return widths
+    cells = [max([least[i], *c._lengths()]) for i, c in enumerate(kept)]
     excess = sum(widths) + PER_COLUMN * len(kept) + EDGE - width
-    while excess > 0:
-        slack = [(w, i) for i, w in enumerate(widths) if w > least[i]]
-        if not slack:
-            break
-        _, i = max(slack)
-        widths[i] -= 1
-        excess -= 1
+    for floor in (cells, least):
+        while excess > 0:
+            slack = [(w, i) for i, w in enumerate(widths) if w > floor[i]]
+            if not slack:
+                break
+            _, i = max(slack)
+            widths[i] -= 1
+            excess -= 1
     return widths
 
 

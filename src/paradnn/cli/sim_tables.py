@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from paradnn import formatting as U
@@ -220,11 +221,19 @@ def sim_table(
                 {"family": r.get("family"), "config": c} for r, c in zip(rows, cfgs, strict=True)
             ]
             shared = tables.family_shared_config(fams)
-            cells["config"] = [
-                tables.config_cell(f, shared.get(str(f["family"]), {})) for f in fams
+            cells["config"] = [  # `fc 2x64 b32`: the family joins its config
+                tables.config_cell(f, shared.get(str(f["family"]), {}), True) for f in fams
             ]
+            cols.remove("family")
     line = tables.shared_line({}, shared)
     title = "\n".join(x for x in (title, line) if x) or None
+    notes = []
+    reasons = {r.get("reason") for r in rows} - {None}
+    if "reason" in cols and len(reasons) == 1 and len(rows) > 1:  # one reason: said once
+        n = sum(1 for r in rows if r.get("reason") is not None)
+        cols.remove("reason")
+        why = escape(next(iter(reasons)))
+        notes.append(f"no prediction for {n} of {len(rows)} rows (—): {why}")
     right = [c for c in reversed(cols) if c not in DROP_ORDER and c not in ESSENTIAL]
     order = {c: i for i, c in enumerate((*DROP_ORDER, *right))}
     columns = []
@@ -242,7 +251,6 @@ def sim_table(
                 drop=None if c in ESSENTIAL else order.get(c),
             )
         )
-    notes = []
     origins = sorted({str(r["origin"]) for r in rows if r.get("origin")})
     if origins:
         notes.append("predictions; chip figures from " + "; ".join(origins))
