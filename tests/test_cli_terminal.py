@@ -301,3 +301,15 @@ def test_help_at_80_columns_cuts_no_option_name(path):
             if name.startswith("--"):
                 assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), (path, name)
     assert "Examples:" in text and "<bool>" not in text
+
+
+def test_one_reason_for_the_rows_without_a_prediction_is_said_once():
+    from paradnn import api
+
+    rows = api.simulate("tpu-v3", None, {}, preset="quick", precision="fp32")
+    missing = [r for r in rows if r.get("predicted_step_s") is None]
+    assert missing and len({r["reason"] for r in missing}) == 1
+    text = _render(sim_table(rows, title="t", width=80), 80)
+    assert f"no prediction for {len(missing)} of {len(rows)} rows (—): " in " ".join(text.split())
+    assert "reason" not in _header_words(text)
+    assert len([ln for ln in text.splitlines() if ln.startswith("│")]) == len(rows)
