@@ -168,4 +168,5 @@ def tidy(infos: list[Any], prefix: str = "") -> None:
         info.help = reflow(doc)
         info.short_help = summary(doc)
         info.epilog = epilog(f"{prefix}{name}")
-        info.cls = info.cls or Command  # a command's own class, if it has one, stays
+        if info.cls in (None, TyperCommand):  # a command's own class, if it has one, stays
+            info.cls = Command
