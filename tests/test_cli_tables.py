@@ -50,12 +50,14 @@ def test_only_the_identity_fields_that_differ_are_columns():
     assert "mode" in header and "threads" not in header and "prec" not in header
     assert "all rows:" in text and "threads 2" in text and "prec fp32" in text
     # eager and compiled rows no longer look the same: each names its mode
-    assert {ln.split("│")[2].strip() for ln in text.splitlines() if "batch=" in ln} == {
+    assert {ln.split("│")[2].strip() for ln in text.splitlines() if " b8 " in ln} == {
         "eager",
         "compile",
     }
-    # the hyperparameters every row shares are named once; the config column keeps the rest
-    assert "layers=2 nodes=64" in text and "│ batch=8 " in text
+    # the hyperparameters every row shares are named once; the config column keeps the rest,
+    # compact (depth×width, `b` batch), and a line under the table reads it
+    assert "input=2000 output=1000" in text and "│ 2x64 b8 " in text
+    assert "config: fc layers×nodes, b batch" in text
 
 
 def test_any_axis_is_picked_up_generically_and_shared_defaults_stay_quiet():

@@ -52,12 +52,12 @@ def test_the_live_view_shows_the_latest_results_and_the_eta():
         text = _view(reporter)
         assert "latest 3 of 3 results" in text and "ETA" in text and "3/10" in text
         assert "mode" in text and "compile" in text and "eager" in text  # what differs
-        assert "batch=24" in text and "batch=32" not in text
+        assert "2x64 b24 " in text and " b32 " not in text
         for e in events[4:]:
             reporter(e)
         text = _view(reporter)
     assert f"latest {LIVE_ROWS} of 10 results" in text and "10/10" in text
-    assert "batch=80" in text and "batch=16 " not in text  # the oldest ones scrolled out
+    assert " b80 " in text and " b16 " not in text  # the oldest ones scrolled out
 
 
 def test_no_live_view_before_a_result_and_plain_lines_off_a_terminal(capsys):

@@ -240,7 +240,7 @@ def test_table_headers_carry_units_and_never_wrap_inside_a_word():
         assert "step" in words and "(ms)" in words  # wrapped (if at all) between words
         assert not {"ste", "upp", "comput"} & words
         assert f"{step_ms:.4g}" in text  # milliseconds under an `ms` header, no unit in the cell
-    assert "left out to fit 80 columns" in text
+    assert "not shown at 80 columns" in text
 
 
 def test_the_default_precision_is_each_chips_native_one():

@@ -16,7 +16,17 @@ from typing import Annotated
 import typer
 
 from paradnn import __version__
-from paradnn.cli import baselines, ceilings, report, results, run, scale, simulate, versions
+from paradnn.cli import (
+    baselines,
+    ceilings,
+    helptext,
+    report,
+    results,
+    run,
+    scale,
+    simulate,
+    versions,
+)
 from paradnn.cli import doctor as doctor_cmd
 from paradnn.cli.common import error_line, out
 from paradnn.errors import MAX_SHOWN, ParadnnError, shown
@@ -35,6 +45,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    epilog=helptext.epilog(""),
 )
 app.command()(run.run)
 app.command()(run.bench)
@@ -46,11 +57,25 @@ app.command()(ceilings.ops)
 app.command()(results.platforms)
 app.command()(report.report)
 app.command()(report.compare)
-app.add_typer(baselines.app, name="baseline")
+app.add_typer(
+    baselines.app,
+    name="baseline",
+    short_help=helptext.summary(baselines.app.info.help),
+    epilog=helptext.epilog("baseline"),
+)
 app.command()(baselines.history)
-app.add_typer(simulate.app, name="simulate")
+app.add_typer(
+    simulate.app,
+    name="simulate",
+    short_help=helptext.summary(simulate.app.info.help),
+    epilog=helptext.epilog("simulate"),
+)
 app.command()(versions.versions)
 app.command()(doctor_cmd.doctor)
+# every --help readable at 80 columns, with examples (cli/helptext.py)
+helptext.tidy(app.registered_commands)
+helptext.tidy(simulate.app.registered_commands, "simulate ")
+helptext.tidy(baselines.app.registered_commands, "baseline ")
 
 
 def _version(value: bool) -> None:

@@ -79,9 +79,11 @@ def calibrate(
     host_only: HostOnlyOpt = False,
     no_host: NoHostOpt = False,
 ) -> None:
-    """Measure this device's ceilings (the best FLOP/s per precision over the math paths the
-    workloads use: matmul, linear with a bias, LSTM; memory bandwidth: copy, triad) and this
-    host's dispatch costs (the host profile `simulate step` uses). Later runs report
+    """Measure this device's ceilings and this host's dispatch costs, once per machine.
+
+    The ceilings: the best FLOP/s per precision over the math paths the
+    workloads use (matmul, linear with a bias, LSTM) and the memory bandwidth (copy, triad);
+    the dispatch costs: the host profile `simulate step` uses. Later runs report
     utilization against the ceilings; runs that beat a ceiling are named, with the advice to
     measure it again."""
     if host_only and no_host:
@@ -102,7 +104,7 @@ def calibrate(
         return
     kept = if_missing and host[0].get("id") is not None
     title = "host profile" + (" (already in the database)" if kept else "")
-    out.print(tables.side_table("host_profile", host, title=title))
+    out.print(tables.side_table("host_profile", host, title=title, width=out.width))
     for r in host:
         if r.get("quality") == "noisy":
             reasons = "; ".join(r.get("quality_reasons") or [])
@@ -126,7 +128,7 @@ def _ceilings(
     else:
         kept = if_missing and rows[0].get("id") is not None
         title = "measured ceilings" + (" (already in the database)" if kept else "")
-        out.print(tables.side_table("ceilings", rows, title=title))
+        out.print(tables.side_table("ceilings", rows, title=title, width=out.width))
         out.print(f"Stored in [bold]{escape(db)}[/].")
     names = {r["device_name"] for r in rows} or {None}
     for name in sorted(names, key=str):
@@ -158,5 +160,5 @@ def ops(
     if not rows:
         out.print("Nothing to measure: every op is already in the database (--force: again).")
         return
-    out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows"))
+    out.print(tables.side_table("ops", rows, title=f"ops: {len(rows)} rows", width=out.width))
     out.print(f"Stored in [bold]{escape(where['db'])}[/].")

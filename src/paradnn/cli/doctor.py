@@ -53,9 +53,12 @@ def doctor(
     db: CeilingsDbOpt = None,
     as_json: DoctorJsonOpt = False,
 ) -> None:
-    """What this machine is — device, driver, CUDA/cuDNN/NCCL, torch and JAX, CPU and ISA,
+    """Say what this machine is and check that it can measure, each check pass, warn, fail or
+    skip with what to do.
+
+    What it is: device, driver, CUDA/cuDNN/NCCL, torch and JAX, CPU and ISA,
     native precisions, clocks, power limit, persistence, MIG, ECC, free memory, whether power
-    can be read — then checks, each pass/warn/fail/skip with what to do: the timer against a
+    can be read. The checks: the timer against a
     synchronised wall clock, a matmul per native precision and the memory copy against the
     datasheet or derived peak and against the ceilings `calibrate` stored, a power reading,
     other processes. Exit status 1 when a check fails."""

@@ -135,13 +135,15 @@ def reporter(mode: ProgressMode) -> BarReporter | JsonlReporter:
     return JsonlReporter() if mode is ProgressMode.jsonl else BarReporter(mode)
 
 
-LIVE_ROWS = 8  # the live table's latest results
+LIVE_ROWS = 8  # the live table's latest results (fewer when the terminal is short)
+BAR_WIDTH = 24  # the bar, its counts and its ETA fit one line of 80 columns
 
 
 class BarReporter:
-    """Progress on stderr: on a terminal a live view — the bar (counts by status, what is
-    running, ETA from predicted costs) over a table of the latest results; otherwise one plain
-    line per result."""
+    """Progress on stderr: on a terminal a live view — the bar (done/total, elapsed, ETA from
+    predicted costs, counts by status) and a line saying what is running, under a table of
+    the latest results, one line each, as many as the terminal's height leaves room for (the
+    bar stays on screen at 80×24); otherwise one plain line per result."""
 
     def __init__(self, mode: ProgressMode, console: Console | None = None):
         from rich.progress import (
@@ -150,21 +152,24 @@ class BarReporter:
             TextColumn,
             TimeElapsedColumn,
         )
+        from rich.table import Column
 
         self.console = console or err
         self.skipped = 0
         self.quiet = mode is ProgressMode.quiet
         self.phase = ""
+        self.now = ""  # what is running: the line under the bar
         self.last_line = 0.0
         self.latest: deque[dict[str, Any]] = deque(maxlen=LIVE_ROWS)
+        one_line = Column(no_wrap=True)
         self.bar = _live_view(
             self,
-            TextColumn("[bold]run"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[eta]}"),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("[bold]run", table_column=one_line),
+            BarColumn(bar_width=BAR_WIDTH),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True)),
+            TextColumn("{task.fields[eta]}", table_column=Column(no_wrap=True)),
+            TextColumn("{task.fields[status]}", table_column=Column(no_wrap=True)),
             console=self.console,
             disable=mode is ProgressMode.quiet or not self.console.is_terminal,
             transient=True,
@@ -178,14 +183,29 @@ class BarReporter:
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(*exc)
 
-    def latest_table(self) -> Table | None:
-        """The latest results (newest last) as `results` shows runs; None before the first."""
+    def latest_table(self, width: int | None = None, lines: int | None = None) -> Table | None:
+        """The latest results (newest last) as `results` shows runs, `width` columns wide and at
+        most `lines` tall (the oldest rows left out first); None before the first result or
+        when not even one row fits."""
         if not self.latest:
             return None
         rows = list(self.latest)
         done = self.bar.tasks[0].completed if self.bar.tasks else len(rows)
-        title = f"latest {len(rows)} of {done:.0f} results"
-        return tables.rich_table(rows, title=title)
+        for n in range(len(rows), 0, -1):
+            title = f"latest {n} of {done:.0f} results"
+            table = tables.rich_table(rows[-n:], title=title, width=width)
+            if lines is None:
+                return table
+            options = self.console.options.update(width=width or self.console.width)
+            if len(self.console.render_lines(table, options, pad=False)) <= lines:
+                return table
+        return None
+
+    def now_line(self) -> Text:
+        """What is running, on one line: cut at the terminal's edge, never wrapped."""
+        line = Text.from_markup(self.now, overflow="ellipsis")
+        line.no_wrap = True
+        return line
 
     def __call__(self, e: Event) -> None:
         if e.kind == "start":
@@ -212,17 +232,13 @@ class BarReporter:
         if getattr(e, "nodes", None):  # a cluster executor: results per host
             counts += "  [" + " ".join(f"{h}:{n}" for h, n in sorted(e.nodes.items())) + "]"
         now = "; ".join(
-            f"{s.family} {s.precision} " + tables.compact_config(dict(s.config)) for s in e.running
+            f"{s.family} {tables.short_config(s.family, dict(s.config))} {s.precision}"
+            for s in e.running
         )
         eta = "" if e.eta_s is None else f"ETA {tables.duration(e.eta_s)}"
-        phase = f"  [dim]{escape(self.phase)}[/]" if self.phase else ""
-        self.bar.update(
-            self.task,
-            total=e.total,
-            completed=e.done,
-            status=f"{escape(counts)}  {escape(now)}{phase}",
-            eta=eta,
-        )
+        phase = f" · [dim]{escape(self.phase)}[/]" if self.phase else ""
+        self.now = f"now: {escape(now)}{phase}" if now else ""
+        self.bar.update(self.task, total=e.total, completed=e.done, status=escape(counts), eta=eta)
 
     def _line(self, e: Event) -> None:
         import time
@@ -249,10 +265,16 @@ def _live_view(reporter: BarReporter, *columns: Any, **kw: Any) -> Progress:
 
     class LiveView(Progress):
         def get_renderables(self) -> Iterable[RenderableType]:
-            table = reporter.latest_table()
+            width, height = reporter.console.size
+            now = reporter.now_line() if reporter.now else None
+            # the bar, the line of what runs, and the cursor's line stay on screen
+            room = height - 1 - (1 if now is not None else 0) - 1
+            table = reporter.latest_table(width, room)
             if table is not None:
                 yield table
             yield self.make_tasks_table(self.tasks)
+            if now is not None:
+                yield now
 
     return LiveView(*columns, **kw)
 

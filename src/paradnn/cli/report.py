@@ -306,9 +306,9 @@ def _show_comparison(c: Comparison, slower: pd.DataFrame | None, fmt: Format, li
     elif fmt is Format.json:
         sys.stdout.write(tables.comparison_json(c, slower) + "\n")
     else:
-        out.print(tables.speedup_summary(c))
+        out.print(tables.speedup_summary(c, width=out.width))
         if len(c.pairs):
-            out.print(tables.speedup_pairs(c, limit))
+            out.print(tables.speedup_pairs(c, limit, width=out.width))
         if len(c.failed):
             out.print(
                 f"{len(c.failed)} configs ran ok in one group and failed in the other "

@@ -95,7 +95,11 @@ def results(
         rows = api.side_table(table, db, run_id=run_id)
         rows = rows[:limit] if limit else rows
         if fmt is Format.table:
-            out.print(tables.side_table(table, rows, title=f"{db}: {len(rows)} {table} rows"))
+            out.print(
+                tables.side_table(
+                    table, rows, title=f"{db}: {len(rows)} {table} rows", width=out.width
+                )
+            )
             if table == "ceilings":
                 from paradnn.cli.ceilings import say_beaten
 
@@ -111,7 +115,7 @@ def results(
         meta = api.store_info(db).as_dict()
         sys.stdout.write(tables.to_json(rows.as_dict(), table=str(table), **meta) + "\n")
     else:
-        out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs"))
+        out.print(tables.rich_table(rows, title=f"{db}: {len(rows)} runs", width=out.width))
 
 
 def families(as_json: JsonOpt = False) -> None:
@@ -175,5 +179,5 @@ def platforms(as_json: JsonOpt = False) -> None:
     if as_json:
         out.print_json(data={"platforms": rows, "local": local})
         return
-    out.print(tables.platforms_table(rows))
+    out.print(tables.platforms_table(rows, width=out.width))
     out.print_json(data=local)

@@ -163,26 +163,27 @@ def _show_dry_run(planned: SweepPlan, *, db: str, recycle_every: int = 50) -> No
         rows = api.dry_run(planned, **kw)
         est = api.dry_run_total(rows, total, recycle_every)
         title = f"{name}: {total} runs (dry run)"
-        out.print(tables.dry_run_table([r.as_dict() for r in rows], title=title, total_s=est))
+        dicts = [r.as_dict() for r in rows]
+        out.print(tables.dry_run_table(dicts, title=title, total_s=est, width=out.width))
         return
     rows = api.dry_run(planned, limit=DRY_RUN_ROWS, **kw)
     title = f"{name}: {total:,} runs (dry run; the first {DRY_RUN_ROWS} listed)"
-    table = tables.dry_run_table([r.as_dict() for r in rows], title=title)
     sample = api.dry_run(planned, sample=DRY_RUN_SAMPLE, **kw)
     est = api.dry_run_total(sample, total, recycle_every)
     misfits = sum(1 for r in sample if r.fits is False) / len(sample)
     floor = "≥ " if any(r.est_time_is_floor for r in sample) else ""
-    table.caption = (
+    caption = (
         f"estimated total {floor}{tables.duration(est)} for all {total:,} runs, from an even "
         f"sample of {len(sample)} ({misfits:.0%} of them predicted not to fit), worker start-ups "
         "included"
     )
-    out.print(table)
+    dicts = [r.as_dict() for r in rows]
+    out.print(tables.dry_run_table(dicts, title=title, width=out.width, caption=caption))
 
 
 def _show_runs(rows: list[dict[str, Any]], name: str, skipped: int, db: str, energy: bool) -> None:
     title = f"paradnn {name}: {len(rows)} runs" + (f", {skipped} already done" if skipped else "")
-    out.print(tables.rich_table(rows, title=title))
+    out.print(tables.rich_table(rows, title=title, width=out.width))
     if energy:
         for line in tables.energy_notes(rows):
             out.print(line)
@@ -279,7 +280,7 @@ def _heartbeat(label: str) -> Callable[[Event], None]:
 
 def _show_bench(rec: RunRecord, db: str, energy: bool) -> None:
     row = rec.as_dict()
-    out.print(tables.rich_table([row]))
+    out.print(tables.rich_table([row], width=out.width))
     if rec.error:
         out.print(f"[bold]{rec.status}[/]: {escape(str(rec.error))}")
     elif rec.step_time_s is not None:

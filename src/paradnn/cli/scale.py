@@ -96,7 +96,9 @@ def scale(
         sys.stdout.write(shown.to_json(orient="records") + "\n")
         exit_if_nothing_measured(r["status"] for r in rows)
         return
-    out.print(tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs"))
+    out.print(
+        tables.rich_table(rows, title=f"paradnn scale {family}: {len(rows)} runs", width=out.width)
+    )
     for r in rows:
         if r["status"] != Status.OK:
             out.print(f"N = {r['procs']}: [bold]{r['status']}[/]: {escape(str(r['error']))}")

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from paradnn import formatting as U
@@ -185,10 +186,19 @@ DROP_ORDER = (
 )
 
 
+# Never left out: what a row is and what it predicts (every other column may be, the ones in
+# DROP_ORDER first, then from the right).
+ESSENTIAL = ("workload", "family", "op", "config", "predicted_step_s", "measured_s", "predicted_s")
+
+
 def sim_table(
     rows: Sequence[dict[str, Any]], title: str | None = None, width: int | None = None
 ) -> Table:
-    """The rows as a table no wider than `width` (a terminal's columns; None: no limit)."""
+    """The rows as a table no wider than `width` (a terminal's columns; None: no limit): a
+    compact config (the hyperparameters each family's rows share named above), numbers never
+    wrapped or cut, and every column left out named under the table (`cli.fit`)."""
+    from paradnn.cli import fit, tables
+
     t = Table(title=title, header_style="bold", title_justify="left")
     if not rows:
         return t
@@ -201,43 +211,65 @@ def sim_table(
         cols.remove("platform")  # one chip for every row: the title names it
         (chip,) = platforms
         if chip not in (title or ""):
-            t.title = f"{title} on {chip}" if title else chip
+            title = f"{title} on {chip}" if title else chip
     cells = {c: [_cell(c, r.get(c)) for r in rows] for c in cols}
-    # a column is at least as wide as its longest word (header or cell): rich then wraps
-    # between words only; columns are left out (DROP_ORDER) until the minimums fit `width`
-    least = {
-        c: max(len(w) for text in [header(c), *cells[c]] for w in text.split() or [""])
-        for c in cols
-    }
-    left_out = []
-    for c in DROP_ORDER:
-        if width is None or sum(least[k] + 3 for k in cols) + 1 <= width:
-            break
-        if c in cols:
-            cols.remove(c)
-            left_out.append(header(c))
+    shared: dict[str, dict[str, Any]] = {}
+    if "config" in cols and "family" in cols:
+        cfgs = [_config(r.get("config")) for r in rows]
+        if all(c is not None for c in cfgs):
+            fams = [
+                {"family": r.get("family"), "config": c} for r, c in zip(rows, cfgs, strict=True)
+            ]
+            shared = tables.family_shared_config(fams)
+            cells["config"] = [  # `fc 2x64 b32`: the family joins its config
+                tables.config_cell(f, shared.get(str(f["family"]), {}), True) for f in fams
+            ]
+            cols.remove("family")
+    line = tables.shared_line({}, shared)
+    title = "\n".join(x for x in (title, line) if x) or None
+    notes = []
+    reasons = {r.get("reason") for r in rows} - {None}
+    if "reason" in cols and len(reasons) == 1 and len(rows) > 1:  # one reason: said once
+        n = sum(1 for r in rows if r.get("reason") is not None)
+        cols.remove("reason")
+        why = escape(next(iter(reasons)))
+        notes.append(f"no prediction for {n} of {len(rows)} rows (—): {why}")
+    right = [c for c in reversed(cols) if c not in DROP_ORDER and c not in ESSENTIAL]
+    order = {c: i for i, c in enumerate((*DROP_ORDER, *right))}
+    columns = []
     for c in cols:
         numeric = all(
             v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
             for v in (r.get(c) for r in rows)
         )
-        t.add_column(
-            header(c),
-            justify="right" if numeric else "left",
-            min_width=least[c],
-            overflow="fold",
+        columns.append(
+            fit.Column(
+                header(c),
+                tuple(cells[c]),
+                "right" if numeric else "left",
+                number=numeric or c in ERRORS or c in SHARES,
+                drop=None if c in ESSENTIAL else order.get(c),
+            )
         )
-    for i in range(len(rows)):
-        t.add_row(*(cells[c][i] for c in cols))
-    notes = []
     origins = sorted({str(r["origin"]) for r in rows if r.get("origin")})
     if origins:
         notes.append("predictions; chip figures from " + "; ".join(origins))
-    if left_out:
-        notes.append(f"left out to fit {width} columns: {', '.join(left_out)} (--format csv)")
-    if notes:
-        t.caption = "\n".join(notes)
-    return t
+    if shared and (legend := tables.config_legend(fams, shared)):
+        notes.append(legend)
+    return fit.table(columns, width, title=title, caption="\n".join(notes) or None)
+
+
+def _config(v: Any) -> dict[str, Any] | None:
+    """A row's config as a dict (the simulator's rows carry a dict or its JSON text)."""
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str) and v.startswith("{"):
+        try:
+            got = json.loads(v)
+        except ValueError:
+            return None
+        return got if isinstance(got, dict) else None
+    return None
 
 
 def breakdown_table(row: dict[str, Any]) -> Table:

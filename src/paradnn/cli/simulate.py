@@ -483,7 +483,11 @@ def fit(
     rows = [{"parameter": k, "value": p[k]} for k in (*FITTED, "source")]
     if res.from_ops:
         rows = _ops_param_rows(res)
-        out.print(sim_table(rows, title=f"fitted step-time parameters of {res.device_name}"))
+        out.print(
+            sim_table(
+                rows, title=f"fitted step-time parameters of {res.device_name}", width=out.width
+            )
+        )
     else:
         _print_identified(res)
     split = f"config hash mod 100 < {holdout}"
@@ -495,6 +499,7 @@ def fit(
             res.summary,
             title=f"error per {what}: {res.fitted_runs} {'op rows' if what == 'op' else 'runs'}"
             f" fitted, {res.holdout_runs} held out ({split})",
+            width=out.width,
         )
     )
     for w in res.warnings:
@@ -523,7 +528,11 @@ def _print_identified(res: SimFit) -> None:
         for r in res.rows
     ]
     out.print(
-        sim_table(runs, title=f"each run's regime at the fitted parameters (fitted: {counts})")
+        sim_table(
+            runs,
+            title=f"each run's regime at the fitted parameters (fitted: {counts})",
+            width=out.width,
+        )
     )
     shown = []
     for r in res.identified or ():
@@ -546,6 +555,7 @@ def _print_identified(res: SimFit) -> None:
         sim_table(
             shown,
             title=f"fitted step-time parameters of {res.device_name}: what the runs identified",
+            width=out.width,
         )
     )
     out.print(f"source: {res.params['source']}", markup=False)

@@ -146,6 +146,7 @@ IDENTITY_HEADERS = {
     "prefetch_factor": "prefetch",
     "persistent_workers": "persistent",
     "pin_memory": "pinned",
+    "cudnn_benchmark": "cudnn benchmark",
 }
 # What a row stored before its field existed means (a column added later reads null): an
 # axis's default, unless the axis is null where it measures nothing (a loader's settings).
@@ -194,23 +195,112 @@ def split_identity(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str,
     return varying, shared
 
 
-def _shared_config(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Hyperparameters every row has with one value (rows of one family only)."""
-    if len(rows) < 2 or len({r.get("family") for r in rows}) != 1:
-        return {}
-    cfgs = [r.get("config") if isinstance(r.get("config"), dict) else {} for r in rows]
-    first = cfgs[0]
-    return {k: v for k, v in first.items() if all(c.get(k, object()) == v for c in cfgs[1:])}
+def family_shared_config(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{family: the hyperparameters all its rows have with one value}, for each family with
+    two rows or more: named once above a table instead of in every row's config."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(str(r.get("family")), []).append(
+            r.get("config") if isinstance(r.get("config"), dict) else {}
+        )
+    shared = {}
+    for fam, cfgs in by.items():
+        if len(cfgs) < 2:
+            continue
+        first = cfgs[0]
+        pair = PAIRS.get(fam, ())  # the config column always shows its depth×width
+        same = {
+            k: v
+            for k, v in first.items()
+            if k not in pair and all(c.get(k, object()) == v for c in cfgs[1:])
+        }
+        if same:
+            shared[fam] = same
+    return shared
 
 
-def shared_line(shared: dict[str, str], config: dict[str, Any] | None = None) -> str:
-    """`all rows: prec fp32 · mode eager · …`: what a table's hidden columns hold."""
+def shared_line(shared: dict[str, str], config: dict[str, dict[str, Any]] | None = None) -> str:
+    """`all rows: prec fp32 · mode eager · …`: what a table's hidden columns hold, and the
+    hyperparameters each family's rows share (`fc: input=1000 output=200`; the family's name
+    left out when it is the only one)."""
     parts = [
         f"{IDENTITY_HEADERS.get(k, k)} {v}" for k, v in shared.items() if QUIET_SHARED.get(k) != v
     ]
-    if config:
-        parts.append(escape(" ".join(f"{k}={v}" for k, v in config.items())))
+    for fam, cfg in (config or {}).items():
+        words = " ".join(f"{k}={v}" for k, v in cfg.items())
+        parts.append(escape(words if len(config or {}) == 1 else f"{fam}: {words}"))
     return "all rows: " + " · ".join(parts) if parts else ""
+
+
+# The compact config column (`fc 4x2048 b256`): each family's depth×width pair, then the other
+# fields by a short name (`b` batch, `in` input, …; "" the value alone, for a word such as
+# `lstm`). A field not named here (a family of one's own) keeps `name=value`.
+PAIRS = {
+    "fc": ("layers", "nodes"),
+    "cnn": ("blocks", "filters"),
+    "rnn": ("layers", "embed"),
+    "transformer": ("layers", "d_model"),
+    "deepspeech2": ("layers", "hidden"),
+}
+SHORT = {
+    "batch": "b",
+    "input": "in",
+    "output": "out",
+    "image": "img",
+    "length": "len",
+    "vocab": "voc",
+    "heads": "h",
+    "ffn": "ffn",
+    "frames": "fr",
+    "block": "",
+    "cell": "",
+}
+
+
+def short_config(family: str | None, cfg: dict[str, Any], skip: Any = ()) -> str:
+    """A config in a few characters: `4x2048 in1000 b256`; the fields in `skip` (named above
+    the table) left out. Every field's value is there: --format csv has them by name."""
+    pair = PAIRS.get(str(family))
+    cfg = {k: v for k, v in cfg.items() if k not in skip or k in (pair or ())}
+    words = []
+    if pair and all(k in cfg for k in pair):
+        words.append(f"{cfg.pop(pair[0])}x{cfg.pop(pair[1])}")
+    batch = cfg.pop("batch", None)
+    for k, v in cfg.items():
+        if k in SHORT and not isinstance(v, bool):
+            words.append(f"{SHORT[k]}{v}")
+        else:
+            words.append(f"{k}={v}")
+    if batch is not None:
+        words.append(f"b{batch}")
+    return escape(" ".join(words))
+
+
+def config_cell(r: dict[str, Any], skip: Any = (), with_family: bool = False) -> str:
+    """A row's compact config (`short_config`), after its family's name when asked."""
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    text = short_config(r.get("family"), cfg, skip)
+    return f"{escape(str(r.get('family')))} {text}".strip() if with_family else text
+
+
+def config_legend(
+    rows: Sequence[dict[str, Any]], skip: dict[str, dict[str, Any]] | None = None
+) -> str | None:
+    """The line that reads the compact config: each family's pair, and the short names its
+    cells use (the fields in `skip`, named above the table, are not in them)."""
+    fams = list(dict.fromkeys(str(r.get("family")) for r in rows))
+    pairs = [f"{f} {'×'.join(PAIRS[f])}" for f in fams if f in PAIRS]
+    keys = {
+        k
+        for r in rows
+        if isinstance(r.get("config"), dict)
+        for k in r["config"]
+        if k not in (skip or {}).get(str(r.get("family")), {})
+    }
+    names = [f"{v} {k}" for k, v in SHORT.items() if v and k in keys]
+    if not pairs and not names:
+        return None
+    return "config: " + ", ".join([*pairs, *names])
 
 
 def _compile_cell(r: dict[str, Any]) -> str:
@@ -223,23 +313,35 @@ def _compile_cell(r: dict[str, Any]) -> str:
     return "—"
 
 
-# (header, justify, cell) of the measured columns, in order; a column no row has a value
-# for is left out and named under the table.
+# (header, cell, drop, optional) of the measured columns, in order; a column no row has a
+# value for is left out and named under the table. `drop`: the order in which they are left
+# out when the terminal is narrow (lower first; None: never); `optional`: also left out to keep
+# each row on one line (`fit.choose`).
 MEASURED = (
-    ("params", lambda r: _si(r.get("params") or r.get("params_analytic"))),
-    ("FLOP/step", lambda r: _si(r.get("flops_per_step"))),
-    ("step ms (±95% CI)", _ms),
-    ("examples/s", lambda r: _si(r.get("examples_per_s"))),
-    ("FLOP/s", lambda r: _si(r.get("achieved_flops"))),
-    ("util", lambda r: _util(r)),
-    ("compile s (cold / warm)", _compile_cell),
+    ("params", lambda r: _si(r.get("params") or r.get("params_analytic")), 3, True),
+    ("FLOP/step", lambda r: _si(r.get("flops_per_step")), 2, True),
+    ("step ms (±95% CI)", _ms, None, False),
+    ("examples/s", lambda r: _si(r.get("examples_per_s")), 8, False),
+    ("FLOP/s", lambda r: _si(r.get("achieved_flops")), 1, True),
+    ("util", lambda r: _util(r), 9, False),
+    ("compile s (cold / warm)", _compile_cell, 4, True),
 )
+# When an identity column is left out on a narrow terminal (the config, the family and the
+# status never are): after the measured detail, before examples/s.
+IDENTITY_DROP = {"id": 7, "quality": 10, "attempt": 6, "threads": 5}
 
 
-def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
-    """Runs as a table: the config, the identity fields that differ between the rows (mode,
-    threads, data, backend, attempt, …; the shared ones named once above the table) and the
-    measured columns that have a value in some row."""
+def rich_table(
+    rows: Sequence[dict[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    """Runs as a table no wider than `width` (a terminal's columns; None: no limit): the
+    config in its compact form (`fc 4x2048 b256`), the identity fields that differ between
+    the rows (mode, threads, data, backend, attempt, …; the shared ones and the hyperparameters
+    each family's rows share named once above the table) and the measured columns that have a
+    value in some row. Numbers are never wrapped or cut: a column that does not fit is left out
+    and named under the table (`fit`)."""
+    from paradnn.cli import fit
+
     varying, shared = split_identity(rows)
     if len(rows) <= 1:  # one run: its identity in the table, as `bench` always showed it
         keep = ("family", "precision", "status", "quality")
@@ -247,49 +349,74 @@ def rich_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
             k for k in identity_fields() if k in keep or any(_non_default(r, k) for r in rows)
         ]
         shared = {}
-    same_cfg = _shared_config(rows)
+    same_cfg = family_shared_config(rows)
     line = shared_line(shared, same_cfg)
-    t = Table(
-        title="\n".join(x for x in (title, line) if x) or None,
-        header_style="bold",
-        show_lines=False,
-        title_justify="left",
-    )
     with_id = any(r.get("id") is not None for r in rows)
     with_energy = any(_energy_requested(r) for r in rows)
     with_infeed = any((r.get("data_source") or "device") != "device" for r in rows)
-    measured = [(h, f) for h, f in MEASURED if not rows or any(f(r) != "—" for r in rows)]
-    empty = [h for h, _ in MEASURED if (h, _) not in measured and h != "compile s (cold / warm)"]
-    cfg_col = len(rows) < 2 or any(_config_text(r, same_cfg) for r in rows)
-    cols: list[tuple[str, str]] = [("id", "right")] if with_id else []
-    cols += [(IDENTITY_HEADERS.get(k, k), "left") for k in varying if k in IDENTITY_FIRST]
-    cols += [("config", "left")] if cfg_col else []
-    cols += [(IDENTITY_HEADERS.get(k, k), "left") for k in varying if k not in IDENTITY_FIRST]
-    cols += [(h, "right") for h, _ in measured]
-    cols += [("W", "right"), ("J/sample", "right")] if with_energy else []
-    cols += [("infeed", "right")] if with_infeed else []
-    for col, just in cols:
-        t.add_column(col, justify=just, overflow="fold")
-    first = [k for k in varying if k in IDENTITY_FIRST]
+    measured = [m for m in MEASURED if not rows or any(m[1](r) != "—" for r in rows)]
+    empty = [m[0] for m in MEASURED if m not in measured and m[0] != "compile s (cold / warm)"]
+    # the family joins the config (`fc 2x64 b32`) when the rows are of several
+    in_config = "family" in varying
+    first = [k for k in varying if k in IDENTITY_FIRST and k != "family"]
     rest = [k for k in varying if k not in IDENTITY_FIRST]
-    for r in rows:
-        t.add_row(
-            *((str(r.get("id")),) if with_id else ()),
-            *(identity_cell(r, k) for k in first),
-            *((_config_text(r, same_cfg) or "(shared)",) if cfg_col else ()),
-            *(identity_cell(r, k) for k in rest),
-            *(f(r) for _, f in measured),
-            *(_energy_cells(r) if with_energy else ()),
-            *((_infeed_cells(r)[1],) if with_infeed else ()),
-        )
+    configs = [config_cell(r, same_cfg.get(r.get("family"), {}), in_config) for r in rows]
+    cfg_col = len(rows) < 2 or any(configs) or in_config
+    if len(rows) <= 1 and "family" in varying:  # one run: the family keeps its own column
+        first, in_config = ["family", *first], False
+        configs = [config_cell(r, {}, False) for r in rows]
+    cols: list[fit.Column] = []
+
+    # the identity columns a narrow terminal may leave out: after the measured detail when
+    # they tell rows apart (from the right), first when there is one run (they go above it)
+    movable = [k for k in (*first, *rest) if k not in ("status", "family")]
+    base = -len(movable) if len(rows) <= 1 else max(IDENTITY_DROP.values())
+
+    def ident(k: str) -> fit.Column:
+        drop = IDENTITY_DROP.get(k)
+        if k in movable and (drop is None or len(rows) <= 1):
+            drop = base + len(movable) - movable.index(k)
+        cells = tuple(identity_cell(r, k) for r in rows)
+        return fit.Column(IDENTITY_HEADERS.get(k, k), cells, drop=drop)
+
+    if with_id:
+        cells = tuple(str(r.get("id")) for r in rows)
+        cols.append(fit.Column("id", cells, "right", number=True, drop=IDENTITY_DROP["id"]))
+    cols += [ident(k) for k in first]
+    if cfg_col:
+        cols.append(fit.Column("config", tuple(c or "(shared)" for c in configs)))
+    cols += [ident(k) for k in rest]
+    for h, f, drop, optional in measured:
+        cells = tuple(f(r) for r in rows)
+        cols.append(fit.Column(h, cells, "right", number=True, drop=drop, optional=optional))
+    if with_energy:
+        w, jps = zip(*(_energy_cells(r) for r in rows), strict=True) if rows else ((), ())
+        cols.append(fit.Column("W", tuple(w), "right", number=True, drop=5, optional=True))
+        cols.append(fit.Column("J/sample", tuple(jps), "right", number=True, drop=5))
+    if with_infeed:
+        cells = tuple(_infeed_cells(r)[1] for r in rows)
+        cols.append(fit.Column("infeed", cells, "right", number=True, drop=6))
+    if len(rows) == 1 and width is not None:  # one run: what does not fit goes above it
+        names = {IDENTITY_HEADERS.get(k, k): k for k in movable}
+        moved = [c for c in fit.choose(cols, width)[1] if c.header in names]
+        cols = [c for c in cols if c not in moved]
+        above = {names[c.header]: c.cells[0] for c in moved}
+        line = "\n".join(x for x in (line, shared_line(above).replace("all rows:", "run:")) if x)
+    notes = []
     if empty and rows:
-        t.caption = "no value in any row: " + ", ".join(empty)
+        notes.append("no value in any row: " + ", ".join(empty))
     if not rows:
-        t.caption = "no runs"
-    beaten = ceiling_legend(rows)
-    if beaten:
-        t.caption = "\n".join(x for x in (t.caption, beaten) if x)
-    return t
+        notes.append("no runs")
+    if cfg_col and (legend := config_legend(rows, same_cfg)):
+        notes.append(legend)
+    if beaten := ceiling_legend(rows):
+        notes.append(beaten)
+    return fit.table(
+        cols,
+        width,
+        title="\n".join(x for x in (title, line) if x) or None,
+        caption="\n".join(notes) or None,
+    )
 
 
 def ceiling_legend(rows: Sequence[dict[str, Any]]) -> str | None:
@@ -302,15 +429,8 @@ def _non_default(r: dict[str, Any], name: str) -> bool:
     if name in ("attempt",):
         return (r.get("attempt") or 1) > 1
     if name in IDENTITY_DEFAULTS:
-        return identity_cell(r, name) != str(IDENTITY_DEFAULTS[name])
+        return identity_cell(r, name) != identity_value(IDENTITY_DEFAULTS[name])
     return False
-
-
-def _config_text(r: dict[str, Any], shared: dict[str, Any]) -> str:
-    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
-    if not shared:
-        return compact_config(cfg)
-    return " ".join(f"{k}={v}" for k, v in cfg.items() if k not in shared)
 
 
 def _infeed_cells(r: dict[str, Any]) -> tuple[str, str]:
@@ -498,29 +618,36 @@ def noisy_note(c: Any) -> str | None:
     return None
 
 
-def speedup_summary(c: Any) -> Table:
-    t = Table(
-        title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric}; 95% bootstrap CI)",
-        header_style="bold",
-    )
-    cols = ("family", "configs", "faster", "slower", "no change", "geomean (±95% CI)")
-    for col in (*cols, "median", "p90", "min", "max"):
-        t.add_column(col, justify="left" if col == "family" else "right")
-    for r in c.summary.to_dict("records"):
-        t.add_row(
-            str(r["family"]),
-            str(r["n"]),
-            str(r["faster"]),
-            str(r["slower"]),
-            str(r["no_change"]) + (f" (+{r['no_interval']} no CI)" if r["no_interval"] else ""),
-            _x_ci(r["geomean"], r["geomean_ci_low"], r["geomean_ci_high"]),
-            _x(r["median"]),
-            _x(r.get("p90")),
-            _x(r["min"]),
-            _x(r["max"]),
+def speedup_summary(c: Any, width: int | None = None) -> Table:
+    """Per family: configs, the calls, the geomean speedup with its CI and its spread; the
+    spread's columns are left out first on a narrow terminal (and named under the table)."""
+    from paradnn.cli import fit
+
+    recs = c.summary.to_dict("records")
+    if not recs:
+        cols = [fit.Column("family", ("(no configuration ran ok in both groups)",))]
+    else:
+        no_change = tuple(
+            str(r["no_change"]) + (f" (+{r['no_interval']} no CI)" if r["no_interval"] else "")
+            for r in recs
         )
-    if not len(c.summary):
-        t.add_row("(no configuration ran ok in both groups)", *[""] * 9)
+        spread = (("median", "median", 4), ("p90", "p90", 1), ("min", "min", 2), ("max", "max", 3))
+
+        def num(header: str, cells: Any, drop: int | None = None) -> fit.Column:
+            return fit.Column(header, tuple(cells), "right", number=True, drop=drop)
+
+        cols = [
+            fit.Column("family", tuple(str(r["family"]) for r in recs)),
+            num("configs", (str(r["n"]) for r in recs), 5),
+            num("faster", (str(r["faster"]) for r in recs)),
+            num("slower", (str(r["slower"]) for r in recs)),
+            num("no change", no_change, 6),
+            num(
+                "geomean (±95% CI)",
+                (_x_ci(r["geomean"], r["geomean_ci_low"], r["geomean_ci_high"]) for r in recs),
+            ),
+            *(num(h, (_x(r.get(k)) for r in recs), d) for h, k, d in spread),
+        ]
     notes = []
     overall = c.overall()
     if overall:
@@ -530,44 +657,76 @@ def speedup_summary(c: Any) -> Table:
             notes.append(f"{k} config{'' if k == 1 else 's'} with an emulated run (†)")
     if noisy := noisy_note(c):
         notes.append(noisy)
-    t.caption = "; ".join(notes) or None
-    return t
+    return fit.table(
+        cols,
+        width,
+        title=f"{c.by}: speedup of {c.b} over {c.a} ({c.metric}; 95% bootstrap CI)",
+        caption="; ".join(notes) or None,
+    )
 
 
-def speedup_pairs(c: Any, limit: int) -> Table:
+GROUP_HEADER = 12  # a group's name longer than this (a database's path) is `A`/`B` in a header
+
+
+def speedup_pairs(c: Any, limit: int, width: int | None = None) -> Table:
     """The slowest and fastest matched configs (all of them when there are few), with every
-    identity column that differs between them; the ones that do not are in the title."""
+    identity column that differs between them; the ones that do not are in the title, with
+    the hyperparameters each family's configs share. Numbers are never cut: a column that
+    does not fit is left out and named under the table."""
     from paradnn.analysis.frames import ordered
+    from paradnn.cli import fit
 
     p = ordered(c.pairs, "speedup", ["family", "config_key"])  # equal speedups by name
     shown = p if len(p) <= 2 * limit else p.iloc[list(range(limit)) + list(range(-limit, 0))]
     varying, same = c.shown_identity()
+    recs = shown.to_dict("records")
+    runs = [{"family": r["family"], "config": json.loads(r["config_key"])} for r in recs]
+    families = {str(r["family"]) for r in runs}
+    common = family_shared_config(runs)
     title = f"per config ({len(shown)} of {len(p)}; --format csv for all)"
-    if same:
-        title += "\n" + shared_line({k: escape(v) for k, v in same.items()})
-    t = Table(title=title, header_style="bold")
-    for col in ("family", "config", *varying, "params", c.a, c.b, "speedup (±95% CI)", "call"):
-        left = col in ("family", "config", "call", *varying)
-        t.add_column(col, justify="left" if left else "right")
-    emulated = False
-    for r in shown.to_dict("records"):
-        cfg = json.loads(r["config_key"])
-        mark_a = " †" if r.get("emulated_a") else ""
-        mark_b = " †" if r.get("emulated_b") else ""
-        emulated |= bool(mark_a or mark_b)
-        t.add_row(
-            str(r["family"]),
-            compact_config(cfg),
-            *[str(r[k]) for k in varying],
-            _si(r.get("params")),
-            _si(r["value_a"]) + mark_a,
-            _si(r["value_b"]) + mark_b,
-            _x_ci(r["speedup"], r.get("ci_low"), r.get("ci_high")),
-            _call(r.get("call", "")),
-        )
-    if emulated:
-        t.caption = "† emulated: a low precision run without native hardware support"
-    return t
+    line = shared_line(
+        {**({"family": escape(next(iter(families)))} if len(families) == 1 else {})}
+        | {k: escape(v) for k, v in same.items()},
+        common,
+    )
+    if line:
+        title += "\n" + line
+    head_a, head_b = escape(str(c.a)), escape(str(c.b))
+    if max(len(str(c.a)), len(str(c.b))) > GROUP_HEADER:  # a path as a header: named above
+        head_a, head_b = "A", "B"
+        title += f"\nA: {escape(str(c.a))} · B: {escape(str(c.b))}"
+    marks_a = [" †" if r.get("emulated_a") else "" for r in recs]
+    marks_b = [" †" if r.get("emulated_b") else "" for r in recs]
+
+    def num(header: str, cells: Any, drop: int | None = None, optional: bool = False) -> Any:
+        return fit.Column(header, tuple(cells), "right", True, drop, optional)
+
+    cols = [
+        fit.Column(
+            "config",
+            tuple(
+                config_cell(r, common.get(str(r["family"]), {}), len(families) > 1) for r in runs
+            ),
+        ),
+        *(
+            fit.Column(k, tuple(escape(str(r[k])) for r in recs), drop=2 + i)
+            for i, k in enumerate(varying)
+        ),
+        num("params", (_si(r.get("params")) for r in recs), 1, True),
+        num(head_a, (_si(r["value_a"]) + m for r, m in zip(recs, marks_a, strict=True))),
+        num(head_b, (_si(r["value_b"]) + m for r, m in zip(recs, marks_b, strict=True))),
+        num(
+            "speedup (±95% CI)",
+            (_x_ci(r["speedup"], r.get("ci_low"), r.get("ci_high")) for r in recs),
+        ),
+        fit.Column("call", tuple(_call(r.get("call", "")) for r in recs)),
+    ]
+    notes = []
+    if legend := config_legend(runs, common):
+        notes.append(legend)
+    if any(marks_a) or any(marks_b):
+        notes.append("† emulated: a low precision run without native hardware support")
+    return fit.table(cols, width, title=title, caption="\n".join(notes) or None)
 
 
 def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> list[str]:
@@ -596,55 +755,76 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
 
 
 def dry_run_table(
-    rows: Sequence[dict[str, Any]], title: str | None = None, total_s: float | None = None
+    rows: Sequence[dict[str, Any]],
+    title: str | None = None,
+    total_s: float | None = None,
+    width: int | None = None,
+    caption: str | None = None,
 ) -> Table:
     """A dry run: `fits` is `no` when even the lower bound exceeds the device (the run is
     stored `predicted_oom`), `unlikely` when only the best estimate does (it runs), else `yes`;
-    a run `db` holds already shows its status instead of a time (a resumed run skips it)."""
-    t = Table(title=title, header_style="bold")
-    for col, just in (
-        ("family", "left"),
-        ("config", "left"),
-        ("prec", "left"),
-        ("opt", "left"),
-        ("params", "right"),
-        ("FLOP/step", "right"),
-        ("memory (≥ lower)", "right"),
-        ("fits", "left"),
-        ("est. time", "right"),
-    ):
-        t.add_column(col, justify=just, overflow="fold")
+    a run `db` holds already shows its status instead of a time (a resumed run skips it).
+    `caption` replaces the line of totals (a large sweep's come from a sample)."""
+    from paradnn.cli import fit
+
     total = 0.0
     floors = False
     stored = 0
+    fits_cells, when_cells = [], []
     for r in rows:
         fits = {True: "[green]yes[/]", False: "[magenta]no[/]", None: "?"}[r["fits"]]
         if r["fits"] and r.get("fits_estimate") is False:
             fits = "[yellow]unlikely[/]"
+        fits_cells.append(fits)
         total += r["est_time_s"]
         floors |= r["est_time_is_floor"]
         if r.get("stored"):
             stored += 1
-            when = f"[dim]stored: {r['stored']}[/]"
+            when_cells.append(f"[dim]stored: {r['stored']}[/]")
         else:
-            when = ("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"])
-        t.add_row(
-            r["family"],
-            compact_config(r["config"]),
-            r["precision"],
-            r["optimizer"],
-            _si(r["params"]),
-            _si(r["flops_per_step"]),
-            f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})",
-            fits,
-            when,
-        )
+            when_cells.append(("≥ " if r["est_time_is_floor"] else "") + duration(r["est_time_s"]))
     total = total if total_s is None else total_s
     todo = len(rows) - stored
     done = f"{stored} of {len(rows)} stored already (skipped on resume); " if stored else ""
     what = f"estimated total {'≥ ' if floors else ''}{duration(total)}" if todo else "nothing to do"
-    t.caption = done + what
-    return t
+    same = family_shared_config(rows)
+    several = len({r["family"] for r in rows}) > 1
+    configs = tuple(config_cell(r, same.get(r["family"], {}), several) for r in rows)
+    memory = tuple(
+        f"{_bytes(r['predicted_mem_bytes'])} (≥ {_bytes(r['predicted_mem_lower_bytes'])})"
+        for r in rows
+    )
+
+    def num(header: str, cells: Any, drop: int | None = None, opt: bool = False) -> Any:
+        return fit.Column(header, tuple(cells), "right", True, drop, opt)
+
+    # family, precision and optimizer: a column when they differ, else named above
+    ident = {"family": "family", "precision": "prec", "optimizer": "opt"}
+    values = {k: {str(r[k]) for r in rows} for k in ident}
+    alike = {k: next(iter(v)) for k, v in values.items() if len(v) == 1 and len(rows) > 1}
+    cols = [
+        *(
+            fit.Column(h, tuple(escape(str(r[k])) for r in rows), drop=3 + i)
+            for i, (k, h) in enumerate(ident.items())
+            if k not in alike and not (k == "family" and several)
+        ),
+        fit.Column("config", configs),
+        num("params", (_si(r["params"]) for r in rows), 1, True),
+        num("FLOP/step", (_si(r["flops_per_step"]) for r in rows), 2, True),
+        num("memory (≥ lower)", memory, 4),
+        fit.Column("fits", tuple(fits_cells)),
+        num("est. time", when_cells),
+    ]
+    notes = [caption or done + what]
+    if legend := config_legend(rows, same):
+        notes.append(legend)
+    line = shared_line({k: escape(v) for k, v in alike.items()}, same)
+    return fit.table(
+        cols,
+        width,
+        title="\n".join(x for x in (title, line) if x) or None,
+        caption="\n".join(notes),
+    )
 
 
 def _us(v: Any) -> str:
@@ -777,22 +957,60 @@ def ceiling_path(r: dict[str, Any]) -> tuple[str, str]:
     return "matmul (only)", (f"{n}×{n}×{n}" if n else "")
 
 
-def side_table(table: str, rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
-    """Ceilings, op benchmarks, per-op profiles or host profiles."""
-    t = Table(title=title, header_style="bold")
-    for col in SIDE_COLUMNS[table]:
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(*_side_cells(table, r))
+# The columns of each side table that hold numbers (never wrapped) and those never left out
+# on a narrow terminal (the others go from the right).
+SIDE_NUMBERS = {
+    "host_profile": {"id", *SIDE_COLUMNS["host_profile"][3:15]},
+    "ceilings": {"ceiling"},
+    "ops": {"threads", "FLOPs", "ms", "achieved", "util (sheet)", "util (measured)"},
+    "op_profile": {"run", "calls", "ms/step", "FLOPs", "bytes", "achieved", "FLOP/B"},
+}
+SIDE_KEPT = {
+    "host_profile": {"id", "host"},
+    "ceilings": {"kind", "prec", "ceiling"},
+    "ops": {"op", "prec", "pass", "ms"},
+    "op_profile": {"op", "ms/step"},
+}
+
+
+# Left out first on a narrow terminal (before the others, which go from the right).
+SIDE_FIRST = ("measured", "device", "quality", "shape", "path")
+
+
+def _side_drop(table: str, header: str, i: int) -> int:
+    if header in SIDE_FIRST:
+        return SIDE_FIRST.index(header) - len(SIDE_FIRST)
+    return len(SIDE_COLUMNS[table]) - i
+
+
+def side_table(
+    table: str, rows: Sequence[dict[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    """Ceilings, op benchmarks, per-op profiles or host profiles, no wider than `width`."""
+    from paradnn.cli import fit
+
+    cells = [_side_cells(table, r) for r in rows]
+    heads = SIDE_COLUMNS[table]
+    cols = [
+        fit.Column(
+            h,
+            tuple(escape(c[i]) if h not in SIDE_NUMBERS[table] else c[i] for c in cells),
+            "right" if h in SIDE_NUMBERS[table] else "left",
+            number=h in SIDE_NUMBERS[table],
+            drop=None if h in SIDE_KEPT[table] else _side_drop(table, h, i),
+        )
+        for i, h in enumerate(heads)
+    ]
+    caption = None
     if table == "host_profile":
-        t.caption = (
+        caption = (
             "µs per unit: forward call, autograd node, optimizer tensor (loop, foreach, fused), "
             "step() call, sync, launch, training step once, autocast cast, recurrent call, "
             "GradScaler; — not measured (the reason: -f json, nulls)"
         )
     if table == "ops":
-        t.caption = ceiling_legend(rows)
-    return t
+        caption = ceiling_legend(rows)
+    return fit.table(cols, width, title=title, caption=caption, title_justify="center")
 
 
 PLATFORM_COLUMNS = (
@@ -812,22 +1030,28 @@ PLATFORM_COLUMNS = (
 )
 
 
-def platforms_table(rows: Sequence[dict[str, Any]]) -> Table:
-    t = Table(
-        title="platform database: datasheet peaks in TFLOP/s (dense unless marked)",
-        header_style="bold",
-    )
-    for _, header in PLATFORM_COLUMNS:
-        t.add_column(
+def platforms_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> Table:
+    """The platform database, no wider than `width` (the sources go first, then from the
+    right; the id, kind and fp32 peak stay)."""
+    from paradnn.cli import fit
+
+    kept = {"id", "kind", "fp32"}
+    cols = [
+        fit.Column(
             header,
-            no_wrap=header == "id",
-            justify="left" if header in ("id", "kind", "sources") else "right",
-        )
-    for r in rows:
-        t.add_row(
-            *(
+            tuple(
                 "—" if r.get(k) is None else f"{r[k]:g}" if isinstance(r[k], float) else str(r[k])
-                for k, _ in PLATFORM_COLUMNS
-            )
+                for r in rows
+            ),
+            "left" if header in ("id", "kind", "sources") else "right",
+            number=header not in ("id", "kind", "sources"),
+            drop=None if header in kept else len(PLATFORM_COLUMNS) - i,
         )
-    return t
+        for i, (k, header) in enumerate(PLATFORM_COLUMNS)
+    ]
+    return fit.table(
+        cols,
+        width,
+        title="platform database: datasheet peaks in TFLOP/s (dense unless marked)",
+        title_justify="center",
+    )
