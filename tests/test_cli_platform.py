@@ -69,22 +69,19 @@ def test_side_tables_of_an_empty_database(capsys, tmp_path):
 
 
 def _tiny_measurements(monkeypatch):
-    """The real calibrate/ops code, at sizes a CI machine measures in a second."""
+    """The real calibrate/ops code, at sizes a CI machine measures in a second. The sizes are
+    planned in this process (runner/kernels.py) and travel to the workers with each unit: a
+    patch of the measuring functions themselves would not reach the workers."""
     import functools
 
-    from paradnn.measure import calibrate as cal
-    from paradnn.ops import bench
-
-    from conftest import TINY_POLICY
+    from paradnn.runner import kernels
 
     monkeypatch.setattr(
-        cal,
+        kernels,
         "calibrate",
-        functools.partial(cal.calibrate, sizes=(32, 64), stream_bytes=1 << 20, policy=TINY_POLICY),
+        functools.partial(kernels.calibrate, sizes=(32, 64), stream_bytes=1 << 20),
     )
-    monkeypatch.setattr(
-        bench, "run_ops", functools.partial(bench.run_ops, scale=1 / 32, policy=TINY_POLICY)
-    )
+    monkeypatch.setattr(kernels, "ops", functools.partial(kernels.ops, scale=1 / 32))
 
 
 def test_calibrate_then_ops_report_measured_utilization(capsys, tmp_path, monkeypatch):
