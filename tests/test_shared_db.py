@@ -193,3 +193,43 @@ def test_processes_opening_one_database_at_once_all_succeed(tmp_path, old):
         assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert answers == ["ok"] * (5 * n), sorted(set(answers))
+
+
+def test_release_without_a_key_drops_every_claim_of_its_owner_and_no_other(tmp_path):
+    with open_store(tmp_path / "c.db") as store:
+        conn = store.conn
+        me, other = claims.Owner.here(), claims.Owner.here()
+        for key in ("a", "b"):
+            assert claims.claim(conn, me, key, 0).kind == claims.CLAIMED
+        assert claims.claim(conn, other, "c", 0).kind == claims.CLAIMED
+        claims.release(conn, me)  # the sweep ends: all of its claims at once
+        assert [(k, o.token) for k, o, _ in claims.holders(conn)] == [("c", other.token)]
+
+
+def test_the_keeper_renews_claims_and_outlives_a_failed_renewal(tmp_path):
+    """A renewal that fails (the database cannot be opened: a full or vanished disk) is tried
+    again at the next tick: the keeper's thread goes on instead of dying with the error."""
+    db = tmp_path / "c.db"
+    with open_store(db) as store:
+        me = claims.Owner.here()
+        assert claims.claim(store.conn, me, "k", 0).kind == claims.CLAIMED
+        store.conn.execute("UPDATE claims SET expires_at = 1")
+    keeper = claims.Keeper(str(db), me, every_s=0.01)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with open_store(db, readonly=True) as store:
+                ((_, _, expires),) = claims.holders(store.conn)
+            if expires > time.time():
+                break
+            time.sleep(0.02)
+        assert expires > time.time()  # renewed: pushed a lease ahead
+    finally:
+        keeper.close()
+    broken = claims.Keeper(str(tmp_path / "no" / "such" / "folder.db"), me, every_s=0.01)
+    try:
+        time.sleep(0.2)  # several failed renewals
+        assert broken._thread.is_alive()
+    finally:
+        broken.close()
+    assert not broken._thread.is_alive()
