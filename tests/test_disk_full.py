@@ -230,3 +230,22 @@ def test_a_report_that_cannot_be_written_keeps_the_last_one(capsys, monkeypatch,
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (14, "cannot open as a SQLite database"),  # SQLITE_CANTOPEN
+        (14 | 2 << 8, "cannot open as a SQLite database"),  # CANTOPEN_ISDIR: extended codes too
+        (13, "the disk is full ("),  # SQLITE_FULL on opening: a write refused, nothing changed
+        (778, "refused a write"),  # IOERR_WRITE
+    ],
+)
+def test_a_database_that_cannot_be_opened_is_told_from_a_refused_write(tmp_path, code, words):
+    """Opening: a file SQLite cannot open (any CANTOPEN, extended codes included) says so; a
+    write refused while opening (a full disk) names its cause and that nothing was changed."""
+    from paradnn.store import db
+
+    text = str(db._sqlite_error(str(tmp_path / "r.db"), _sqlite_error("boom", code)))
+    assert words in text, text
+    assert text.endswith("nothing was changed") == ("cannot open" not in words), text
