@@ -233,3 +233,26 @@ def test_the_keeper_renews_claims_and_outlives_a_failed_renewal(tmp_path):
     finally:
         broken.close()
     assert not broken._thread.is_alive()
+
+
+def test_a_schema_that_cannot_be_locked_in_time_says_another_program_holds_it(tmp_path):
+    """The busy timeout ran out before the EXCLUSIVE lock that creates or upgrades a schema:
+    one StoreError naming the file and why, and nothing half made."""
+    from paradnn.errors import StoreError
+    from paradnn.store import db as store_db
+
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another program is writing: readers go on, no lock
+    conn = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+    try:
+        with pytest.raises(StoreError) as e:
+            store_db.migrate(conn, str(path))
+        text = str(e.value)
+        assert text.startswith(f"{path}: cannot lock the database to create or upgrade its schema")
+        assert text.endswith("another program holds it")
+    finally:
+        conn.close()
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 0
