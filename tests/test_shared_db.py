@@ -256,3 +256,18 @@ def test_a_schema_that_cannot_be_locked_in_time_says_another_program_holds_it(tm
         holder.execute("ROLLBACK")
         holder.close()
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 0
+
+
+def test_a_damaged_file_that_does_not_change_is_judged_at_once(tmp_path, monkeypatch):
+    """A file is read again only when it changed while it was read (another process making
+    it); one that stays as it is gets its verdict at the first read, without waiting."""
+    from paradnn.errors import StoreError
+    from paradnn.store import db as store_db
+
+    path = tmp_path / "bad.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)  # a header, then garbage
+    waits: list[float] = []
+    monkeypatch.setattr(store_db.time, "sleep", waits.append)
+    with pytest.raises(StoreError):
+        store_db._check_existing(str(path))
+    assert waits == []
