@@ -12,7 +12,7 @@ of paradnn needs to know about it, and nothing else repeats it:
   settings only for data_source = pipeline);
 - the record column that stores it (`column`; None: the record's `flags` say what ran).
 
-The command line's options (one value for `bench`, several for `run`: cli/axes.py), the sweep
+The command line's options (one value for `bench`, several for `run`: cli/options.py), the sweep
 file's keys (sweep/file.py), the run key (`RunOptions.key_fields`), the tables' identity columns
 and `compare --by` are made from this table. A new axis is a declaration here, a field of
 RunOptions (config.py), the code that applies it, its record column and migration, and docs.
@@ -107,8 +107,14 @@ class Axis:
 
     def help_text(self, many: bool = False) -> str:
         """The option's help: what it is, every value it accepts, its doc and default."""
-        return f"{self.what}{': ' + self.listing() if self.listing() else ''} ({self.doc}). " + (
-            "Repeatable; default: the sweep's." if many else f"Default: {self.shown_default()}."
+        if not many:
+            given = f"Default: {self.shown_default()}."
+        elif self.comma or self.kind is bool:  # one list in one value, or one switch
+            given = "Default: the sweep's."
+        else:
+            given = "Repeatable; default: the sweep's."
+        return (
+            f"{self.what}{': ' + self.listing() if self.listing() else ''} ({self.doc}). " + given
         )
 
     def filter_help(self) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paradnn import families
+from paradnn.api.analysis import databases
 from paradnn.api.returns import Baseline, Rows, rows
 from paradnn.errors import ConfigError
 from paradnn.store import DEFAULT_DB, open_store
@@ -24,10 +25,6 @@ def _name(name: object) -> str:
     if not isinstance(name, str) or not name.strip() or not plain_text(name, MAX_NAME):
         raise ConfigError("baseline", name, NAME_ALLOWED)
     return name
-
-
-def _dbs(db: str | Sequence[str]) -> list[str]:
-    return [db] if isinstance(db, str) else list(db) or [DEFAULT_DB]
 
 
 def baseline_save(
@@ -53,11 +50,11 @@ def baseline_save(
     found = results(db, chosen=True, where=where, status="ok", **filters)
     if not len(found):
         raise ConfigError("baseline", name, f"would name no runs: {db} has no ok run matching")
+    saved_at = now()
     with open_store(db) as store:
-        if not replace and store.baseline_ids(name):
-            raise ConfigError("baseline", name, "is saved already; --replace to replace it")
-        saved_at = now()
-        store.save_baseline(name, [int(r["id"]) for r in found], saved_at)
+        saved = store.save_baseline(name, [int(r["id"]) for r in found], saved_at, replace)
+    if not saved:
+        raise ConfigError("baseline", name, "is saved already; --replace to replace it")
     return Baseline(name, db, len(found), saved_at)
 
 
@@ -112,7 +109,7 @@ def compare_baseline(
     from paradnn.analysis.speedup import against_baseline
 
     name = _name(name)
-    dbs = _dbs(db)
+    dbs = databases(db, None, "compare_baseline")
     data = analysis.load(dbs)  # a missing database: one line, before the baselines are read
     members = _members(dbs)
     if name not in members:
@@ -145,7 +142,7 @@ def history(
     for k in where or {}:
         if k not in IDENTITY_FILTERS:
             raise ConfigError("where", k, "must be one of " + ", ".join(IDENTITY_FILTERS))
-    dbs = _dbs(db)
+    dbs = databases(db, None, "history")
     data = analysis.load(dbs)
     held: dict[tuple[str, int], list[str]] = {}
     for ids in _members(dbs).values():

@@ -10,7 +10,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from paradnn.analysis import speedup
-from paradnn.cli.tables import _x_ci, compact_config
+from paradnn.cli.tables import _x_ci, compact_config, config_label
 
 MAX_MARKDOWN_ROWS = 50  # a PR comment lists at most this many configs (slowest first)
 
@@ -22,11 +22,6 @@ def _cell(text: Any) -> str:
 
 def _g(x: Any) -> str:
     return "—" if x is None or x != x else f"{x:.4g}×"
-
-
-def _label(c: Any, r: dict[str, Any], varying: list[str]) -> str:
-    parts = [str(r["family"]), compact_config(json.loads(r["config_key"]))]
-    return " ".join(parts + [f"{k}={r[k]}" for k in varying])
 
 
 def _verdicts(c: Any, slower: Any, pct: float | None, on: str, min_configs: int | None) -> list:
@@ -108,7 +103,7 @@ def junit(
     varying, _ = c.shown_identity()
     failing = set()
     if pct is not None and on == "config" and slower is not None and len(slower):
-        failing = {_label(c, r, varying) for r in slower.to_dict("records")}
+        failing = {config_label(r, varying) for r in slower.to_dict("records")}
     limit = None if pct is None else f"{1 - pct / 100:.3g}×"
     cases: list[ET.Element] = []
 
@@ -120,7 +115,7 @@ def junit(
         cases.append(e)
 
     for r in c.pairs.to_dict("records"):
-        name = _label(c, r, varying)
+        name = config_label(r, varying)
         text = f"{c.b} over {c.a}: {_x_ci(r['speedup'], r.get('ci_low'), r.get('ci_high'))}"
         text += f" (95% CI {_g(r.get('ci_low'))}–{_g(r.get('ci_high'))}): {r.get('call', '')}"
         why = f"slower than {limit} beyond its 95% CI: {text}" if name in failing else None

@@ -16,6 +16,7 @@ from paradnn.formatting import duration
 from paradnn.formatting import nbytes as _bytes
 from paradnn.formatting import pct as _pct
 from paradnn.formatting import si as _si
+from paradnn.formatting import times as _x
 from paradnn.records import Status, hyperparameter_columns
 from paradnn.utilization import BEATEN_LEGEND, BEATEN_MARK, flagged
 
@@ -574,10 +575,6 @@ def comparison_json(c: Any, slower: Any = None) -> str:
     return json.dumps(doc, indent=1, default=str)
 
 
-def _x(v: Any) -> str:
-    return "—" if v is None or v != v else f"{v:.3g}×"
-
-
 def _x_ci(v: Any, lo: Any, hi: Any) -> str:
     """A speedup with its 95% CI in the one form every table uses (`ci_text`): `1.23× ±4.1%`,
     the ± how far the interval reaches from the speedup on its wider side, as for a step time
@@ -729,6 +726,12 @@ def speedup_pairs(c: Any, limit: int, width: int | None = None) -> Table:
     return fit.table(cols, width, title=title, caption="\n".join(notes) or None)
 
 
+def config_label(r: dict[str, Any], varying: Sequence[str]) -> str:
+    """A compared config in one line: family, compact config, the identity values that vary."""
+    parts = [str(r["family"]), compact_config(json.loads(r["config_key"]))]
+    return " ".join(parts + [f"{k}={r[k]}" for k in varying])
+
+
 def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> list[str]:
     """One line per config (or the geomean) that failed --fail-if-slower."""
     if on == "geomean":
@@ -740,10 +743,7 @@ def slower_lines(c: Any, slower: Any, on: str = "config", limit: int = 20) -> li
         ]
     varying = c.shown_identity()[0]
     lines = [
-        " ".join(
-            [str(r["family"]), compact_config(json.loads(r["config_key"]))]
-            + [f"{k}={r[k]}" for k in varying]
-        )
+        config_label(r, varying)
         + ": "
         + _x_ci(r["speedup"], r["ci_low"], r["ci_high"])
         + ("" if r["basis"] == "interval" else f" — {r['basis']}")

@@ -54,7 +54,7 @@ class CudaEventClock:
 
     def sync(self) -> None:
         torch.cuda.synchronize(self.device)
-        # the next marks come from here (a sync precedes every timed phase and chunk bound)
+        # the warm-up's marks come from here; the timed phase stocks a whole chunk's (timer.py)
         self.stock(2 * 64)
 
     def stock(self, n: int) -> None:

@@ -84,10 +84,10 @@ class TrainStep:
         self.scaler = None if pure else prec.grad_scaler(precision, device)
         # no autocast region at all where there is nothing to cast (fp32, tf32, pure): a plain
         # loop enters none, and on a host-bound step every microsecond is in the median
-        self.casts = not pure and precisions.get(precision).autocast_dtype is not None
         self.autocast: Callable = (
-            prec.autocast_maker(precision, device) if self.casts else contextlib.nullcontext
+            contextlib.nullcontext if pure else prec.autocast_maker(precision, device)
         )
+        self.casts = self.autocast is not contextlib.nullcontext
         self.last_loss: torch.Tensor | None = None
 
     def __call__(self) -> None:

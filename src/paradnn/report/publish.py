@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from paradnn.errors import WorkFailed
+from paradnn.store.claims import process_alive
 
 PARTS = ("figures", "tables", "report.html")  # the HTML last: it is what a reader opens
 STAGING = ".paradnn-building-"  # + pid + "-" + random: a build in progress (or killed)
@@ -94,18 +95,8 @@ def _remove_stale(out: Path) -> None:
     """Remove what a killed build left: a staging folder whose process has ended."""
     for found in out.glob(f"{STAGING}*"):
         pid = found.name[len(STAGING) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and found.is_dir():
+        if pid.isdigit() and not process_alive(int(pid), None) and found.is_dir():
             shutil.rmtree(found, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def moved(paths: list[Path], stage: Path, out: Path) -> list[Path]:

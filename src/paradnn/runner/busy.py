@@ -30,12 +30,6 @@ def sample_now(cpus: Sequence[int] | None = None) -> host.LoadSample:
     return host.sample_load(LOAD_WINDOW_S, cpus=cpus)
 
 
-def default_sampler() -> Sampler:
-    """The sampler a supervisor uses when none is given, looked up when it starts (a test
-    replaces `sample_now` here to play a load)."""
-    return sample_now
-
-
 @dataclass(frozen=True)
 class Decision:
     """What becomes of a noisy run: `now` (the load dropped), else deferred or kept."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paradnn.store import claims
 
@@ -24,9 +25,14 @@ if TYPE_CHECKING:  # pragma: no cover
 POLL_S = 1.0  # how often the waiting units are asked about again
 
 
+def words(family: str, precision: str, config: Mapping[str, Any] | None) -> str:
+    """A run as notes name it: family, precision, config."""
+    values = ", ".join(f"{k}={v}" for k, v in (config or {}).items())
+    return f"{family} {precision} {values}".strip()
+
+
 def label(unit: Unit) -> str:
-    config = ", ".join(f"{k}={v}" for k, v in (unit.config or {}).items())
-    return f"{unit.family} {unit.precision} {config}".strip()
+    return words(unit.family, unit.precision, unit.config)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from paradnn.config import RunOptions, RunSpec, SweepSettings
 from paradnn.errors import ConfigError, ParadnnError
 from paradnn.presets import resolve_native
 from paradnn.records import Prediction, RunRecord, Status
-from paradnn.runner import busy, resume
+from paradnn.runner import busy, resume, sharing
 from paradnn.runner.sharing import POLL_S, Sharing
 from paradnn.runner.signals import kill_tree
 from paradnn.runner.start import start_record
@@ -337,12 +337,7 @@ def _death(exitcode: int | None) -> tuple[str, str]:
 
 def _label(rec: RunRecord) -> str:
     """A run as notes name it: family, precision, config."""
-    return f"{rec.family} {rec.precision} " + ", ".join(f"{k}={v}" for k, v in rec.config.items())
-
-
-def _next_due(queue: list[Unit]) -> Unit | None:
-    """The first unit of the queue (taken off it), or None."""
-    return queue.pop(0) if queue else None
+    return sharing.words(rec.family, rec.precision, rec.config)
 
 
 @dataclass(frozen=True)
@@ -419,7 +414,7 @@ class Supervisor:
         self.sharing: Sharing | None = None  # a sweep's claims (runner/sharing.py)
         self.measured_with: dict[str, Any] | None = None  # runner/resume.py
         # the busy-machine policy (runner/busy.py): the load now, noisy runs deferred to the end
-        self.sample_load = load_sampler or busy.default_sampler()
+        self.sample_load = load_sampler or busy.sample_now  # a test may replace sample_now
         self.deferred: list[tuple[Unit, float | None]] = []  # with its attempt's load
         self.ending = False  # the deferred runs were looked at: a noisy one is kept from now on
         self._cpu_sets: list[tuple[int, ...] | None] = [None]
@@ -674,7 +669,7 @@ class Supervisor:
     ) -> None:
         for i in range(len(slots)):
             while slots[i] is None or slots[i].unit is None:
-                unit = _next_due(queue)
+                unit = queue.pop(0) if queue else None
                 if unit is None:
                     break
                 if not self._take(unit):  # another sweep measures it (runner/sharing.py)
@@ -737,9 +732,7 @@ class Supervisor:
         then = stored.record.others_cpu_frac if stored.record is not None else None
         decision = busy.decide(then, self.sample_load(cpus))
         again = dataclasses.replace(unit, remeasured=unit.remeasured + 1)
-        label = f"{unit.family} {unit.precision} " + ", ".join(
-            f"{k}={v}" for k, v in (unit.config or {}).items()
-        )
+        label = sharing.label(unit)
         why = f"attempt {stored.attempt} was noisy: {'; '.join(reasons)}"
         if decision.now:
             queue.append(again)

@@ -413,12 +413,19 @@ class Store:
         return {k: int(a) for k, a in self.conn.execute(sql).fetchall()}
 
     # -- baselines (docs/baselines.md) ----------------------------------------------------
-    def save_baseline(self, name: str, run_ids: Sequence[int], saved_at: str) -> None:
-        """Name the runs `run_ids` (row ids of this database) `name`, replacing what the name
-        held, in one transaction."""
+    def save_baseline(
+        self, name: str, run_ids: Sequence[int], saved_at: str, replace: bool = False
+    ) -> bool:
+        """Name the runs `run_ids` (row ids of this database) `name` in one transaction, so
+        two savers of one name cannot both find it free; False (nothing written) when the name
+        is saved already and not `replace`."""
         with self.writing(f"baseline {name!r}"):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
+                held = "SELECT 1 FROM baselines WHERE name = ? LIMIT 1"
+                if not replace and self.conn.execute(held, (name,)).fetchone():
+                    self.conn.execute("ROLLBACK")
+                    return False
                 self.conn.execute("DELETE FROM baselines WHERE name = ?", (name,))
                 self.conn.executemany(
                     "INSERT INTO baselines (name, run_id, saved_at) VALUES (?, ?, ?)",
@@ -428,6 +435,7 @@ class Store:
             except BaseException:
                 self._rollback()
                 raise
+        return True
 
     def delete_baseline(self, name: str) -> int:
         """Forget the name `name` (its runs stay); how many runs it named."""
