@@ -271,3 +271,16 @@ def test_a_damaged_file_that_does_not_change_is_judged_at_once(tmp_path, monkeyp
     with pytest.raises(StoreError):
         store_db._check_existing(str(path))
     assert waits == []
+
+
+def test_a_namesake_host_in_another_container_is_judged_by_its_lease():
+    """Same host name, another boot or pid namespace (two containers on one volume): its pid
+    says nothing here, so its claim holds until the lease expires."""
+    here = claims.machine()
+    twin = claims.Owner(here.split("/")[0] + "/other/1", os.getpid() + 10**6, None, "t")
+    assert not twin.stopped(expires_at=100.0, now=50.0)  # a pid absent here: still held
+    assert twin.stopped(expires_at=100.0, now=150.0)
+    assert twin.words() == f"pid {twin.pid} on {here.split('/')[0]}"
+    me = claims.Owner.here()
+    dead = claims.Owner(me.host, os.getpid() + 10**6, None, "d")
+    assert dead.stopped(expires_at=100.0, now=50.0)  # this machine: its pid is gone

@@ -12,6 +12,7 @@ they are taken over once they expire. Standard library only; torch-free.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import sqlite3
@@ -57,6 +58,19 @@ def process_alive(pid: int, start: str | None) -> bool:
     return start is None or (len(rest) > 19 and rest[19] == start)
 
 
+@functools.cache
+def machine() -> str:
+    """This host as a claim names it: its name, and where they can be read, its boot and its
+    pid namespace, so that two containers sharing a host name and a database volume do not
+    take each other's pids for their own (each then waits for the other's lease to expire)."""
+    parts = [platform.node()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8])
+    with contextlib.suppress(OSError):
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    return "/".join(parts)
+
+
 @dataclass(frozen=True)
 class Owner:
     """Who holds a claim: a sweep (its token) in process `pid` on `host`."""
@@ -69,15 +83,15 @@ class Owner:
     @classmethod
     def here(cls) -> Owner:
         pid = os.getpid()
-        return cls(platform.node(), pid, process_start(pid), uuid.uuid4().hex)
+        return cls(machine(), pid, process_start(pid), uuid.uuid4().hex)
 
     def words(self) -> str:
-        return f"pid {self.pid} on {self.host}"
+        return f"pid {self.pid} on {self.host.split('/')[0]}"
 
     def stopped(self, expires_at: float, now: float, host: str | None = None) -> bool:
         """Whether this owner's claim no longer holds: on this host, its process has ended;
         from another host, it was not renewed before `expires_at`."""
-        if self.host == (host if host is not None else platform.node()):
+        if self.host == (host if host is not None else machine()):
             return not process_alive(self.pid, self.pid_start)
         return now > expires_at
 
