@@ -601,9 +601,13 @@ class Supervisor:
         """Whether units wait for another sweep; those it can take now join `queue`."""
         if self.sharing is None or not self.sharing.waiting:
             return False
-        before = self.sharing.by_others
-        queue += self.sharing.due()
-        self._dropped(self.sharing.by_others - before, 1.0)
+        waited = list(self.sharing.waiting)
+        due = self.sharing.due()
+        queue += due
+        left = {id(u) for u in (*due, *self.sharing.waiting)}
+        for unit in waited:  # stored by another sweep meanwhile: off the plan, at its own cost
+            if id(unit) not in left:
+                self._dropped(1, unit.cost)
         self._say(self.sharing.notes)
         return bool(self.sharing.waiting)
 
