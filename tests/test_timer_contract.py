@@ -194,3 +194,29 @@ def test_windows_begin_in_order_and_end_in_reverse_skipping_none():
     w.begin()
     w.end()
     assert seen == ["begin energy", "begin load", "end load", "end energy"]
+
+
+@pytest.mark.parametrize("step_s", [1e-4, 0.01, 0.2])
+@pytest.mark.parametrize("warmup_min_steps", [1, 5, 12])
+def test_the_estimates_least_seconds_are_what_the_timer_spends_at_least(step_s, warmup_min_steps):
+    """The dry run and the GPU sample budget a run by TimingPolicy.least_seconds: a steady step
+    never converges sooner than warmup_least_steps (two windows of 5 to compare), and its
+    warm-up plus timed phase never take less than least_seconds says."""
+    policy = TimingPolicy(
+        min_time_s=0.5, max_time_s=5.0, warmup_min_time_s=0.1, warmup_min_steps=warmup_min_steps
+    )
+    clock = Clock(step_s)
+    t = measure(clock.step, clock, policy)
+    assert policy.warmup_least_steps == max(warmup_min_steps, 10)
+    assert t.warmup_steps >= policy.warmup_least_steps
+    if policy.warmup_max_steps * step_s < policy.warmup_min_time_s:  # the step cap stops it
+        assert not t.warmup_converged and t.warmup_steps == policy.warmup_max_steps
+    elif policy.warmup_least_steps * step_s > 2 * policy.warmup_min_time_s:  # steps decide
+        assert t.warmup_converged and t.warmup_steps == policy.warmup_least_steps
+    assert t.warmup_s + t.measure_wall_s >= policy.least_seconds(step_s) * (1 - 1e-9)
+    warm = min(
+        max(policy.warmup_min_time_s, policy.warmup_least_steps * step_s),
+        policy.warmup_max_steps * step_s,
+    )
+    timed = max(policy.min_time_s, policy.min_samples * max(step_s, policy.min_block_s))
+    assert policy.least_seconds(step_s) == pytest.approx(warm + timed)

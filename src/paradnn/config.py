@@ -82,6 +82,10 @@ def _finite(value: object) -> bool:
     return ok and math.isfinite(value)  # type: ignore[arg-type]
 
 
+# The warm-up judges convergence by the medians of its last two windows of this many steps.
+WARMUP_WINDOW = 5
+
+
 @dataclass(frozen=True)
 class TimingPolicy:
     min_samples: int = 10
@@ -122,6 +126,25 @@ class TimingPolicy:
         number_at_least("timing.min_block_s", self.min_block_s, 0.0, high=3600.0)
         int_at_least("timing.max_chunk", self.max_chunk, 1, count)
         number_at_least("timing.min_window_s", self.min_window_s, 0.0, high=day)
+
+    @property
+    def warmup_least_steps(self) -> int:
+        """Steps before the warm-up may call itself converged: it compares the medians of its
+        last two windows of WARMUP_WINDOW steps, so it needs both."""
+        return max(self.warmup_min_steps, 2 * WARMUP_WINDOW)
+
+    def least_seconds(self, step_s: float) -> float:
+        """The fewest seconds measure/timer.py spends warming up and timing a run whose step
+        takes `step_s`: the one rule behind the dry run's and the GPU sample's estimates. A
+        steady step converges after warmup_least_steps and warmup_min_time_s, unless a cap
+        (warmup_max_steps, warmup_max_time_s) stops the warm-up first."""
+        warm = min(
+            max(self.warmup_min_time_s, self.warmup_least_steps * step_s),
+            self.warmup_max_steps * step_s,
+            self.warmup_max_time_s,
+        )
+        timed = max(self.min_time_s, self.min_samples * max(step_s, self.min_block_s))
+        return warm + timed
 
 
 # A first look: the same rules on smaller budgets and a ±5% target (publication sweeps keep ±2%);

@@ -328,8 +328,8 @@ def dry_run(
 
     The estimate (`est_time_s`, 0 for a stored run) is the run's overhead in its worker (build,
     FLOP count, memory, quality: the median of earlier runs in `db` on this kind of device, else
-    RUN_OVERHEAD_S) plus its first step, warm-up (≥ warmup_min_time_s and warmup_min_steps) and
-    timed phase (≥ min_time_s and min_samples), with the step time from the median FLOP/s that
+    RUN_OVERHEAD_S) plus its first step and the timer's least warm-up and timed phase
+    (`TimingPolicy.least_seconds`), with the step time from the median FLOP/s that
     earlier runs of the same family and precision reached; with no such rate the step time is
     its floor, FLOPs over the device's peak (the measured matmul ceiling, else the derived or
     datasheet peak; 0 when none is known), and the row says `est_time_is_floor`. A worker's
@@ -361,8 +361,6 @@ def dry_run(
         rate = history.rates.get((spec.family, spec.precision))
         peak = None if rate else _peak_rate(history, device, spec.precision)
         step = 0.0 if flops is None else (flops / rate if rate else (flops / peak if peak else 0.0))
-        warm = max(policy.warmup_min_time_s, policy.warmup_min_steps * step)
-        timed = max(policy.min_time_s, policy.min_samples * max(step, policy.min_block_s))
         stored = _stored_status(history, spec.family, dict(cfg.__dict__), spec.options)
         found.append(
             DryRunRow(
@@ -378,7 +376,7 @@ def dry_run(
                 fits=verdict.fits,
                 fits_estimate=None if free is None or est is None else est.total <= free,
                 stored=stored,
-                est_time_s=0.0 if stored else overhead + step + warm + timed,
+                est_time_s=0.0 if stored else overhead + step + policy.least_seconds(step),
                 est_time_is_floor=rate is None and not stored,
             )
         )

@@ -128,11 +128,9 @@ def _count(items: Any) -> dict[str, int]:
 
 
 def run_seconds(step_s: float, family: str, costs: SampleCosts, timing: TimingPolicy) -> float:
-    """A run's estimated wall seconds at a predicted step time (the policy's minimums: the
-    warm-up's 10 steps and its minimum time, the timed phase's samples and minimum time)."""
-    warm = max(timing.warmup_min_time_s, max(timing.warmup_min_steps, 10) * step_s)
-    timed = max(timing.min_time_s, timing.min_samples * max(step_s, timing.min_block_s))
-    return costs.overhead_s + costs.first(family) + step_s + warm + timed
+    """A run's estimated wall seconds at a predicted step time: its overhead, first step and
+    the policy's least warm-up and timed seconds (`TimingPolicy.least_seconds`)."""
+    return costs.overhead_s + costs.first(family) + step_s + timing.least_seconds(step_s)
 
 
 def table2_sample(

@@ -18,7 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from paradnn.config import MAX_TIMING_COUNT, MAX_TIMING_S, QUICK_POLICY, TimingPolicy
+from paradnn.config import (
+    MAX_TIMING_COUNT,
+    MAX_TIMING_S,
+    QUICK_POLICY,
+    WARMUP_WINDOW,
+    TimingPolicy,
+)
 from paradnn.measure.stats import Summary, summarize
 
 __all__ = [
@@ -235,8 +241,9 @@ def _warm_up(
         say({"phase": "warm-up", "steps": n, "step_s": warm[-1]})
         if fixed and n >= policy.warmup_min_steps:
             return warm, clock.now() - w0, False
-        if n >= max(policy.warmup_min_steps, 10) and spent >= policy.warmup_min_time_s:
-            recent, before = statistics.median(warm[-5:]), statistics.median(warm[-10:-5])
+        if n >= policy.warmup_least_steps and spent >= policy.warmup_min_time_s:
+            recent = statistics.median(warm[-WARMUP_WINDOW:])
+            before = statistics.median(warm[-2 * WARMUP_WINDOW : -WARMUP_WINDOW])
             if recent > 0 and abs(recent - before) / recent <= policy.warmup_tolerance:
                 return warm, clock.now() - w0, True
         if n >= policy.warmup_max_steps or spent >= policy.warmup_max_time_s:
@@ -262,7 +269,7 @@ def measure(
     warm, warmup_s, converged_warmup = _warm_up(
         step, clock, policy, agree, fixed=k is not None, say=say
     )
-    est = max(statistics.median(warm[-5:]), 1e-9)
+    est = max(statistics.median(warm[-WARMUP_WINDOW:]), 1e-9)
 
     # P4: blocks of k steps, resolved a chunk at a time (one block at a time in lock step).
     if k is None:
