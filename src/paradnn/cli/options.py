@@ -9,6 +9,7 @@ in `--help` under one heading per group, each help generated from what it accept
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -47,7 +48,7 @@ from paradnn.config import (
     MAX_THREADS,
     MAX_TIMEOUT_S,
     MAX_WORKERS,
-    REMEASURE_BACKOFF_S,
+    RunOptions,
     SweepSettings,
     TimingPolicy,
 )
@@ -207,6 +208,14 @@ class Measure:
 _FIELD = {"energy_period": "energy_period_s", "energy_idle": "energy_idle_s"}
 
 
+def _defaults(cls: type) -> dict[str, Any]:
+    """A config dataclass's field defaults: an option's default is its field's, stated once."""
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
+_RUN = _defaults(RunOptions)
+
+
 def _measure(given: dict[str, Any]) -> Measure:
     bounds = {k: given.pop(k, None) for k in ("min_time", "max_time")}
     return Measure({_FIELD.get(k, k): v for k, v in given.items()}, **bounds)
@@ -214,15 +223,15 @@ def _measure(given: dict[str, Any]) -> Measure:
 
 MEASURE = Group(
     (
-        param("device", DeviceOpt, "auto"),
+        param("device", DeviceOpt, _RUN["device"]),
         param("threads", ThreadsOpt),
         param("min_time", MinTimeOpt),
         param("max_time", MaxTimeOpt),
-        param("profile", Annotated[bool, ProfileOpt], False),
-        param("energy", EnergyOpt, False),
-        param("energy_period", EnergyPeriodOpt, 0.05),
-        param("energy_idle", EnergyIdleOpt, 2.0),
-        param("allow_emulated", EmulatedOpt, False),
+        param("profile", Annotated[bool, ProfileOpt], _RUN["profile"]),
+        param("energy", EnergyOpt, _RUN["energy"]),
+        param("energy_period", EnergyPeriodOpt, _RUN["energy_period_s"]),
+        param("energy_idle", EnergyIdleOpt, _RUN["energy_idle_s"]),
+        param("allow_emulated", EmulatedOpt, _RUN["allow_emulated"]),
     ),
     _measure,
 )
@@ -236,6 +245,7 @@ MEASURE = Group(
 REMEASURE_RUN, REMEASURE_BENCH = 2, 1
 _SETTING = {"timeout": "timeout_s", "remeasure_backoff": "remeasure_backoff_s"}
 _SWEEP = {"rich_help_panel": SWEEP_PANEL}
+_SWEPT = _defaults(SweepSettings)
 SWEEP = Group(
     (
         param(
@@ -248,7 +258,7 @@ SWEEP = Group(
                 int,
                 **_SWEEP,
             ),
-            1,
+            _SWEPT["workers"],
         ),
         param(
             "timeout",
@@ -261,7 +271,7 @@ SWEEP = Group(
                 strict=True,
                 **_SWEEP,
             ),
-            900.0,
+            _SWEPT["timeout_s"],
         ),
         param(
             "recycle_every",
@@ -273,7 +283,7 @@ SWEEP = Group(
                 int,
                 **_SWEEP,
             ),
-            50,
+            _SWEPT["recycle_every"],
         ),
         param(
             "predict",
@@ -285,14 +295,14 @@ SWEEP = Group(
                 " /--no-predict",
                 **_SWEEP,
             ),
-            True,
+            _SWEPT["predict"],
         ),
         param(
             "retry_failed",
             flag_option(
                 "--retry-failed", "Re-run oom, timeout, crashed, predicted_oom runs.", **_SWEEP
             ),
-            False,
+            _SWEPT["retry_failed"],
         ),
         param(
             "remeasure_changed",
@@ -303,7 +313,7 @@ SWEEP = Group(
                 "which.",
                 **_SWEEP,
             ),
-            False,
+            _SWEPT["remeasure_changed"],
         ),
         param(
             "remeasure",
@@ -332,7 +342,7 @@ SWEEP = Group(
                 metavar="SECONDS",
                 **_SWEEP,
             ),
-            REMEASURE_BACKOFF_S,
+            _SWEPT["remeasure_backoff_s"],
         ),
     ),
     lambda given: SweepSettings(**{_SETTING.get(k, k): v for k, v in given.items()}),
