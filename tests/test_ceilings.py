@@ -424,3 +424,83 @@ def test_gpu_planning_and_memory_limit_with_fakes(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", broken)
     assert cal.memory_limit(torch.device("cuda", 0)) is None  # unknown: the budget still bounds
+
+
+def _op_row(achieved, **kw):
+    return {
+        "op": "matmul", "name": "matmul-2048", "shape": {"m": 2048}, "precision": "fp32",
+        "pass": "fwd", "threads": 2, "device": "cpu", "device_name": EPYC, "fingerprint": "f",
+        "status": "ok", "flops": int(achieved), "time_s": 1.0, "achieved_flops": achieved,
+        "utilization_measured": None,
+        "nulls": {"utilization_measured": "no measured ceiling", "utilization_datasheet": "x"},
+        "measured_at": "2026-11-27T00:00:00", **kw,
+    }  # fmt: skip
+
+
+def test_a_ceiling_measured_again_restates_every_stored_run_against_it(tmp_path, capsys):
+    """`paradnn calibrate --force` is the advice for a beaten ceiling: the higher ceiling it
+    stores puts the runs measured before it against the new best (the † goes), fills the
+    utilization of runs and ops stored with none, and says what it changed; a second pass
+    changes nothing."""
+    db = _synthetic_db(tmp_path)
+    with open_store(db) as store:
+        store.insert_rows("ops", [_op_row(150e9)])
+        # the runs are against 216 GFLOP/s already; the op stored with none gets it
+        (r,) = utilization.restate(store)
+        assert (r.ceiling, r.runs, r.ops, r.beaten) == (216e9, 0, 1, 1)
+        assert r.words().endswith("216 GFLOP/s; 1 still above it")
+        store.insert_rows("ceilings", [_ceiling_row(310e9, "lstm", "T=10 B=512 H=256")])
+        (r,) = utilization.restate(store)
+        assert (r.device_name, r.precision, r.ceiling) == (EPYC, "fp32", 310e9)
+        assert (r.runs, r.ops, r.beaten) == (3, 1, 0)
+        assert r.words() == (
+            "utilization of 3 stored runs and 1 op row on AMD EPYC fp32 restated against the "
+            "best measured ceiling, 310 GFLOP/s"
+        )
+        assert utilization.restate(store) == []
+        stored = {r["family"] + str(r["config"]["batch"]): r for r in store.runs()}
+        (op,) = store.rows("ops")
+    assert stored["rnn256"]["utilization_measured"] == pytest.approx(299.4 / 310)
+    assert stored["rnn256"]["ceiling_beaten"] is False
+    assert stored["fc64"]["utilization_measured"] == pytest.approx(108 / 310)
+    assert op["utilization_measured"] == pytest.approx(150 / 310)
+    assert op["nulls"] == {"utilization_datasheet": "x"}  # the stale reason went, not the other
+    assert len(api.beaten_ceilings(db)) == 0
+    code, out, err = run_cli(capsys, "results", "--db", db)
+    assert code == 0, err
+    assert "†" not in out
+
+
+def test_calibrate_restates_the_stored_runs_and_says_so(tmp_path, monkeypatch):
+    """The library's calibrate restates after measuring (a lower ceiling than a run's rate
+    sets the flag, too), and its progress hears one line per device and precision."""
+    db = _synthetic_db(tmp_path)
+    with open_store(db) as store:  # a run stored before any ceiling of bf16: no utilization
+        bf16 = _run(store, "fc", {**FC, "batch": 32}, 80e9)
+        store.conn.execute("UPDATE runs SET precision = 'bf16' WHERE id = ?", (4,))
+        store.conn.commit()
+    assert bf16.utilization_measured is not None  # measured against fp32's when stored
+
+    def fake(store, *a, **kw):
+        rows = [_ceiling_row(100e9) | {"precision": "bf16"}, _ceiling_row(200e9)]
+        store.insert_rows("ceilings", rows)
+        return rows
+
+    monkeypatch.setattr(kernels, "calibrate", fake)
+    heard: list[str] = []
+    api.calibrate("cpu", db=db, progress=heard.append)
+    assert heard == [
+        "utilization of 1 stored run on AMD EPYC bf16 restated against the best measured "
+        "ceiling, 100 GFLOP/s",
+    ]  # fp32's best is still 216 GFLOP/s: nothing changed there
+    with open_store(db) as store:
+        (row,) = [r for r in store.runs() if r["precision"] == "bf16"]
+    assert row["utilization_measured"] == pytest.approx(0.8) and row["ceiling_beaten"] is False
+    # a ceiling measured lower than a stored run's rate is beaten by it: the flag is set
+    with open_store(db) as store:
+        store.conn.execute("DELETE FROM ceilings WHERE precision = 'bf16'")
+        store.conn.commit()
+        store.insert_rows("ceilings", [_ceiling_row(50e9) | {"precision": "bf16"}])
+        (r,) = utilization.restate(store)
+        assert (r.runs, r.beaten) == (1, 1) and r.words().endswith("; 1 still above it")
+        assert [x["ceiling_beaten"] for x in store.runs() if x["precision"] == "bf16"] == [True]

@@ -11,7 +11,9 @@ shape calibrate did not time, or a calibration on a loaded machine), not a utili
 flagged (`ceiling_beaten`); every reader (`results`, the report's key results and tables) marks
 it with `BEATEN_MARK`, explains it with `BEATEN_LEGEND`, keeps it out of headlines and suggests
 measuring the ceiling again (`RECALIBRATE`). `beaten_ceilings` lists, per device and precision,
-the ok runs faster than the best ceiling stored now.
+the ok runs faster than the best ceiling stored now; after a calibration `restate` puts every
+stored run and op of the device against the best ceiling stored now, so a re-measured ceiling
+clears (or sets) the flags of the runs measured before it.
 """
 
 from __future__ import annotations
@@ -207,4 +209,77 @@ def beaten_ceilings(store: Store, device_name: str | None = None) -> list[Beaten
                 str(family),
             )
         )
+    return out
+
+
+@dataclass(frozen=True)
+class Restated:
+    """What `restate` changed for one device and precision."""
+
+    device_name: str
+    precision: str
+    ceiling: float  # FLOP/s, the best ok compute ceiling stored now
+    runs: int  # stored runs whose measured utilization changed
+    ops: int  # op rows whose measured utilization changed
+    beaten: int  # ok runs above the ceiling now
+
+    def words(self) -> str:
+        what = f"{self.runs} stored run{'s' if self.runs != 1 else ''}" + (
+            f" and {self.ops} op row{'s' if self.ops != 1 else ''}" if self.ops else ""
+        )
+        left = f"; {self.beaten} still above it" if self.beaten else ""
+        return (
+            f"utilization of {what} on {self.device_name} {self.precision} restated against "
+            f"the best measured ceiling, {self.ceiling / 1e9:.4g} GFLOP/s{left}"
+        )
+
+
+def restate(store: Store) -> list[Restated]:
+    """Every stored run and op row with an achieved rate, against the best ok compute ceiling
+    of its device and precision stored now (what `part` gives a run measured now): a ceiling
+    measured again higher clears the † of the runs that beat the old one. One transaction;
+    per device and precision (sorted), what changed (none: nothing was out of date)."""
+    best = store.conn.execute(
+        "SELECT device_name, precision, MAX(value) FROM ceilings WHERE kind = 'matmul' "
+        "AND status = ? AND value > 0 GROUP BY device_name, precision "
+        "ORDER BY device_name, precision",
+        (Status.OK,),
+    ).fetchall()
+    # the reason a utilization was null goes with it (nulls that are not JSON are left as they
+    # are: readers already treat them as absent)
+    drop = (
+        "nulls = CASE WHEN json_valid(nulls) THEN json_remove(nulls, '$.utilization_measured') "
+        "ELSE nulls END"
+    )
+    stale = (
+        "device_name = ? AND precision = ? AND achieved_flops IS NOT NULL "
+        "AND (utilization_measured IS NULL OR utilization_measured != achieved_flops / ?)"
+    )
+    statements = []
+    for name, precision, ceiling in best:
+        key = (name, precision, ceiling)
+        statements += [
+            (
+                "UPDATE runs SET utilization_measured = achieved_flops / ?, "
+                f"ceiling_beaten = (achieved_flops > ?), {drop} WHERE {stale}",
+                (ceiling, ceiling, *key),
+            ),
+            (
+                f"UPDATE ops SET utilization_measured = achieved_flops / ?, {drop} WHERE {stale}",
+                (ceiling, *key),
+            ),
+        ]
+    if not statements:
+        return []
+    changed = store.update(statements, "the runs' utilization against the new ceilings")
+    out = []
+    for i, (name, precision, ceiling) in enumerate(best):
+        runs, ops = changed[2 * i], changed[2 * i + 1]
+        if runs or ops:
+            beaten_now = store.conn.execute(
+                "SELECT COUNT(*) FROM runs WHERE status = ? AND device_name = ? "
+                "AND precision = ? AND achieved_flops > ?",
+                (Status.OK, name, precision, ceiling),
+            ).fetchone()[0]
+            out.append(Restated(name, precision, float(ceiling), runs, ops, int(beaten_now)))
     return out

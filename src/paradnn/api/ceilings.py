@@ -41,7 +41,11 @@ def calibrate(
     and its memory bandwidth, and store them; later runs on the device report utilization
     against them. Units already measured in this environment are skipped (`force` measures
     them again). With `if_missing`, a database that already holds ceilings of this
-    environment (same fingerprint) over these paths is left as it is and those rows returned."""
+    environment (same fingerprint) over these paths is left as it is and those rows returned.
+    Afterwards every stored run of the device is put against the best ceiling stored now
+    (`utilization.restate`: a ceiling measured higher clears the † of runs that beat the old
+    one); `progress` hears what changed."""
+    from paradnn import utilization
     from paradnn.measure.mathpaths import check_paths
     from paradnn.runner import kernels
 
@@ -66,6 +70,10 @@ def calibrate(
             on_event=_reporter(progress),
             paths=paths,
         )
+        if store.exists():  # stored runs against the best ceiling now (utilization.restate)
+            for r in utilization.restate(store):
+                if progress is not None:
+                    progress(r.words())
     return rows("ceilings", measured)
 
 

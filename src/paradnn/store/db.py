@@ -412,6 +412,21 @@ class Store:
         sql = "SELECT run_key, MAX(attempt) FROM runs GROUP BY run_key"
         return {k: int(a) for k, a in self.conn.execute(sql).fetchall()}
 
+    def update(self, statements: Sequence[tuple[str, Sequence[Any]]], what: str) -> list[int]:
+        """Run `statements` (SQL, parameters) in one IMMEDIATE transaction: all of them or
+        none. The number of rows each changed."""
+        changed = []
+        with self.writing(what):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    changed.append(self.conn.execute(sql, tuple(params)).rowcount)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        return changed
+
     # -- baselines (docs/baselines.md) ----------------------------------------------------
     def save_baseline(
         self, name: str, run_ids: Sequence[int], saved_at: str, replace: bool = False
