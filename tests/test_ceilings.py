@@ -504,3 +504,19 @@ def test_calibrate_restates_the_stored_runs_and_says_so(tmp_path, monkeypatch):
         (r,) = utilization.restate(store)
         assert (r.runs, r.beaten) == (1, 1) and r.words().endswith("; 1 still above it")
         assert [x["ceiling_beaten"] for x in store.runs() if x["precision"] == "bf16"] == [True]
+
+
+def test_restate_reads_only_numeric_ceilings(tmp_path):
+    """A ceilings row whose value is text (a damaged or hand-edited database) is no ceiling:
+    restating and listing beaten ceilings skip it instead of failing."""
+    db = _synthetic_db(tmp_path)
+    with open_store(db) as store:
+        store.conn.execute(
+            "INSERT INTO ceilings (device, device_name, fingerprint, kind, precision, value, "
+            "unit, status, measured_at) VALUES ('cpu', ?, 'f', 'matmul', 'fp32', 'fast', "
+            "'FLOP/s', 'ok', 'x')",
+            (EPYC,),
+        )
+        store.conn.commit()
+        assert utilization.restate(store) == []
+        assert [b.ceiling for b in utilization.beaten_ceilings(store)] == [216e9]

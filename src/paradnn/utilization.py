@@ -174,7 +174,7 @@ def beaten_ceilings(store: Store, device_name: str | None = None) -> list[Beaten
     best: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
     for name, precision, value, detail in store.conn.execute(
         "SELECT device_name, precision, value, detail FROM ceilings WHERE kind = 'matmul' "
-        "AND status = ? AND value IS NOT NULL",
+        "AND status = ? AND typeof(value) IN ('integer', 'real')",
         (Status.OK,),
     ):
         if device_name is not None and name != device_name:
@@ -241,7 +241,8 @@ def restate(store: Store) -> list[Restated]:
     per device and precision (sorted), what changed (none: nothing was out of date)."""
     best = store.conn.execute(
         "SELECT device_name, precision, MAX(value) FROM ceilings WHERE kind = 'matmul' "
-        "AND status = ? AND value > 0 GROUP BY device_name, precision "
+        "AND status = ? AND typeof(value) IN ('integer', 'real') AND value > 0 "
+        "GROUP BY device_name, precision "
         "ORDER BY device_name, precision",
         (Status.OK,),
     ).fetchall()
