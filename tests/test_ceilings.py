@@ -520,3 +520,4 @@ def test_restate_reads_only_numeric_ceilings(tmp_path):
         store.conn.commit()
         assert utilization.restate(store) == []
         assert [b.ceiling for b in utilization.beaten_ceilings(store)] == [216e9]
+        assert utilization.measured_ceiling(store, EPYC, "fp32") == 216e9  # what a run gets

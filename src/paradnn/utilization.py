@@ -75,8 +75,7 @@ def measured_ceiling(store: Store, device_name: str | None, precision: str) -> f
     """The best calibrated matmul throughput for this device and precision, if any."""
     rows = store.conn.execute(
         "SELECT MAX(value) FROM ceilings WHERE kind = 'matmul' AND status = ? "
-        "AND device_name = ? "
-        "AND precision = ?",
+        "AND device_name = ? AND precision = ? AND typeof(value) IN ('integer', 'real')",
         (Status.OK, device_name, precision),
     ).fetchone()
     return rows[0] if rows and rows[0] else None
