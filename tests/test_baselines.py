@@ -219,3 +219,24 @@ def test_history_of_one_configuration_across_time_and_baselines(two, capsys, tmp
     assert code == 0 and "3 attempts" in out and "2.14.0" in out and "main" in out
     code, out, _ = run_cli(capsys, "history", "fc", "nodes=16", "--db", a, "--format", "json")
     assert code == 0 and json.loads(out) == []  # the defaults are another configuration
+
+
+def test_history_fits_a_narrow_terminal(two, monkeypatch):
+    """`history` at 80 columns: the start, the step time and its interval whole on one line, the host,
+    versions and baselines left out first and named under the table."""
+    from rich.console import Console
+
+    from paradnn.cli import baselines as cli_baselines
+
+    a, _ = two
+    found = list(api.history("fc", CFGS[1], db=a))
+    narrow = Console(width=80, record=True)
+    monkeypatch.setattr(cli_baselines, "out", narrow)
+    narrow.print(cli_baselines.history_table(found, "fc"))
+    text = narrow.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    from paradnn.cli import tables
+
+    for r in found:
+        assert tables._ms(r) in text and str(r["started_at"])[:16].replace("T", " ") in text
+    assert "not shown at 80 columns:" in text and "baselines" in text.split("not shown")[1]

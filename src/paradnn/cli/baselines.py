@@ -121,29 +121,39 @@ def history(
     if fmt is not Format.table:
         _rows(list(found), fmt)
         return
-    rows = list(found)
-    t = Table(
-        title=f"{family or model} {' '.join(assignments or [])}: {len(rows)} attempts",
-        header_style="bold",
-    )
-    cols = ("started", "prec", "torch", "paradnn", "host", "attempt", "status", "quality")
-    for col in (*cols, "step ms (±95% CI)", "examples/s", "baselines"):
-        t.add_column(col, justify="right" if col in ("attempt", "examples/s") else "left")
-    for r in rows:
-        chosen = "" if r["chosen"] else " (not chosen)"
-        t.add_row(
-            str(r["started_at"])[:19],
-            str(r["precision"]),
-            str(r["torch_version"] or "—"),
-            str(r["paradnn_version"] or "—"),
-            escape(str(r["hostname"] or "—")),
-            f"{r['attempt']}{chosen}",
-            str(r["status"]),
-            str(r["quality"] or "—"),
-            tables._ms(r),
-            tables.si(r["examples_per_s"]) if r["examples_per_s"] is not None else "—",
-            escape(r["baselines"] or ""),
-        )
-    out.print(t)
-    if not rows:
+    out.print(history_table(list(found), f"{family or model} {' '.join(assignments or [])}"))
+    if not found:
         out.print("No stored attempt of this configuration (check the fields and --db).")
+
+
+def history_table(rows: list[dict[str, Any]], what: str) -> Any:
+    """`history`'s table, fitted to the terminal (cli/fit.py): the step time, status and when
+    always; the host, versions and baselines go first as it narrows (named under the table)."""
+    from paradnn.cli.fit import Column, table
+
+    def col(header: str, cells: list[str], **kw: Any) -> Column:
+        return Column(header, tuple(cells), **kw)
+
+    def attempt(r: dict[str, Any]) -> str:
+        return f"{r['attempt']}" + ("" if r["chosen"] else " (not chosen)")
+
+    columns = [
+        col("started", [str(r["started_at"])[:16].replace("T", " ") for r in rows], number=True),
+        col("prec", [str(r["precision"]) for r in rows]),
+        col("torch", [str(r["torch_version"] or "—") for r in rows], drop=3),
+        col("paradnn", [str(r["paradnn_version"] or "—") for r in rows], drop=1),
+        col("host", [escape(str(r["hostname"] or "—")) for r in rows], drop=2),
+        col("attempt", [attempt(r) for r in rows], justify="right"),
+        col("status", [str(r["status"]) for r in rows]),
+        col("quality", [str(r["quality"] or "—") for r in rows], drop=4),
+        col("step ms (±95% CI)", [tables._ms(r) for r in rows], justify="right", number=True),
+        col(
+            "examples/s",
+            [tables.si(r["examples_per_s"]) if r["examples_per_s"] is not None else "—"
+             for r in rows],
+            justify="right",
+            number=True,
+        ),
+        col("baselines", [escape(r["baselines"] or "") for r in rows], drop=5),
+    ]  # fmt: skip
+    return table(columns, out.width, title=f"{what}: {len(rows)} attempts")
