@@ -300,12 +300,14 @@ def _run_on_cluster(
 
 
 # What a run costs besides its steps (docs/runner.md#dry-run), used until `db` holds runs on
-# this device to measure them from. Measured on the 2-core AMD EPYC VM (torch 2.13.0+cpu) at a
-# load average of ~7 (other jobs): a worker's start (spawn, import torch, probe the
-# environment) took 3.7–7.0 s; a tiny FC run's time in the worker outside its timed phases
-# (build, FLOP count on meta, memory, quality) 1.2 s, 4.7 s as a worker's first run.
-WORKER_START_S = 4.0
-RUN_OVERHEAD_S = 2.0
+# this device to measure them from. Measured on the 2-core AMD EPYC VM (torch 2.13.0+cpu) after
+# issue 43's lighter harness, 2026-11-27, quiet (load 0.2-2): a run's seconds in its worker
+# outside its first step, warm-up and timed steps, median 0.034 s over the 74 runs of `make
+# demo` (FC, CNN, RNN) and 0.026 s over 12 tiny FC runs (benchmarks/results/harness_wall.json);
+# a `bench` spent 2.9 s outside its measured phases (a process, a worker, torch and the
+# optimizer's compiler imports). Before that harness: 1.2 s and 3.7-7.0 s at a load of ~7.
+WORKER_START_S = 3.0
+RUN_OVERHEAD_S = 0.05
 
 
 def dry_run(
