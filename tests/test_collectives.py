@@ -179,6 +179,8 @@ def test_agree_gathers_every_ranks_values_over_a_real_process_group(tmp_path):
         agree = C.Agree(torch.device("cpu"))
         assert agree.world == 1
         assert agree.gather([1.0, 2.5]) == [[1.0, 2.5]]
+        # in float64: a time of 0.1 s or 2^24 + 1 ns comes back whole (float32 would round)
+        assert agree.gather([0.1, 16777217.0]) == [[0.1, 16777217.0]]
         assert agree.max(0.25) == 0.25
     finally:
         dist.destroy_process_group()
