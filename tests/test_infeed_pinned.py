@@ -154,6 +154,39 @@ def test_a_picture_is_a_coarse_grid_of_quarter_size_upscaled_with_grain():
         assert (tall.max(axis=1) - tall.min(axis=1)).max() <= 16
 
 
+class Rng:
+    """A generator that says what was drawn and gives constant arrays: `fill[k]` for draw k."""
+
+    def __init__(self, *fill):
+        self.fill, self.calls = fill, []
+
+    def integers(self, low, high, size, dtype):
+        self.calls.append((low, high, size, np.dtype(dtype)))
+        return np.full(size, self.fill[len(self.calls) - 1], dtype=dtype)
+
+
+def test_a_picture_draws_a_quarter_size_byte_grid_and_grain_of_eight_either_way():
+    rng = Rng(100, 5)
+    img = infeed._image(rng, 3, 8, 12)
+    assert rng.calls == [
+        (0, 256, (2, 3, 3), np.dtype(np.uint8)),
+        (-8, 9, (8, 12, 3), np.dtype(np.int16)),
+    ]
+    assert (img.mode, img.size) == ("RGB", (12, 8))
+    assert np.asarray(img).tolist() == np.full((8, 12, 3), 105).tolist()
+    rng = Rng(7, -8)
+    img = infeed._image(rng, 1, 3, 5)  # smaller than the grid's cell: one cell
+    assert rng.calls == [
+        (0, 256, (1, 1, 1), np.dtype(np.uint8)),
+        (-8, 9, (3, 5), np.dtype(np.int16)),
+    ]
+    assert img.mode == "L" and np.asarray(img).tolist() == np.zeros((3, 5)).tolist()
+    bright = infeed._image(Rng(255, 8), 1, 4, 4)  # clipped at white, never wrapped to black
+    assert np.asarray(bright).tolist() == np.full((4, 4), 255).tolist()
+    dark = infeed._image(Rng(0, -1), 3, 4, 4)
+    assert np.asarray(dark).tolist() == np.zeros((4, 4, 3)).tolist()
+
+
 def test_the_dataset_s_meta_states_each_leaf_s_file(tmp_path):
     tensors = [
         torch.rand(4, 3, 8, 8),
