@@ -80,7 +80,7 @@ def test_the_probe_clips_its_fractions_and_rounds_them_to_four_places():
 
 @pytest.mark.parametrize("window, known", [(0.0625, True), (0.05, True), (0.046875, False)])
 def test_a_window_below_proc_stats_resolution_says_so(window, known):
-    m = Machine([(0.0, 0.0), (0.0, 0.0)], own=[0.0, 0.0], clock=[1.0, 1.0 + window])
+    m = Machine([(0.0, 0.0), (0.0, 0.0)], own=[0.0, 0.0], clock=[0.0, window])
     p = m.probe()
     p.begin()
     p.end()
