@@ -506,3 +506,13 @@ def test_the_quality_part_carries_the_verdict_the_load_and_its_nulls():
     assert mine.load == {"reason": "no /proc", "target_ci_rel": 0.0625}
     assert mine.others_cpu_frac is None and mine.nulls == {"others_cpu_frac": "no /proc"}
     assert Q.quality_part(TIMING, {}, 0.0625).nulls == {"others_cpu_frac": "unknown"}
+
+
+def test_the_probe_s_readers_of_this_machine(monkeypatch):
+    import posix
+
+    monkeypatch.setattr(Q.os, "getloadavg", lambda: (1.23456, 7.0, 9.0))
+    monkeypatch.setattr(Q.os, "times", lambda: posix.times_result((1.5, 0.25, 8.0, 9.0, 99.0)))
+    monkeypatch.setattr(host, "usable_cpus", lambda: [2, 5])
+    assert Q._loadavg() == 1.23 and Q._own_cpu_s() == 1.75 and Q._usable_cpus() == [2, 5]
+    assert Q.LoadProbe().cpus == [2, 5]
