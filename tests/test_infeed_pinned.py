@@ -580,3 +580,25 @@ def test_a_pipeline_with_a_worker_passes_its_loader_settings(monkeypatch):
         assert feed.loader.persistent_workers is False and feed.queued() == 2
     finally:
         feed.close()
+
+
+def test_an_entry_another_run_finished_first_is_taken_and_ours_removed(tmp_path, monkeypatch):
+    import shutil
+
+    tensors = [torch.rand(4, 1, 4, 4), torch.arange(4)]
+    specs = infeed.plan(tensors, 4)
+    theirs, meta, _ = infeed.write_dataset(tensors, specs, 4, 0, tmp_path / "a")
+    (theirs / "marker").write_text("theirs")
+    root = tmp_path / "b"
+    real = infeed._image
+
+    def race(rng, c, h, w):  # the other run renames its entry into place while we write
+        if not (root / theirs.name).exists():
+            shutil.copytree(theirs, root / theirs.name)
+        return real(rng, c, h, w)
+
+    monkeypatch.setattr(infeed, "_image", race)
+    path, got, hit = infeed.write_dataset(tensors, specs, 4, 0, root)
+    assert (path, got, hit) == (root / theirs.name, meta, False)
+    assert sorted(p.name for p in root.iterdir()) == [theirs.name]  # ours is gone
+    assert (path / "marker").read_text() == "theirs"
