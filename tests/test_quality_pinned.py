@@ -516,3 +516,14 @@ def test_the_probe_s_readers_of_this_machine(monkeypatch):
     monkeypatch.setattr(host, "usable_cpus", lambda: [2, 5])
     assert Q._loadavg() == 1.23 and Q._own_cpu_s() == 1.75 and Q._usable_cpus() == [2, 5]
     assert Q.LoadProbe().cpus == [2, 5]
+
+
+def test_the_causes_are_counted_most_first_then_by_name():
+    rows = [
+        rec(1, "noisy", reasons=["CI reaches ±9%", "other processes used 50%"]),
+        rec(2, "noisy", reasons=["other processes used 20%", "other processes used 30%"]),
+        rec(3, "noisy", reasons=["the hypervisor stole 9%"]),
+    ]
+    out = Q.noisy_summary(rows)
+    assert "why: other processes on its CPUs (2), CI wider than its target (1), CPU time " in out
+    assert "stolen (1)." in out
