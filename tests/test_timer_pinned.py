@@ -60,3 +60,50 @@ def test_a_clock_without_a_stock_is_timed_as_before():
     clock = FakeClock(lambda i: 0.010)
     t = measure(clock.step, clock, POLICY)
     assert t.converged and clock.marks > 0
+
+
+def _timing(ci_low, ci_high):
+    from paradnn.measure.stats import Summary
+    from paradnn.measure.timer import Timing
+
+    s = Summary(5, 2.0, 2.25, 1.5, 3.5, 1.75, 2.5, ci_low, ci_high)
+    return Timing(
+        first_step_s=9.0,
+        warmup_steps=12,
+        warmup_s=0.75,
+        warmup_converged=True,
+        steps_per_sample=4,
+        samples=[1.5, 1.75, 2.0, 2.5, 3.5],
+        summary=s,
+        converged=False,
+        stop_reason="max_time",
+        measure_wall_s=50.0,
+        host_step_s=2.5,
+        steps=20,
+    )
+
+
+def test_a_timing_s_record_figures_cross_as_plain_values():
+    t = _timing(1.5, 3.0)
+    d = t.as_dict()
+    assert d == {
+        "median": 2.0,
+        "mean": 2.25,
+        "min": 1.5,
+        "q1": 1.75,
+        "q3": 2.5,
+        "ci_low": 1.5,
+        "ci_high": 3.0,
+        "ci_rel": t.summary.ci_rel,
+        "n": 5,
+        "steps_per_sample": 4,
+        "converged": False,
+        "stop_reason": "max_time",
+        "first_step_s": 9.0,
+        "warmup_steps": 12,
+        "warmup_s": 0.75,
+        "host_step_s": 2.5,
+        "samples": [1.5, 1.75, 2.0, 2.5, 3.5],
+    }
+    assert d["ci_rel"] == 0.5 and d["samples"] is not t.samples
+    assert _timing(None, None).as_dict()["ci_rel"] is None  # no CI: no figure, never ∞
