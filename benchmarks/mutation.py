@@ -376,6 +376,30 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "only modes _image makes): the same filter",
         "img.resize((w, h), )",
     ),
+    **{
+        f"paradnn.measure.infeed.x__image__mutmut_{n}": (
+            "Image.fromarray without a mode infers it from the array: 'RGB' for the (h, w, 3) "
+            "uint8 grid and picture, 'L' for the 2-D uint8 ones (the only arrays _image makes; "
+            "checked: the same mode and bytes)",
+            line,
+        )
+        for n, line in (
+            (37, "coarse[..., 0], None)"),
+            (39, "coarse[..., 0], )"),
+            (67, ".astype(np.uint8), None)"),
+            (69, ".astype(np.uint8), )"),
+        )
+    },
+    "paradnn.measure.infeed.x__image__mutmut_51": (
+        "Image.resize's resample=None is its default, BICUBIC for RGB and L pictures (Pillow "
+        "≥ 7; the only modes _image makes): the same filter",
+        "img.resize((w, h), None)",
+    ),
+    "paradnn.measure.infeed.xǁPipelineFeedǁ__init____mutmut_15": (
+        "plan() makes one Leaf per tensor, so buffers and specs always have the same length: "
+        "strict has nothing to refuse",
+        "self.specs, strict=None)",
+    ),
     "paradnn.attempts.x_chosen_ids__mutmut_11": (
         "both zipped sequences are columns of the same frame `out`, so they always have the "
         "same length: strict has nothing to refuse",

@@ -179,7 +179,10 @@ def test_agree_gathers_every_ranks_values_over_a_real_process_group(tmp_path):
         agree = C.Agree(torch.device("cpu"))
         assert agree.world == 1
         assert agree.gather([1.0, 2.5]) == [[1.0, 2.5]]
+        # in float64: a time of 0.1 s or 2^24 + 1 ns comes back whole (float32 would round)
+        assert agree.gather([0.1, 16777217.0]) == [[0.1, 16777217.0]]
         assert agree.max(0.25) == 0.25
+        agree.barrier()  # a CPU group: no device to synchronise, the group's barrier alone
     finally:
         dist.destroy_process_group()
 
@@ -217,3 +220,29 @@ def test_the_time_cap_is_min_samples_blocks_at_the_warm_up_pace(clock):
                    _policy(max_time_s=0.0, target_ci_rel=0.001, max_samples=50))  # fmt: skip
     assert (r.warmup_steps, r.steps_per_sample) == (10, 2)
     assert r.stop_reason == "max_time" and len(r.samples) == 6
+
+
+def test_a_cuda_agreement_synchronises_its_device_before_the_barrier(monkeypatch):
+    events = []
+    monkeypatch.setattr(C.torch.cuda, "synchronize", lambda d: events.append(("sync", str(d))))
+    monkeypatch.setattr(C, "dist", types.SimpleNamespace(barrier=lambda: events.append("barrier")))
+    agree = C.Agree.__new__(C.Agree)
+    agree.device, agree.world = torch.device("cuda:1"), 2
+    agree.barrier()
+    assert events == [("sync", "cuda:1"), "barrier"]
+    events.clear()
+    agree.device = torch.device("cpu")
+    agree.barrier()
+    assert events == ["barrier"]
+
+
+def test_a_rank_clock_marks_after_its_device_finished(clock):
+    syncs = []
+    agree = types.SimpleNamespace(sync=lambda: syncs.append(clock()))
+    rc = C.RankClock(agree)
+    assert rc.agree is agree and rc.now() == 100.0 and syncs == []
+    clock.tick(0.5)
+    assert rc.mark() == 100.5 and syncs == [100.5]
+    rc.sync()
+    assert syncs == [100.5, 100.5]
+    assert rc.elapsed([(1.0, 1.5), (2.0, 4.0)]) == [0.5, 2.0]

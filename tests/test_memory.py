@@ -400,3 +400,40 @@ def test_one_run_is_predicted_from_its_description_whole():
         RunSpec("fc", values, RunOptions(precision="bf16", optimizer="adam")), None
     )
     assert (sim_pure.needed_bytes, sim_mixed.needed_bytes) == (est.total, mixed.total)
+
+
+def test_the_estimate_reads_every_option_of_the_description_and_the_device():
+    """estimate(spec) passes the precision, optimizer, policy, implementation and device type
+    through, each changing the figure it changes; a model of your own has no estimate, and
+    check_run says so (None, never a guess) with what is free."""
+    from paradnn.config import RunOptions, RunSpec
+
+    values = {"layers": 2, "nodes": 256, "batch": 32}
+    cfg = families.get("fc").config(values)
+    for kw in (
+        {"precision": "bf16", "optimizer": "rmsprop", "optimizer_impl": "foreach"},
+        {"precision": "bf16", "optimizer": "rmsprop", "optimizer_impl": "loop"},
+        {"precision": "fp16", "optimizer": "adam", "precision_policy": "pure"},
+    ):
+        o = RunOptions(**kw)
+        for device in ("cpu", "cuda"):
+            assert memory.estimate(RunSpec("fc", values, o), device) == memory.predict(
+                "fc", cfg, o.precision, o.optimizer, device_type=device,
+                policy=o.precision_policy, implementation=o.optimizer_impl,
+            )  # fmt: skip
+    loop = RunOptions(optimizer="rmsprop", optimizer_impl="loop")
+    each = RunOptions(optimizer="rmsprop", optimizer_impl="foreach")
+    assert (
+        memory.estimate(RunSpec("fc", values, loop), "cuda").total
+        < memory.estimate(RunSpec("fc", values, each), "cuda").total
+    )
+    lstm = {"layers": 1, "embed": 64, "length": 8, "vocab": 100, "batch": 4, "cell": "lstm"}
+    opts = RunOptions(precision="fp32")
+    assert memory.estimate(RunSpec("rnn", lstm, opts), "cpu") != memory.estimate(
+        RunSpec("rnn", lstm, opts), "cuda"
+    )
+    own = RunSpec("user", {"model": "a.b:c"}, RunOptions())
+    assert memory.estimate(own, "cpu") is None
+    check = memory.check_run(own, "cpu", 2**30, "host memory")
+    assert check == memory.MemoryCheck(None, 2**30, "host memory", 1)
+    assert check.fits is None and check.predicted_bytes is None
