@@ -410,3 +410,408 @@ def test_a_store_opened_with_a_connection_reads_bad_text(store):
     raw = sqlite3.connect(":memory:")
     assert db.Store(raw, "x").conn.text_factory is db._text
     assert db.Store(None, "y").skipped == [] and db.Store(None, "y").path == "y"
+
+
+# -- a failed write in the user's words: write_failure, _page_limit, _free, _sqlite_error -----
+def _err(message: str, code: int | None) -> sqlite3.OperationalError:
+    e = sqlite3.OperationalError(message)
+    if code is not None:
+        e.sqlite_errorcode = code
+    return e
+
+
+class _Usage:
+    free = 1234567
+
+
+@pytest.fixture
+def disk(monkeypatch):
+    """The free space of every folder: 1,234,567 bytes; the folders asked about."""
+    asked = []
+
+    def usage(folder):
+        asked.append(folder)
+        return _Usage()
+
+    monkeypatch.setattr(db.shutil, "disk_usage", usage)
+    return asked
+
+
+def test_free_space_in_a_folder(disk, tmp_path, monkeypatch):
+    assert db._free(tmp_path) == f"1,234,567 bytes free in {tmp_path}"
+    assert disk == [tmp_path]
+
+    def gone(folder):
+        raise FileNotFoundError(folder)
+
+    monkeypatch.setattr(db.shutil, "disk_usage", gone)
+    assert db._free(tmp_path) == f"free space in {tmp_path} unknown"
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (13, "r.db: the disk is full (1,234,567 bytes free in {d})"),
+        (13 | 1 << 8, "r.db: the disk is full (1,234,567 bytes free in {d})"),
+        (8, "r.db: the database or its folder {d} became read-only (boom)"),
+        (8 | 3 << 8, "r.db: the database or its folder {d} became read-only (boom)"),
+        (
+            10,
+            "r.db: the file system refused a write (boom): over its quota, out of space or "
+            "failing (1,234,567 bytes free in {d})",
+        ),
+        (
+            778,
+            "r.db: the file system refused a write (boom): over its quota, out of space or "
+            "failing (1,234,567 bytes free in {d})",
+        ),
+        (
+            14,
+            "r.db: the file system refused a write (boom): over its quota, out of space or "
+            "failing (1,234,567 bytes free in {d})",
+        ),
+    ],
+)
+def test_each_write_failure_is_named_with_the_file_and_its_folder(
+    disk, tmp_path, monkeypatch, code, words
+):
+    monkeypatch.chdir(tmp_path)  # a relative path: its folder is named in full
+    assert db.write_failure("r.db", _err("boom", code)) == words.format(d=tmp_path)
+
+
+@pytest.mark.parametrize("code", [None, 0, 1, 5, 6, 7, 9, 11, 12, 15, 19, 256 | 5])
+def test_other_errors_are_no_write_failure(disk, code):
+    assert db.write_failure("r.db", _err("boom", code)) is None
+    assert disk == []
+
+
+def test_a_full_database_names_its_page_limit(disk, tmp_path):
+    conn = sqlite3.connect(":memory:")
+    default = conn.execute("PRAGMA max_page_count").fetchone()[0]
+    assert db.write_failure("r.db", _err("full", 13), conn).startswith("r.db: the disk is full (")
+    assert db._page_limit(conn) is None  # SQLite's own limit: the disk is the likelier cause
+    conn.execute(f"PRAGMA max_page_count = {default - 1}")
+    assert db._page_limit(conn) == default - 1
+    conn.execute("PRAGMA max_page_count = 50")
+    assert db.write_failure("r.db", _err("full", 13), conn) == (
+        "r.db: the database reached its size limit (PRAGMA max_page_count = 50)"
+    )
+    assert db.write_failure("r.db", _err("ro", 8), conn).endswith("became read-only (ro)")
+    conn.close()
+    assert db._page_limit(conn) is None  # a closed connection tells nothing
+    assert db._page_limit(None) is None
+    assert db.write_failure("r.db", _err("full", 13), conn).startswith("r.db: the disk is full (")
+
+
+def test_page_limit_compares_with_a_fresh_connections(monkeypatch):
+    conn = sqlite3.connect(":memory:")
+    conn.execute("PRAGMA max_page_count = 50")
+    fresh = []
+    real = sqlite3.connect
+
+    def connect(*args, **kw):
+        fresh.append(args)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(db.sqlite3, "connect", connect)
+    assert db._page_limit(conn) == 50
+    assert fresh == [(":memory:",)]  # a fresh in-memory database, opened and closed
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (14, "r.db: cannot open as a SQLite database: boom"),
+        (14 | 2 << 8, "r.db: cannot open as a SQLite database: boom"),
+        (26, "r.db: cannot open as a SQLite database: boom"),
+        (None, "r.db: cannot open as a SQLite database: boom"),
+        (13, "r.db: the disk is full (1,234,567 bytes free in {d}); nothing was changed"),
+        (8, "r.db: the database or its folder {d} became read-only (boom); nothing was changed"),
+        (
+            778,
+            "r.db: the file system refused a write (boom): over its quota, out of space or "
+            "failing (1,234,567 bytes free in {d}); nothing was changed",
+        ),
+    ],
+)
+def test_an_error_opening_a_database_in_the_users_words(disk, tmp_path, monkeypatch, code, words):
+    monkeypatch.chdir(tmp_path)
+    got = db._sqlite_error("r.db", _err("boom", code))
+    assert type(got) is StoreError and str(got) == words.format(d=tmp_path)
+
+
+def test_a_schema_that_is_not_utf8_is_a_damaged_database():
+    e = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    assert str(db._sqlite_error("r.db", e)) == (
+        "r.db: a damaged database (its schema is not UTF-8 text); use another --db"
+    )
+
+
+# -- read-only opens: _ro_connect, _without_shm, _warn_once ---------------------------------
+def _wal_copy(tmp_path, rows: int = 40, *, empty: bool = False):
+    """A WAL database as a writer left it (its results still in the -wal unless `empty`),
+    copied with its -wal but without its -shm into tmp_path/ro."""
+    src = tmp_path / "live.db"
+    with open_store(src) as store:
+        store.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        for i in range(rows):
+            store.insert(_record(run_key=f"k{i}"))
+        if empty:
+            store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        (ro / "r.db").write_bytes(src.read_bytes())
+        (ro / "r.db-wal").write_bytes((tmp_path / "live.db-wal").read_bytes())
+    return ro / "r.db"
+
+
+def _listing(folder) -> dict:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+class _Connects:
+    """sqlite3.connect, recording how it was called."""
+
+    def __init__(self, monkeypatch):
+        self.calls, real = [], sqlite3.connect
+
+        def connect(*args, **kw):
+            self.calls.append((args, kw))
+            return real(*args, **kw)
+
+        monkeypatch.setattr(db.sqlite3, "connect", connect)
+
+
+@pytest.fixture
+def warned(monkeypatch, caplog):
+    """A fresh once-per-process memory of warned databases; the warnings logged."""
+    monkeypatch.setattr(db, "_WARNED", set())
+    caplog.set_level(logging.WARNING, logger="paradnn.store.db")
+    return caplog
+
+
+def test_a_database_without_a_wal_is_read_as_an_immutable_file(tmp_path, monkeypatch):
+    path = tmp_path / "r.db"
+    with open_store(path) as store:
+        store.insert(_record())
+    (tmp_path / "r.db-shm").unlink(missing_ok=True)
+    before = _listing(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    calls = _Connects(monkeypatch)
+    conn = db._ro_connect("r.db")
+    assert conn.execute("SELECT run_key FROM runs").fetchall() == [("k1",)]
+    assert calls.calls == [
+        (
+            (f"file://{path}?mode=ro&immutable=1",),
+            {"uri": True, "timeout": 30, "isolation_level": None},
+        ),
+    ]
+    assert conn.isolation_level is None
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("DELETE FROM runs")
+    conn.close()
+    assert _listing(tmp_path) == before  # no -wal, no -shm made
+
+
+def test_a_database_with_a_wal_is_read_in_place_where_it_can_be(tmp_path, monkeypatch, warned):
+    path = _wal_copy(tmp_path, rows=3)
+    calls = _Connects(monkeypatch)
+    conn = db._ro_connect(str(path))
+    assert calls.calls == [
+        ((f"file://{path}?mode=ro",), {"uri": True, "timeout": 30, "isolation_level": None}),
+    ]
+    assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3  # the -wal was read
+    assert conn.isolation_level is None and not isinstance(conn, db._Copied)
+    conn.close()
+    assert warned.records == []
+
+
+class _Refusing:
+    """A connection whose first query fails with `code` (as SQLite does for a WAL file it
+    cannot make a -shm for); records whether it was closed."""
+
+    def __init__(self, code):
+        self.code, self.closed = code, False
+
+    def execute(self, sql):
+        assert sql == "SELECT COUNT(*) FROM sqlite_master"
+        raise _err("unable to open database file", self.code)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def refusing(tmp_path, monkeypatch):
+    """A database with a -wal whose read-only open fails with a given code; the folder is
+    read-only unless said otherwise; `_without_shm` recorded instead of run."""
+    path = tmp_path / "r.db"
+    path.write_bytes(b"")
+    (tmp_path / "r.db-wal").write_bytes(b"x")
+    state = {"writable": False, "conns": [], "fallback": []}
+
+    def connect(*args, **kw):
+        conn = _Refusing(state["code"])
+        state["conns"].append(conn)
+        return conn
+
+    monkeypatch.setattr(db.sqlite3, "connect", connect)
+    monkeypatch.setattr(db.paths, "writable", lambda p: state["writable"])
+    monkeypatch.setattr(db, "_without_shm", lambda p: state["fallback"].append(p) or "copy")
+    state["path"] = str(path)
+    return state
+
+
+@pytest.mark.parametrize("code", [14, 14 | 4 << 8])
+def test_a_wal_that_cannot_be_opened_read_only_is_read_without_its_shm(refusing, code):
+    refusing["code"] = code
+    assert db._ro_connect(refusing["path"]) == "copy"
+    assert refusing["fallback"] == [refusing["path"]]
+    assert refusing["conns"][0].closed
+
+
+@pytest.mark.parametrize(
+    ("code", "writable", "shm"),
+    [
+        (14, True, False),
+        (14, False, True),
+        (5, False, False),
+        (None, False, False),
+        (13, False, False),
+    ],
+)
+def test_any_other_failure_is_left_to_the_query(refusing, tmp_path, code, writable, shm):
+    refusing["code"], refusing["writable"] = code, writable
+    if shm:
+        (tmp_path / "r.db-shm").write_bytes(b"")
+    conn = db._ro_connect(refusing["path"])
+    assert conn is refusing["conns"][0] and not conn.closed
+    assert refusing["fallback"] == []
+
+
+def test_the_folder_asked_about_is_the_databases(refusing, tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(db.paths, "writable", lambda p: asked.append(p) or False)
+    monkeypatch.chdir(tmp_path)
+    refusing["code"] = 14
+    assert db._ro_connect("r.db") == "copy"
+    assert asked == [tmp_path]
+
+
+def test_an_empty_wal_without_its_shm_is_read_as_an_immutable_file(tmp_path, monkeypatch, warned):
+    path = _wal_copy(tmp_path, rows=2, empty=True)
+    before = _listing(path.parent)
+    calls = _Connects(monkeypatch)
+    conn = db._without_shm(str(path))
+    assert calls.calls == [
+        (
+            (f"file://{path}?mode=ro&immutable=1",),
+            {"uri": True, "timeout": 30, "isolation_level": None},
+        ),
+    ]
+    assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+    conn.close()
+    assert _listing(path.parent) == before
+    assert [r.getMessage() for r in warned.records] == [
+        f"{path}: read as an immutable file (its folder cannot be written and it has no -shm "
+        "file; its -wal is empty)"
+    ]
+    assert warned.records[0].levelno == logging.WARNING
+
+
+def test_a_wal_holding_results_is_read_from_a_copy(tmp_path, monkeypatch, warned):
+    import tempfile
+
+    path = _wal_copy(tmp_path, rows=40)
+    size = (tmp_path / "ro" / "r.db-wal").stat().st_size
+    assert size >= 1000
+    before = _listing(path.parent)
+    calls = _Connects(monkeypatch)
+    conn = db._without_shm(str(path))
+    assert isinstance(conn, db._Copied)
+    folder = conn.folder
+    assert folder.startswith(str(tempfile.gettempdir()) + "/paradnn-ro-")
+    assert calls.calls == [
+        ((f"{folder}/r.db",), {"timeout": 30, "isolation_level": None, "factory": db._Copied})
+    ]
+    assert conn.isolation_level is None
+    assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 40  # the -wal replayed
+    assert [r.getMessage() for r in warned.records] == [
+        f"{path}: read from a copy in a temporary folder (its folder cannot be written and it "
+        f"has no -shm file, so its -wal of {size:,} bytes cannot be read in place)"
+    ]
+    conn.close()
+    assert not __import__("os").path.exists(folder)  # the copy goes with the connection
+    assert _listing(path.parent) == before  # the original untouched, no -shm beside it
+    again = db._without_shm(str(path))  # read again in this process: said once
+    assert again.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 40
+    again.close()
+    assert len(warned.records) == 1
+
+
+@pytest.mark.parametrize("which", ["database", "wal"])
+def test_a_copy_that_fails_says_why_and_leaves_nothing(tmp_path, monkeypatch, warned, which):
+    path = _wal_copy(tmp_path, rows=2)
+    made = tmp_path / "tmp-copy"
+    monkeypatch.setattr(db.tempfile, "mkdtemp", lambda prefix: made.mkdir() or str(made))
+    real = db.shutil.copyfile
+
+    def copyfile(src, dst):
+        if str(src).endswith("-wal") == (which == "wal"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(db.shutil, "copyfile", copyfile)
+    with pytest.raises(StoreError) as e:
+        db._without_shm(str(path))
+    assert str(e.value) == (
+        f"{path}: its folder cannot be written and it has no -shm file, and it cannot be copied "
+        "to read its -wal (No space left on device)"
+    )
+    assert e.value.__cause__ is None and e.value.__suppress_context__
+    assert not made.exists()
+    assert warned.records == []
+
+
+def test_a_copy_error_without_a_reason_is_named_by_its_text(tmp_path, monkeypatch):
+    path = _wal_copy(tmp_path, rows=1)
+
+    def copyfile(src, dst):
+        raise OSError("the copy broke")
+
+    monkeypatch.setattr(db.shutil, "copyfile", copyfile)
+    with pytest.raises(StoreError, match=r"cannot be copied to read its -wal \(the copy broke\)$"):
+        db._without_shm(str(path))
+
+
+def test_the_mkdtemp_prefix(tmp_path, monkeypatch, warned):
+    path = _wal_copy(tmp_path, rows=1)
+    made = []
+
+    def mkdtemp(prefix):
+        made.append(prefix)
+        (tmp_path / "t").mkdir()
+        return str(tmp_path / "t")
+
+    monkeypatch.setattr(db.tempfile, "mkdtemp", mkdtemp)
+    conn = db._without_shm(str(path))
+    assert made == ["paradnn-ro-"] and conn.folder == str(tmp_path / "t")
+    assert (tmp_path / "t" / "r.db").exists() and (tmp_path / "t" / "r.db-wal").exists()
+    conn.close()
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_copied_connection_whose_folder_is_gone_still_closes(tmp_path):
+    conn = sqlite3.connect(":memory:", factory=db._Copied)
+    conn.folder = str(tmp_path / "never-made")
+    conn.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
+
+
+def test_each_database_is_warned_about_once(warned):
+    db._warn_once("a.db", "%s: one %s", "a.db", "x")
+    db._warn_once("a.db", "%s: two %s", "a.db", "y")
+    db._warn_once("b.db", "%s: three", "b.db")
+    assert [r.getMessage() for r in warned.records] == ["a.db: one x", "b.db: three"]
+    assert {"a.db", "b.db"} == db._WARNED
