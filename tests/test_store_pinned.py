@@ -815,3 +815,317 @@ def test_each_database_is_warned_about_once(warned):
     db._warn_once("b.db", "%s: three", "b.db")
     assert [r.getMessage() for r in warned.records] == ["a.db: one x", "b.db: three"]
     assert {"a.db", "b.db"} == db._WARNED
+
+
+# -- the schema: migrate, _check_version, _statements, check_owned, _check_intact ------------
+from paradnn.store.schema import LATEST, MIGRATIONS  # noqa: E402
+
+
+def _old(conn: sqlite3.Connection, version: int) -> sqlite3.Connection:
+    conn.executescript("".join(MIGRATIONS[:version]) + f"\nPRAGMA user_version = {version};")
+    return conn
+
+
+def _schema(conn: sqlite3.Connection) -> dict:
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return {
+        t: [tuple(c) for c in conn.execute(f"PRAGMA table_info({t})")]
+        for t in sorted(tables)
+        if t != "sqlite_sequence"
+    } | {
+        "indexes": sorted(
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")
+        )
+    }
+
+
+def test_the_schema_has_one_migration_a_version():
+    assert len(MIGRATIONS) == LATEST >= 17
+    assert all(isinstance(m, str) and m.strip() for m in MIGRATIONS)
+
+
+@pytest.mark.parametrize("version", range(LATEST))
+def test_every_older_schema_migrates_to_the_newest_one(version):
+    fresh = sqlite3.connect(":memory:", isolation_level=None)
+    db.migrate(fresh, "fresh.db")
+    conn = _old(sqlite3.connect(":memory:", isolation_level=None), version)
+    db.migrate(conn, "old.db")
+    assert db.schema_version(conn) == LATEST and not conn.in_transaction
+    assert _schema(conn) == _schema(fresh)
+    assert set(_schema(fresh)) == {
+        "runs",
+        "ceilings",
+        "ops",
+        "op_profile",
+        "host_profile",
+        "claims",
+        "baselines",
+        "indexes",
+    }
+
+
+def test_a_schema_up_to_date_is_left_alone_without_a_lock(tmp_path):
+    path = tmp_path / "r.db"
+    open_store(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # no lock could be had now
+    conn = sqlite3.connect(path, timeout=0.01, isolation_level=None)
+    try:
+        db.migrate(conn, str(path))  # nothing to do: no lock asked for
+        assert not conn.in_transaction
+    finally:
+        holder.execute("ROLLBACK")
+
+
+def test_a_schema_that_cannot_be_locked_names_the_lock_error(tmp_path):
+    path = tmp_path / "r.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    conn = sqlite3.connect(path, timeout=0.01, isolation_level=None)
+    try:
+        with pytest.raises(StoreError) as e:
+            db.migrate(conn, str(path))
+        assert str(e.value) == (
+            f"{path}: cannot lock the database to create or upgrade its schema (database is "
+            "locked); another program holds it"
+        )
+        assert isinstance(e.value.__cause__, sqlite3.OperationalError)
+    finally:
+        holder.execute("ROLLBACK")
+
+
+def test_the_version_is_read_again_under_the_lock(monkeypatch):
+    """Another process upgraded the schema between the first read and the lock: nothing is
+    applied twice."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    db.migrate(conn, "m.db")
+    seen = iter([3, LATEST])
+    monkeypatch.setattr(db, "schema_version", lambda c: next(seen))
+    db.migrate(conn, "m.db")  # would fail with "duplicate column" if v4.. ran again
+    assert not conn.in_transaction
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
+
+
+def test_a_newer_schema_found_under_the_lock_is_refused_and_unlocked(monkeypatch):
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    seen = iter([0, LATEST + 2])
+    monkeypatch.setattr(db, "schema_version", lambda c: next(seen))
+    with pytest.raises(StoreError, match=f"schema version {LATEST + 2} was written by a newer"):
+        db.migrate(conn, "m.db")
+    assert not conn.in_transaction
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("version", [LATEST + 1, LATEST + 9])
+def test_a_newer_schema_is_refused_in_full_words(version):
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(f"PRAGMA user_version = {version}")
+    with pytest.raises(StoreError) as e:
+        db.migrate(conn, "n.db")
+    assert str(e.value) == (
+        f"n.db: schema version {version} was written by a newer paradnn (this one reads up to "
+        f"{LATEST}); upgrade paradnn or use another --db"
+    )
+    assert not conn.in_transaction
+
+
+def test_a_foreign_database_is_refused_in_full_words():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE t (x)")
+    with pytest.raises(StoreError) as e:
+        db.migrate(conn, "f.db")
+    assert str(e.value) == "f.db: not a paradnn database (it has tables but no schema version)"
+    db._check_version(conn, "f.db", 1)  # a version: its tables are its own
+    db._check_version(conn, "f.db", LATEST)
+    conn.execute("DROP TABLE t")
+    db._check_version(conn, "f.db", 0)  # nothing in it: paradnn's to make
+
+
+def test_a_view_alone_is_no_table():
+    conn = sqlite3.connect(":memory:")
+    assert db._has_tables(conn) is False
+    conn.execute("CREATE VIEW v AS SELECT 1")
+    assert db._has_tables(conn) is False
+    conn.execute("CREATE TABLE t (x)")
+    assert db._has_tables(conn) is True
+
+
+def test_a_failed_migration_names_the_step_that_failed(monkeypatch):
+    conn = _old(sqlite3.connect(":memory:", isolation_level=None), 3)
+    broken = [*MIGRATIONS]
+    broken[5] = "CREATE TABLE fine (x);\nALTER TABLE nope ADD COLUMN y;"
+    monkeypatch.setattr(db, "MIGRATIONS", broken)
+    with pytest.raises(StoreError) as e:
+        db.migrate(conn, "m.db")
+    assert str(e.value) == "m.db: migration to schema v6 failed: no such table: nope"
+    assert isinstance(e.value.__cause__, sqlite3.OperationalError)
+    assert not conn.in_transaction and db.schema_version(conn) == 3
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "fine" not in names and "energy_j" not in {
+        c[1] for c in conn.execute("PRAGMA table_info(runs)")
+    }
+
+
+def test_a_migration_that_fills_the_disk_says_so(tmp_path, disk):
+    path = tmp_path / "small.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA max_page_count = 3")
+    with pytest.raises(StoreError) as e:
+        db.migrate(conn, str(path))
+    assert str(e.value) == f"{path}: the disk is full (1,234,567 bytes free in {tmp_path})"
+    assert not conn.in_transaction and db.schema_version(conn) == 0
+    assert not db._has_tables(conn)
+
+
+def test_a_migration_interrupted_is_rolled_back(monkeypatch):
+    conn = _old(sqlite3.connect(":memory:", isolation_level=None), 2)
+    calls = []
+
+    def statements(script):
+        calls.append(script)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return db_statements(script)
+
+    db_statements = db._statements
+    monkeypatch.setattr(db, "_statements", statements)
+    with pytest.raises(KeyboardInterrupt):
+        db.migrate(conn, "m.db")
+    assert not conn.in_transaction and db.schema_version(conn) == 2
+    assert "ceilings" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+
+
+def test_rollback_only_rolls_back_an_open_transaction():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    db._rollback(conn)  # none open: nothing, no error
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE t (x)")
+    db._rollback(conn)
+    assert not conn.in_transaction and not db._has_tables(conn)
+
+
+@pytest.mark.parametrize(
+    ("script", "found"),
+    [
+        ("", []),
+        ("  \n\n", []),
+        ("CREATE TABLE a (x);", ["CREATE TABLE a (x);"]),
+        (
+            "  CREATE TABLE a (x);\n  CREATE TABLE b (y);\n",
+            ["CREATE TABLE a (x);", "CREATE TABLE b (y);"],
+        ),
+        ("CREATE TABLE a (\n  x -- one; two\n);\n", ["CREATE TABLE a (\n  x -- one; two\n);"]),
+        ("-- a note\nCREATE TABLE a (x);", ["-- a note\nCREATE TABLE a (x);"]),
+        ("SELECT 1;\nSELECT 2", ["SELECT 1;", "SELECT 2"]),
+        (
+            "CREATE TRIGGER t AFTER INSERT ON a BEGIN\n  DELETE FROM a;\nEND;\nSELECT 1;",
+            ["CREATE TRIGGER t AFTER INSERT ON a BEGIN\n  DELETE FROM a;\nEND;", "SELECT 1;"],
+        ),
+    ],
+)
+def test_a_migration_is_split_into_its_statements(script, found):
+    assert db._statements(script) == found
+
+
+def test_the_shipped_migrations_split_into_whole_statements():
+    for script in MIGRATIONS:
+        parts = db._statements(script)
+        assert parts and all(sqlite3.complete_statement(p) for p in parts)
+        assert sum(p.count(";") for p in parts) == script.count(";")
+
+
+def test_schema_version_is_the_user_version():
+    conn = sqlite3.connect(":memory:")
+    assert db.schema_version(conn) == 0
+    conn.execute("PRAGMA user_version = 7")
+    assert db.schema_version(conn) == 7 and type(db.schema_version(conn)) is int
+
+
+def _tables(version: int, drop: tuple[str, ...] = ()) -> sqlite3.Connection:
+    conn = _old(sqlite3.connect(":memory:", isolation_level=None), version)
+    for t in drop:
+        conn.execute(f"DROP TABLE {t}")
+    return conn
+
+
+@pytest.mark.parametrize(
+    ("version", "drop", "words"),
+    [
+        (LATEST, ("claims",), "without the table claims"),
+        (LATEST, ("ops", "runs"), "without the tables runs, ops"),
+        (15, ("claims",), "without the table claims"),
+        (11, ("host_profile",), "without the table host_profile"),
+        (3, ("ceilings", "ops", "op_profile"), "without the tables ceilings, ops, op_profile"),
+        (1, ("runs",), "without the table runs"),
+        (LATEST, ("baselines",), "without the table baselines"),
+    ],
+)
+def test_a_database_missing_a_table_of_its_version_is_damaged(version, drop, words):
+    with pytest.raises(StoreError) as e:
+        db.check_owned(_tables(version, drop), "d.db")
+    assert str(e.value) == (
+        f"d.db: a damaged paradnn database (schema version {version}) {words}; use another --db"
+    )
+
+
+@pytest.mark.parametrize("version", [1, 2, 10, 14, 16, LATEST])
+def test_a_table_of_a_later_version_is_not_missed(version):
+    """A v14 file has no claims table (v15 made it), a v2 file no ceilings: both are whole."""
+    assert db.check_owned(_tables(version), "d.db") == version
+
+
+def test_check_owned_refuses_a_newer_or_foreign_file_and_changes_nothing():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    assert db.check_owned(conn, "e.db") == 0  # empty: paradnn's to make
+    conn.execute(f"PRAGMA user_version = {LATEST + 1}")
+    with pytest.raises(StoreError, match="written by a newer paradnn"):
+        db.check_owned(conn, "e.db")
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("CREATE TABLE mine (x)")
+    with pytest.raises(StoreError, match=r"^e\.db: not a paradnn database"):
+        db.check_owned(conn, "e.db")
+    assert db.schema_version(conn) == 0
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["mine"]
+
+
+class _Checked:
+    def __init__(self, answer):
+        self.answer, self.sql = answer, []
+
+    def execute(self, sql):
+        self.sql.append(sql)
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return iter(self.answer)
+
+
+def test_an_intact_database_passes_the_quick_check():
+    conn = sqlite3.connect(":memory:")
+    db.migrate(conn, "x")
+    db._check_intact(conn, "i.db")
+    fake = _Checked([("ok",)])
+    db._check_intact(fake, "i.db")
+    assert fake.sql == ["PRAGMA quick_check(3)"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (
+            [("*** in database main ***\nPage 5: btree bad\nPage 6: worse",), ("row 3 missing",)],
+            "Page 5: btree bad; Page 6: worse; row 3 missing",
+        ),
+        ([("ok",), ("ok",)], "ok; ok"),
+        ([], ""),
+        ([(7,)], "7"),
+        (sqlite3.DatabaseError("file is not a database"), "file is not a database"),
+        (
+            UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+            "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte",
+        ),
+    ],
+)
+def test_a_damaged_database_is_named_by_what_the_quick_check_found(answer, words):
+    with pytest.raises(StoreError) as e:
+        db._check_intact(_Checked(answer), "d.db")
+    assert str(e.value) == f"d.db: a damaged database ({words}); use another --db"
