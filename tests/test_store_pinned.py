@@ -1129,3 +1129,532 @@ def test_a_damaged_database_is_named_by_what_the_quick_check_found(answer, words
     with pytest.raises(StoreError) as e:
         db._check_intact(_Checked(answer), "d.db")
     assert str(e.value) == f"d.db: a damaged database ({words}); use another --db"
+
+
+# -- checking before the work: check_writable, _check_existing, _file_state ------------------
+from paradnn.errors import ConfigError  # noqa: E402
+
+
+@pytest.fixture
+def existing(monkeypatch):
+    """`_check_existing` recorded instead of run."""
+    checked = []
+    monkeypatch.setattr(db, "_check_existing", checked.append)
+    return checked
+
+
+def test_writable_checks_of_names_that_are_no_file(existing, tmp_path):
+    db.check_writable(":memory:")
+    with pytest.raises(StoreError) as e:
+        db.check_writable("")
+    assert str(e.value) == "--db = '': must be a database file path"
+    with pytest.raises(ConfigError, match=r"^--db = 'r\.db\\n': must be a plain file name"):
+        db.check_writable("r.db\n")
+    with pytest.raises(StoreError) as e:
+        db.check_writable(tmp_path)
+    assert str(e.value) == f"{tmp_path}: is a folder, not a database file; use another --db"
+    assert existing == []
+
+
+def test_an_existing_file_is_checked_unless_it_is_empty(existing, tmp_path):
+    (tmp_path / "empty.db").write_bytes(b"")
+    (tmp_path / "one.db").write_bytes(b"x")
+    db.check_writable(tmp_path / "empty.db")
+    db.check_writable(tmp_path / "one.db")
+    assert existing == [str(tmp_path / "one.db")]
+
+
+@pytest.fixture
+def read_only(monkeypatch):
+    """Paths this process may not write (paths.writable is False for them)."""
+    refused: set = set()
+    monkeypatch.setattr(db.paths, "writable", lambda p: str(p) not in refused)
+    return refused
+
+
+def test_a_read_only_file_or_folder_is_refused(existing, read_only, tmp_path):
+    path = tmp_path / "r.db"
+    path.write_bytes(b"")
+    read_only.add(str(path))
+    with pytest.raises(StoreError) as e:
+        db.check_writable(path)
+    assert str(e.value) == f"{path}: the database is read-only; results cannot be stored"
+    read_only.clear()
+    read_only.add(str(tmp_path))
+    with pytest.raises(StoreError) as e:
+        db.check_writable(path)
+    assert str(e.value) == (
+        f"{path}: its folder {tmp_path} is read-only (SQLite keeps -wal and -shm files there); "
+        "results cannot be stored"
+    )
+    read_only.clear()
+    db.check_writable(path)
+
+
+def test_a_new_file_needs_a_folder_it_can_be_made_in(existing, read_only, tmp_path):
+    new = tmp_path / "a" / "b" / "r.db"
+    db.check_writable(new)  # its folders will be made under tmp_path
+    assert not (tmp_path / "a").exists()  # nothing made by checking
+    read_only.add(str(tmp_path))
+    with pytest.raises(StoreError) as e:
+        db.check_writable(new)
+    assert str(e.value) == (f"{new}: the folder {tmp_path} is read-only; results cannot be stored")
+    (tmp_path / "a").write_text("a file")
+    with pytest.raises(StoreError) as e:
+        db.check_writable(new)
+    assert str(e.value) == (
+        f"{new}: {tmp_path / 'a'} is a file, not a folder; results cannot be stored"
+    )
+    assert existing == []
+
+
+def test_the_file_state_is_size_and_time_of_the_file_and_its_wal(tmp_path):
+    path = tmp_path / "r.db"
+    assert db._file_state(str(path)) == (None, None)
+    path.write_bytes(b"abc")
+    st = path.stat()
+    assert db._file_state(str(path)) == ((3, st.st_mtime_ns), None)
+    (tmp_path / "r.db-wal").write_bytes(b"12345")
+    wal = (tmp_path / "r.db-wal").stat()
+    assert db._file_state(str(path)) == ((3, st.st_mtime_ns), (5, wal.st_mtime_ns))
+
+
+class _Reads:
+    """`_ro_connect` and `check_owned` faked: each read answers the next item of `answers`
+    (an exception raised by check_owned, or None: fine); the file's state changes between
+    reads while `changing`."""
+
+    def __init__(self, monkeypatch, answers, changing=True):
+        self.answers, self.closed, self.sleeps, self.state = list(answers), 0, [], 0
+        self.changing = changing
+        reads = self
+
+        class Conn:
+            def close(self):
+                reads.closed += 1
+
+        def owned(conn, path):
+            answer = reads.answers.pop(0)
+            if answer is not None:
+                raise answer
+
+        def state(path):
+            if reads.changing:
+                reads.state += 1
+            return reads.state
+
+        monkeypatch.setattr(db, "_ro_connect", lambda path: Conn())
+        monkeypatch.setattr(db, "check_owned", owned)
+        monkeypatch.setattr(db, "_check_intact", lambda conn, path: None)
+        monkeypatch.setattr(db, "_file_state", state)
+        monkeypatch.setattr(db.time, "sleep", reads.sleeps.append)
+
+
+def test_a_file_read_whole_is_checked_once(monkeypatch):
+    reads = _Reads(monkeypatch, [None])
+    db._check_existing("r.db")
+    assert reads.closed == 1 and reads.sleeps == []
+
+
+def test_a_file_changing_while_read_is_read_again(monkeypatch):
+    reads = _Reads(monkeypatch, [sqlite3.DatabaseError("file is not a database"), None])
+    db._check_existing("r.db")
+    assert reads.closed == 2 and reads.sleeps == [0.2]
+
+
+def test_a_file_still_changing_after_three_reads_is_judged(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    bad = sqlite3.DatabaseError("file is not a database")
+    reads = _Reads(monkeypatch, [bad, bad, bad, None])
+    with pytest.raises(StoreError) as e:
+        db._check_existing("r.db")
+    assert str(e.value) == "r.db: cannot open as a SQLite database: file is not a database"
+    assert e.value.__cause__ is bad
+    assert reads.closed == 3 and reads.sleeps == [0.2, 0.2]
+
+
+def test_the_number_of_reads_is_its_argument(monkeypatch):
+    bad = sqlite3.DatabaseError("file is not a database")
+    reads = _Reads(monkeypatch, [bad, bad, None])
+    with pytest.raises(StoreError):
+        db._check_existing("r.db", tries=2)
+    assert reads.sleeps == [0.2]
+    reads = _Reads(monkeypatch, [bad, None])
+    with pytest.raises(StoreError):
+        db._check_existing("r.db", tries=1)
+    assert reads.sleeps == []
+
+
+def test_a_refusal_is_raised_as_it_is(monkeypatch):
+    refusal = StoreError("r.db: not a paradnn database (it has tables but no schema version)")
+    reads = _Reads(monkeypatch, [refusal], changing=False)
+    with pytest.raises(StoreError) as e:
+        db._check_existing("r.db")
+    assert e.value is refusal and reads.closed == 1 and reads.sleeps == []
+
+
+def test_a_schema_that_is_not_utf8_is_judged_like_any_damage(monkeypatch):
+    bad = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    _Reads(monkeypatch, [bad], changing=False)
+    with pytest.raises(StoreError, match=r"a damaged database \(its schema is not UTF-8 text\)"):
+        db._check_existing("r.db")
+
+
+def test_an_error_outside_the_read_is_not_caught(monkeypatch):
+    reads = _Reads(monkeypatch, [KeyError("x")])
+    with pytest.raises(KeyError):
+        db._check_existing("r.db")
+    assert reads.closed == 1 and reads.sleeps == []
+
+
+def test_check_existing_for_real(tmp_path):
+    good = tmp_path / "good.db"
+    open_store(good).close()
+    db._check_existing(str(good))
+    foreign = tmp_path / "foreign.db"
+    sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(StoreError, match="not a paradnn database"):
+        db._check_existing(str(foreign))
+
+
+# -- opening: open_store, _open_writer, _wal, _open_readonly, _snapshot ----------------------
+def test_an_in_memory_store_is_migrated_and_reads_rows_by_name():
+    s = open_store(":memory:")
+    assert s.path == ":memory:" and s.exists()
+    assert db.schema_version(s.conn) == LATEST and s.conn.isolation_level is None
+    assert s.conn.row_factory is sqlite3.Row and s.conn.text_factory is db._text
+    s.insert(_record())
+    assert s.runs()[0]["run_key"] == "k1"
+
+
+def test_an_empty_path_is_refused_before_anything(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for readonly in (False, True):
+        with pytest.raises(StoreError) as e:
+            open_store("", readonly=readonly)
+        assert str(e.value) == "--db = '': must be a database file path"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_writer_checks_then_creates_in_wal_with_the_schema(tmp_path, monkeypatch):
+    checked = []
+    real = db.check_writable
+    monkeypatch.setattr(db, "check_writable", lambda p: checked.append(p) or real(p))
+    path = tmp_path / "new" / "r.db"
+    with open_store(path) as s:
+        assert checked == [str(path)] and s.path == str(path)
+        conn = s.conn
+        assert conn.isolation_level is None
+        assert conn.row_factory is sqlite3.Row and conn.text_factory is db._text
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
+        assert db.schema_version(conn) == LATEST
+    assert db.BUSY_TIMEOUT_S == 30.0
+
+
+def test_a_refused_file_is_not_opened(tmp_path, monkeypatch):
+    def refuse(path):
+        raise StoreError("no")
+
+    monkeypatch.setattr(db, "check_writable", refuse)
+    with pytest.raises(StoreError, match=r"^no$"):
+        open_store(tmp_path / "r.db")
+    with pytest.raises(StoreError, match=r"^no$"):
+        open_store(tmp_path / "r.db", lazy=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lazy_store_makes_its_file_at_the_first_write(tmp_path):
+    path = tmp_path / "sub" / "r.db"
+    s = open_store(path, lazy=True)
+    assert s._conn is None and not path.exists() and not path.parent.exists()
+    conn = s.conn  # first use: made, in WAL, with the schema
+    assert path.exists() and conn is s.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.row_factory is sqlite3.Row and conn.text_factory is db._text
+    assert db.schema_version(conn) == LATEST
+    s.close()
+    lazy_again = open_store(path, lazy=True)  # the file exists: opened at once
+    assert lazy_again._conn is not None
+    lazy_again.close()
+
+
+def test_a_writers_folder_that_cannot_be_made(tmp_path):
+    (tmp_path / "f").write_text("a file")
+    path = tmp_path / "f" / "r.db"
+    with pytest.raises(StoreError) as e:
+        db._open_writer(str(path), create=True)
+    assert str(e.value) == f"{path}: its folder cannot be created (File exists)"
+    assert e.value.__cause__ is None
+
+
+def test_a_writer_makes_no_folder_unless_it_creates(tmp_path, disk):
+    path = tmp_path / "no" / "r.db"
+    with pytest.raises(StoreError) as e:
+        db._open_writer(str(path))
+    assert str(e.value) == f"{path}: cannot open as a SQLite database: unable to open database file"
+    assert not (tmp_path / "no").exists()
+    conn = db._open_writer(str(tmp_path / "r.db"))  # its folder exists: fine
+    assert db.schema_version(conn) == LATEST
+    conn.close()
+
+
+def test_a_folder_error_without_a_reason_is_named_by_its_text(tmp_path, monkeypatch):
+    def mkdir(self, **kw):
+        raise OSError("the folder broke")
+
+    monkeypatch.setattr(db.Path, "mkdir", mkdir)
+    with pytest.raises(StoreError, match=r"its folder cannot be created \(the folder broke\)$"):
+        db._open_writer(str(tmp_path / "x" / "r.db"), create=True)
+
+
+def test_a_writer_that_cannot_migrate_says_why(tmp_path, disk):
+    path = tmp_path / "r.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84 + b"garbage" * 50)
+    with pytest.raises(StoreError) as e:
+        db._open_writer(str(path))
+    assert str(e.value).startswith(f"{path}: cannot open as a SQLite database: ")
+    assert isinstance(e.value.__cause__, sqlite3.DatabaseError)
+
+
+def test_a_writer_whose_schema_is_not_utf8(tmp_path, monkeypatch):
+    def migrate(conn, path):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr(db, "migrate", migrate)
+    with pytest.raises(StoreError) as e:
+        db._open_writer(str(tmp_path / "r.db"))
+    assert str(e.value) == (
+        f"{tmp_path / 'r.db'}: a damaged database (its schema is not UTF-8 text); use another --db"
+    )
+
+
+class _Locked:
+    """A connection whose switch to WAL answers `errors` in turn, then succeeds."""
+
+    def __init__(self, errors):
+        self.errors, self.sql = list(errors), []
+
+    def execute(self, sql):
+        self.sql.append(sql)
+        if self.errors:
+            raise self.errors.pop(0)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake monotonic clock (`now` moves only when a test moves it) and the sleeps."""
+    state = {"now": 100.0, "sleeps": [], "steps": []}
+
+    def monotonic():
+        if state["steps"]:
+            state["now"] = state["steps"].pop(0)
+        return state["now"]
+
+    monkeypatch.setattr(db.time, "monotonic", monotonic)
+    monkeypatch.setattr(db.time, "sleep", state["sleeps"].append)
+    return state
+
+
+def test_wal_waits_while_another_process_makes_the_file(clock):
+    locked = sqlite3.OperationalError("database is locked")
+    conn = _Locked([locked, locked])
+    db._wal(conn)
+    assert conn.sql == ["PRAGMA journal_mode=WAL"] * 3
+    assert clock["sleeps"] == [0.05, 0.05]
+
+
+def test_wal_gives_up_after_the_busy_timeout(clock):
+    locked = sqlite3.OperationalError("database table is locked")
+    clock["steps"] = [100.0, 130.0, 130.001]  # the deadline (130), at it, then past it
+    conn = _Locked([locked] * 5)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        db._wal(conn)
+    assert len(conn.sql) == 2 and clock["sleeps"] == [0.05]
+
+
+def test_wal_raises_any_other_error_at_once(clock):
+    conn = _Locked([sqlite3.OperationalError("disk I/O error")])
+    with pytest.raises(sqlite3.OperationalError, match=r"^disk I/O error$"):
+        db._wal(conn)
+    assert clock["sleeps"] == []
+
+
+def _v(path, version: int, rows: int = 0):
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA synchronous = OFF")  # a test file: no need to wait for the disk
+    _old(conn, version)
+    for i in range(rows):
+        conn.execute(
+            "INSERT INTO runs (run_key, family, config, precision, optimizer, mode, device, "
+            f"status) VALUES ('k{i}', 'fc', '{{}}', 'fp32', 'sgd', 'eager', 'cpu', 'ok')"
+        )
+    conn.commit()
+    conn.close()
+
+
+def test_a_reader_gets_a_migrated_snapshot_and_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "old.db"
+    _v(path, 3, rows=2)
+    before = _listing(tmp_path)
+    with open_store(path, readonly=True) as s:
+        assert s.path == str(path)
+        conn = s.conn
+        assert db.schema_version(conn) == LATEST  # migrated in the copy
+        assert conn.row_factory is sqlite3.Row and conn.text_factory is db._text
+        assert conn.isolation_level is None
+        assert conn.execute("PRAGMA query_only").fetchone()[0] == 1
+        assert [r["run_key"] for r in s.runs()] == ["k0", "k1"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            conn.execute("DELETE FROM runs")
+    assert _listing(tmp_path) == before
+
+
+def test_a_reader_sees_what_is_stored_now(tmp_path):
+    path = tmp_path / "r.db"
+    with open_store(path) as w:
+        w.insert(_record(run_key="a"))
+        with open_store(path, readonly=True) as r:
+            assert [x["run_key"] for x in r.runs()] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (None, StoreError, "{p}: no such database (run `paradnn run` first, or pass --db)"),
+        (b"", db.EmptyDatabase, "{p}: an empty file (0 bytes), not a paradnn database yet"),
+        ("sqlite", db.EmptyDatabase, "{p}: an empty SQLite database, not a paradnn one yet"),
+        (
+            "foreign",
+            StoreError,
+            "{p}: not a paradnn database (it has tables but no schema version)",
+        ),
+        (
+            b"hello, this is not a database" * 50,
+            StoreError,
+            "{p}: cannot open as a SQLite database: file is not a database",
+        ),
+    ],
+)
+def test_what_a_reader_refuses(tmp_path, make, error, words):
+    path = tmp_path / "r.db"
+    if isinstance(make, bytes):
+        path.write_bytes(make)
+    elif make == "sqlite":
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 0")
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("DROP TABLE t")  # a real SQLite file, with no table left
+        conn.close()
+    elif make == "foreign":
+        sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.close()
+    before = _listing(tmp_path)
+    with pytest.raises(error) as e:
+        open_store(path, readonly=True)
+    assert type(e.value) is error
+    assert str(e.value) == words.format(p=path)
+    assert _listing(tmp_path) == before
+
+
+def test_a_reader_refuses_a_folder_and_a_control_character(tmp_path):
+    with pytest.raises(StoreError, match="is a folder, not a database file"):
+        open_store(tmp_path, readonly=True)
+    with pytest.raises(ConfigError, match="must be a plain file name"):
+        open_store(f"{tmp_path}/r\x1b.db", readonly=True)
+
+
+class _Memory:
+    """sqlite3.connect, handing out the in-memory connections it made."""
+
+    def __init__(self, monkeypatch):
+        self.made, real = [], sqlite3.connect
+
+        def connect(*args, **kw):
+            conn = real(*args, **kw)
+            if args and args[0] == ":memory:":
+                self.made.append((conn, kw))
+            return conn
+
+        monkeypatch.setattr(db.sqlite3, "connect", connect)
+
+
+def test_a_reader_closes_its_copy_when_it_refuses(tmp_path, monkeypatch):
+    path = tmp_path / "r.db"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.close()
+    mem = _Memory(monkeypatch)
+    with pytest.raises(StoreError):
+        open_store(path, readonly=True)
+    ((conn, kw),) = mem.made
+    assert kw == {"isolation_level": None}
+    with pytest.raises(sqlite3.ProgrammingError):  # closed
+        conn.execute("SELECT 1")
+
+
+def test_damage_found_past_the_checks_is_a_damaged_database(tmp_path, monkeypatch):
+    path = tmp_path / "r.db"
+    _v(path, LATEST)
+    mem = _Memory(monkeypatch)
+
+    def intact(conn, p):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(db, "_check_intact", intact)
+    with pytest.raises(StoreError) as e:
+        open_store(path, readonly=True)
+    assert str(e.value) == (
+        f"{path}: a damaged database (database disk image is malformed); use another --db"
+    )
+    with pytest.raises(sqlite3.ProgrammingError):
+        mem.made[0][0].execute("SELECT 1")
+
+
+def test_a_reader_interrupted_closes_its_copy(tmp_path, monkeypatch):
+    path = tmp_path / "r.db"
+    _v(path, LATEST)
+    mem = _Memory(monkeypatch)
+
+    def migrate(conn, p):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(db, "migrate", migrate)
+    with pytest.raises(KeyboardInterrupt):
+        open_store(path, readonly=True)
+    with pytest.raises(sqlite3.ProgrammingError):
+        mem.made[0][0].execute("SELECT 1")
+
+
+def test_a_snapshot_closes_its_source_and_names_sqlite_errors(tmp_path, monkeypatch, disk):
+    path = tmp_path / "r.db"
+    _v(path, LATEST, rows=1)
+    opened = []
+    real = db._ro_connect
+
+    def ro(p):
+        conn = real(p)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(db, "_ro_connect", ro)
+    mem = sqlite3.connect(":memory:")
+    db._snapshot(str(path), mem)
+    assert mem.execute("SELECT run_key FROM runs").fetchall() == [("k0",)]
+    with pytest.raises(sqlite3.ProgrammingError):
+        opened[0].execute("SELECT 1")
+
+    def owned(conn, p):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(db, "check_owned", owned)
+    with pytest.raises(StoreError) as e:
+        db._snapshot(str(path), sqlite3.connect(":memory:"))
+    assert str(e.value) == f"{path}: cannot open as a SQLite database: disk I/O error"
+    with pytest.raises(sqlite3.ProgrammingError):
+        opened[1].execute("SELECT 1")
+
+    def owned_text(conn, p):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr(db, "check_owned", owned_text)
+    with pytest.raises(StoreError, match="its schema is not UTF-8 text"):
+        db._snapshot(str(path), sqlite3.connect(":memory:"))
