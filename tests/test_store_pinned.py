@@ -1658,3 +1658,449 @@ def test_a_snapshot_closes_its_source_and_names_sqlite_errors(tmp_path, monkeypa
     monkeypatch.setattr(db, "check_owned", owned_text)
     with pytest.raises(StoreError, match="its schema is not UTF-8 text"):
         db._snapshot(str(path), sqlite3.connect(":memory:"))
+
+
+# -- writing: _insert, insert_rows, writing, _kept, _rollback, baselines ---------------------
+ENV = {
+    "python": "3.11.7",
+    "torch": "2.13.0",
+    "cuda": "12.4",
+    "cudnn": "9.1",
+    "driver": "550",
+    "cpu_model": "Test CPU",
+    "gpu_name": "Test GPU",
+    "hostname": "box",
+    "other": 1,
+}
+
+
+def _raw(store, sql: str) -> list[tuple]:
+    return [tuple(r) for r in store.conn.execute(sql)]
+
+
+def test_a_run_is_stored_as_json_text_integers_and_env_columns(store):
+    rec = _record(
+        config={"b": 2, "a": [1, 2]},
+        samples=[0.5, 0.25],
+        env=ENV,
+        converged=True,
+        emulated=False,
+        input_bound=None,
+        quality_reasons=["ok"],
+    )
+    rid = store.insert(rec)
+    cols = (
+        "config, samples, env, quality_reasons, energy, converged, emulated, input_bound, "
+        "python_version, torch_version, cuda_version, cudnn_version, driver_version, "
+        "cpu_model, gpu_name, hostname, attempt, run_key"
+    )
+    (row,) = _raw(store, f"SELECT {cols} FROM runs WHERE id = {rid}")
+    assert row == (
+        '{"b": 2, "a": [1, 2]}',
+        "[0.5, 0.25]",
+        json.dumps(ENV),
+        '["ok"]',
+        None,
+        1,
+        0,
+        None,
+        "3.11.7",
+        "2.13.0",
+        "12.4",
+        "9.1",
+        "550",
+        "Test CPU",
+        "Test GPU",
+        "box",
+        1,
+        "k1",
+    )
+    assert _raw(store, "SELECT typeof(converged), typeof(emulated) FROM runs") == [
+        ("integer", "integer")
+    ]
+
+
+def test_env_columns_missing_from_the_env_are_null(store):
+    store.insert(_record(env={"torch": "2.13.0"}))
+    assert _raw(store, "SELECT python_version, torch_version, hostname FROM runs") == [
+        (None, "2.13.0", None)
+    ]
+
+
+def test_attempts_are_numbered_per_key_and_returned(store):
+    ids = [store.insert(_record(run_key=k)) for k in ("a", "b", "a", "a")]
+    assert ids == [1, 2, 3, 4]
+    again = store.insert_record(_record(run_key="b", status="oom"))
+    assert again.attempt == 2 and again.status == "oom" and again.run_key == "b"
+    assert _raw(store, "SELECT run_key, attempt FROM runs ORDER BY id") == [
+        ("a", 1),
+        ("b", 1),
+        ("a", 2),
+        ("a", 3),
+        ("b", 2),
+    ]
+    assert store.insert_record(_record(run_key="c")).attempt == 1
+    assert not store.conn.in_transaction
+
+
+def test_a_runs_op_profile_lands_with_its_id(store):
+    store.insert(_record(run_key="a"))
+    ops = [{"op": "aten::mm", "calls": 2, "shapes": [[2, 2]]}, {"op": "aten::add", "calls": 1}]
+    rid = store.insert(_record(run_key="b", op_profile=ops))
+    assert _raw(store, "SELECT run_id, op, calls, shapes FROM op_profile ORDER BY id") == [
+        (rid, "aten::mm", 2, "[[2, 2]]"),
+        (rid, "aten::add", 1, None),
+    ]
+    store.insert(_record(run_key="c", op_profile=[]))
+    assert store.count() == 3 and len(store.rows("op_profile")) == 2
+
+
+@pytest.fixture
+def named(monkeypatch):
+    """Every database error is a write failure named "W" (the words are pinned elsewhere);
+    the arguments write_failure was called with."""
+    calls = []
+
+    def words(path, e, conn=None):
+        calls.append((path, str(e), conn))
+        return "W"
+
+    monkeypatch.setattr(db, "write_failure", words)
+    return calls
+
+
+def _refuse(store, table: str) -> None:
+    store.conn.execute(
+        f"CREATE TRIGGER refuse BEFORE INSERT ON {table} BEGIN SELECT RAISE(ABORT, 'no'); END"
+    )
+
+
+def test_a_failed_run_insert_names_the_run_and_what_is_kept(store, named):
+    store.insert(_record(run_key="a"))
+    _refuse(store, "runs")
+    config = {f"key{i}": i for i in range(20)}
+    with pytest.raises(db.WorkFailed) as e:
+        store.insert(_record(family="cnn", precision="bf16", config=config))
+    assert str(e.value) == (
+        f"W; the result of cnn bf16 {db._short(config, 80)} could not be stored; every result "
+        "stored before it is kept (1 run in it); run the same command again to resume"
+    )
+    assert len(db._short(config, 80)) == 80
+    assert named == [(":memory:", "no", store.conn)]
+    assert isinstance(e.value.__cause__, sqlite3.IntegrityError)
+    assert not store.conn.in_transaction and store.count() == 1
+
+
+def test_an_error_that_is_no_write_failure_is_raised_as_it_is(store):
+    _refuse(store, "runs")
+    with pytest.raises(sqlite3.IntegrityError, match=r"^no$"):
+        store.insert(_record())
+    with pytest.raises(KeyError), store.writing("x"):
+        raise KeyError("not a database error")
+
+
+def test_what_is_kept_counts_the_runs(store):
+    assert store._kept() == "every result stored before it is kept (0 runs in it)"
+    store.insert(_record(run_key="a"))
+    assert store._kept() == "every result stored before it is kept (1 run in it)"
+    store.insert(_record(run_key="b"))
+    assert store._kept() == "every result stored before it is kept (2 runs in it)"
+    store.conn.close()
+    assert store._kept() == "every result stored before it is kept"  # cannot be read now
+
+
+def test_a_write_failure_is_work_failed_with_exit_1(store, named):
+    with pytest.raises(db.WorkFailed) as e, store.writing("the thing"):
+        raise sqlite3.OperationalError("database or disk is full")
+    assert str(e.value) == (
+        "W; the thing could not be stored; every result stored before it is kept (0 runs in "
+        "it); run the same command again to resume"
+    )
+    assert e.value.exit_code == 1
+
+
+def test_a_lazy_stores_write_failure_is_named_without_a_connection(tmp_path, named):
+    s = open_store(tmp_path / "r.db", lazy=True)
+    with pytest.raises(db.WorkFailed), s.writing("x"):
+        raise sqlite3.OperationalError("boom")
+    assert named == [(str(tmp_path / "r.db"), "boom", None)]
+
+
+def test_the_stores_rollback(tmp_path, store):
+    db.Store(None, "x")._rollback()  # nothing opened: nothing to do
+    store._rollback()  # nothing open: no error
+    store.conn.execute("BEGIN")
+    store.conn.execute("DELETE FROM runs")
+    store._rollback()
+    assert not store.conn.in_transaction
+
+
+def _op(name: str, **kw) -> dict:
+    return {
+        "op": "matmul",
+        "name": name,
+        "shape": {"m": 2},
+        "precision": "fp32",
+        "pass": "fwd",
+        "device": "cpu",
+        "device_name": "CPU",
+        "fingerprint": "f",
+        "status": "ok",
+        "measured_at": "t",
+        **kw,
+    }
+
+
+def test_side_rows_are_stored_in_order_with_json_for_dicts_and_lists(store):
+    ids = store.insert_rows("ops", [_op("a", samples=[1, 2], error="plain text"), _op("b")])
+    assert ids == [1, 2]
+    assert _raw(store, "SELECT name, shape, samples, error FROM ops ORDER BY id") == [
+        ("a", '{"m": 2}', "[1, 2]", "plain text"),
+        ("b", '{"m": 2}', None, None),
+    ]
+    assert store.insert_rows("ops", []) == [] and not store.conn.in_transaction
+    assert store.insert_rows("ops", [_op("c")]) == [3]
+
+
+@pytest.mark.parametrize(("n", "what"), [(1, "1 ops row"), (2, "2 ops rows"), (3, "3 ops rows")])
+def test_a_failed_side_insert_names_how_many_rows(store, named, n, what):
+    _refuse(store, "ops")
+    with pytest.raises(db.WorkFailed) as e:
+        store.insert_rows("ops", [_op(str(i)) for i in range(n)])
+    assert str(e.value).startswith(f"W; {what} could not be stored; every result stored")
+    assert not store.conn.in_transaction and store.rows("ops") == []
+
+
+def test_a_side_insert_interrupted_is_rolled_back(store, monkeypatch):
+    rows = [_op("a"), _op("b")]
+    real = json.dumps
+    seen = []
+
+    def dumps(v):
+        seen.append(v)
+        if len(seen) == 2:  # the second row
+            raise KeyboardInterrupt
+        return real(v)
+
+    monkeypatch.setattr(db.json, "dumps", dumps)
+    with pytest.raises(KeyboardInterrupt):
+        store.insert_rows("ops", rows)
+    monkeypatch.setattr(db.json, "dumps", real)
+    assert not store.conn.in_transaction and store.rows("ops") == []
+
+
+def test_side_inserts_only_into_side_tables(store):
+    for table in ("runs", "claims", "baselines"):
+        with pytest.raises(ValueError) as e:
+            store.insert_rows(table, [{"x": 1}])
+        assert str(e.value) == (
+            f"table = {table!r}: must be ceilings, ops, op_profile, host_profile"
+        )
+    assert store.count() == 0
+
+
+def _runs(store, n: int) -> list[int]:
+    return [store.insert(_record(run_key=f"k{i}")) for i in range(n)]
+
+
+def test_a_baseline_is_saved_listed_and_read_back(store):
+    _runs(store, 4)
+    assert store.save_baseline("v1", [3, 1], "2026-01-01T00:00:00Z") is True
+    assert store.save_baseline("a0", [2], "2026-02-01T00:00:00Z") is True
+    assert _raw(store, "SELECT name, run_id, saved_at FROM baselines ORDER BY name, run_id") == [
+        ("a0", 2, "2026-02-01T00:00:00Z"),
+        ("v1", 1, "2026-01-01T00:00:00Z"),
+        ("v1", 3, "2026-01-01T00:00:00Z"),
+    ]
+    assert store.baselines() == [
+        {"name": "a0", "runs": 1, "saved_at": "2026-02-01T00:00:00Z"},
+        {"name": "v1", "runs": 2, "saved_at": "2026-01-01T00:00:00Z"},
+    ]
+    assert store.baseline_ids("v1") == [1, 3] and store.baseline_ids("none") == []
+    assert all(type(i) is int for i in store.baseline_ids("v1"))
+    assert not store.conn.in_transaction
+
+
+def test_a_taken_name_is_refused_unless_replaced(store):
+    _runs(store, 3)
+    store.save_baseline("v1", [1, 2], "t1")
+    assert store.save_baseline("v1", [3], "t2") is False  # nothing written
+    assert store.baseline_ids("v1") == [1, 2] and not store.conn.in_transaction
+    assert store.save_baseline("v1", [3], "t2", replace=True) is True
+    assert store.baseline_ids("v1") == [3]
+    assert store.baselines() == [{"name": "v1", "runs": 1, "saved_at": "t2"}]
+    assert store.save_baseline("v2", [2], "t3", replace=True) is True  # a new name: saved
+    assert store.baseline_ids("v2") == [2]
+
+
+def test_a_baseline_of_ids_given_as_text_is_stored_as_numbers(store):
+    _runs(store, 2)
+    store.save_baseline("v", ["2", 1], "t")
+    assert _raw(store, "SELECT typeof(run_id) FROM baselines") == [("integer",), ("integer",)]
+
+
+def test_a_baseline_that_fails_mid_way_leaves_the_old_one(store):
+    _runs(store, 2)
+    store.save_baseline("v1", [1], "t1")
+    with pytest.raises(ValueError):
+        store.save_baseline("v1", [2, "x"], "t2", replace=True)
+    assert not store.conn.in_transaction
+    assert store.baseline_ids("v1") == [1]
+
+
+def test_a_baseline_that_cannot_be_written_is_named(store, named):
+    _runs(store, 1)
+    _refuse(store, "baselines")
+    with pytest.raises(db.WorkFailed) as e:
+        store.save_baseline("nightly", [1], "t")
+    assert str(e.value).startswith("W; baseline 'nightly' could not be stored;")
+    assert not store.conn.in_transaction
+    store.conn.execute("DROP TRIGGER refuse")
+    store.save_baseline("nightly", [1], "t")
+    store.conn.execute(
+        "CREATE TRIGGER refuse BEFORE DELETE ON baselines BEGIN SELECT RAISE(ABORT, 'no'); END"
+    )
+    with pytest.raises(db.WorkFailed) as e:
+        store.delete_baseline("nightly")
+    assert str(e.value).startswith("W; deleting baseline 'nightly' could not be stored;")
+
+
+def test_deleting_a_baseline_says_how_many_runs_it_named(store):
+    _runs(store, 3)
+    store.save_baseline("v1", [1, 2, 3], "t")
+    store.save_baseline("v2", [1], "t")
+    assert store.delete_baseline("v1") == 3
+    assert store.delete_baseline("v1") == 0
+    assert store.baselines() == [{"name": "v2", "runs": 1, "saved_at": "t"}]
+    assert store.count() == 3  # its runs stay
+
+
+# -- the newest of each key: latest_status, latest_attempts, measured_with, sweep_threads ----
+def test_the_newest_attempt_of_each_key(store):
+    for key, status in (("a", "oom"), ("b", "ok"), ("a", "ok"), ("c", "crashed"), ("c", "nan")):
+        store.insert(_record(run_key=key, status=status))
+    assert store.latest_status() == {"a": "ok", "b": "ok", "c": "nan"}
+    assert store.latest_attempts() == {"a": 2, "b": 1, "c": 2}
+    assert store.count() == 5 and type(store.count()) is int
+
+
+def test_the_settings_each_key_was_measured_with(store):
+    store.insert(_record(run_key="a", sweep="s", env={"measured_with": {"budget": 1}}))
+    store.insert(_record(run_key="a", sweep="t", env={"measured_with": {"budget": 2}}))
+    store.insert(_record(run_key="b", env={"measured_with": [1]}))
+    store.insert(_record(run_key="c", sweep="s", env={"torch": "2"}))
+    store.insert(_record(run_key="d", sweep="s"))
+    store.insert(_record(run_key="e", sweep="s"))
+    store.conn.execute("UPDATE runs SET env = '{bad' WHERE run_key = 'd'")
+    store.conn.execute("UPDATE runs SET env = '[1]' WHERE run_key = 'e'")
+    assert store.measured_with() == {
+        "a": ("t", {"budget": 2}),  # the newest attempt's
+        "b": (None, None),  # no sweep; settings that are no object
+        "c": ("s", None),
+        "d": ("s", None),  # a damaged env says nothing
+        "e": ("s", None),
+    }
+    store.conn.execute("UPDATE runs SET env = NULL WHERE run_key = 'c'")
+    assert store.measured_with()["c"] == ("s", None)
+
+
+def _threads(store, threads, choice, sweep="s", host="box") -> None:
+    env = {"hostname": host} if choice is None else {"hostname": host, "threads_choice": choice}
+    store.insert(_record(run_key=f"k{store.count()}", sweep=sweep, threads=threads, env=env))
+
+
+def test_a_resumed_sweep_keeps_the_thread_count_paradnn_chose(store):
+    assert store.sweep_threads("s", "box") is None
+    _threads(store, 4, {"requested": None, "why": "free cores"})
+    assert store.sweep_threads("s", "box") == 4
+    assert store.sweep_threads("other", "box") is None
+    assert store.sweep_threads("s", "elsewhere") is None
+    _threads(store, 2, None)  # a newer run that names no choice: the older one decides
+    assert store.sweep_threads("s", "box") == 4
+    _threads(store, 3, {"requested": 3})  # the newest was given --threads: nothing to keep
+    assert store.sweep_threads("s", "box") is None
+
+
+@pytest.mark.parametrize(
+    ("threads", "choice", "kept"),
+    [
+        (1, {"requested": None}, 1),
+        (0, {"requested": None}, None),
+        (None, {"requested": None}, None),
+        (2, {"why": "x"}, 8),
+        (2, "requested", 8),
+        (2, ["requested"], 8),
+    ],
+)
+def test_which_choice_decides(store, threads, choice, kept):
+    _threads(store, 8, {"requested": None})
+    _threads(store, threads, choice)
+    assert store.sweep_threads("s", "box") == kept
+
+
+def test_a_damaged_env_names_no_choice(store):
+    _threads(store, 8, {"requested": None})
+    _threads(store, 2, {"requested": None})
+    store.conn.execute("UPDATE runs SET env = '{bad' WHERE id = 2")
+    assert store.sweep_threads("s", "box") == 8
+    store.conn.execute("UPDATE runs SET env = '[1]' WHERE id = 2")
+    assert store.sweep_threads("s", "box") == 8
+    store.conn.execute("UPDATE runs SET env = NULL WHERE id = 2")
+    assert store.sweep_threads("s", "box") == 8
+
+
+def test_only_the_newest_fifty_runs_are_looked_at(store):
+    _threads(store, 8, {"requested": None})
+    for _ in range(49):
+        _threads(store, 2, None)
+    assert store.sweep_threads("s", "box") == 8
+    _threads(store, 2, None)
+    assert store.sweep_threads("s", "box") is None
+
+
+def test_task_status_of_each_side_table(store):
+    store.insert_rows(
+        "ops",
+        [
+            _op("a", status="crashed", task_key="t1"),
+            _op("b", status="ok", task_key="t1"),
+            _op("c", status="oom", task_key="t2"),
+            _op("d", status="ok"),
+        ],
+    )
+    assert store.task_status("ops") == {"t1": "ok", "t2": "oom"}
+    assert store.task_status("host_profile") == {} and store.task_status("ceilings") == {}
+    for table in ("runs", "op_profile"):
+        with pytest.raises(ValueError) as e:
+            store.task_status(table)
+        assert str(e.value) == f"table = {table!r}: must be ceilings, ops or host_profile"
+
+
+# -- the store object: conn, exists, close, frame --------------------------------------------
+def test_a_store_opens_once_and_stays_closed(tmp_path):
+    made = []
+
+    def opener():
+        made.append(True)
+        return sqlite3.connect(":memory:")
+
+    s = db.Store(None, str(tmp_path / "x.db"), opener=opener)
+    assert not s.exists() and made == []
+    assert s.conn is s.conn and made == [True]
+    assert s.conn.text_factory is db._text and s.exists()
+    with s as same:
+        assert same is s
+    assert s._conn is None and s._opener is None
+    with pytest.raises(StoreError, match="the database is closed"):
+        s.conn  # noqa: B018
+    assert made == [True]
+
+
+def test_a_frame_has_a_column_per_hyperparameter(store):
+    store.insert(_record(run_key="a", config={"layers": 2, "nodes": 8}))
+    store.insert(_record(run_key="b", family="cnn", config={"layers": 3, "nodes": 16}))
+    frame = store.frame(family="cnn")
+    assert list(frame["run_key"]) == ["b"]
+    assert frame.loc[0, "layers"] == 3 and frame.loc[0, "nodes"] == 16
+    assert frame.loc[0, "config"] == {"layers": 3, "nodes": 16}
+    assert len(store.frame()) == 2
