@@ -616,3 +616,24 @@ def test_records_hold_every_column_and_a_measured_rows_prediction(tmp_path):
     assert q["basis"] == "1 run on X"
     (d,) = P.rows_frame_records([P.Row(_c("p", THRU), pred, pred)])
     assert d["error band"] == P.band_text(["gpu"])
+
+
+def test_a_claims_document_without_seeds_or_claims_has_none(monkeypatch):
+    monkeypatch.setattr(P, "_document", lambda: {})
+    assert P.seeds() == {} and P.load() == []
+    monkeypatch.setattr(P, "_document", lambda: {"seeds": {"9": {"title": "T"}}})
+    assert P.seeds() == {"9": "T"}
+
+
+def test_compare_ranges_over_the_given_configs_else_the_table2_sample():
+    claim = _c("u", {"kind": "max_util", "family": "fc", **V100})
+    (given,) = P.compare([claim], None, {"fc": [FC]})
+    assert (
+        given.paradnn.basis == "step-time model, max over 1 of the given configs on v100-sxm2 fp16"
+    )
+    assert given.paradnn.value == pytest.approx(100 * _util(FC, V100))
+    (sample,) = P.compare([claim])
+    assert sample.paradnn.basis == (
+        f"step-time model, max over {P.TABLE2_SAMPLE} of {P.TABLE2_SAMPLE} Table 2 fc configs "
+        "(LHS) on v100-sxm2 fp16"
+    )
