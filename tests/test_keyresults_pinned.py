@@ -267,6 +267,18 @@ def test_equal_effects_order_by_words_and_a_repeated_stat_is_listed_once():
     )
 
 
+def test_equal_effects_and_words_order_by_the_stat_in_either_order():
+    a = _summary([("all", 3, 2.0, 1.5, 2.5, "faster")])
+    b = _summary([("all", 2, 2.0, 1.5, 2.5, "faster")])
+    frames = {"x1": Frame(a, "Same"), "x2": Frame(b, "Same")}
+    for order in (frames, dict(reversed(list(frames.items())))):
+        got = K._speedups(order)
+        assert [g.stat for g in got] == [
+            "2× geometric mean, 95% CI 1.5–2.5×, 2 matched configs",
+            "2× geometric mean, 95% CI 1.5–2.5×, 3 matched configs",
+        ]
+
+
 def test_at_most_eight_speedups():
     frames = {
         f"speedup-x-{i}-over-0": Frame(_summary([("all", 1, 1.0 + i, 1.0 + i / 2, 2.0 + i,
@@ -303,8 +315,12 @@ def test_a_table_missing_a_column_is_no_speedup():
     b = _summary([("all", 2, 2.0, 1.5, 2.5, "faster")], band=True)
     assert K._speedups({"t": Frame(b, "")}) == []
     assert K._speedups({}) == []
-    nofam = full.drop(columns="family").assign(family=["fc"])
-    assert K._speedups({"t": Frame(nofam, "T")})[0].words == "T (fc): faster"
+    one = full.assign(family=["fc"])
+    assert K._speedups({"t": Frame(one, "T")})[0].words == "T (fc): faster"
+    # no family column: the table is one overall comparison (it once raised AttributeError)
+    bare = full[["geomean", "geomean_ci_low", "geomean_ci_high", "geomean_call"]]
+    (line,) = K._speedups({"t": Frame(bare, "T")})
+    assert line.words == "T: faster" and line.stat == "2× geometric mean, 95% CI 1.5–2.5×"
 
 
 @pytest.mark.parametrize(
