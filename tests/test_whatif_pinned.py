@@ -614,3 +614,18 @@ def test_evaluate_judges_tpu_v3_without_a_gpu_and_keeps_a_silent_one_silent():
     only_v2 = [r for r in tpus if r["platform_id"] == "tpu-v2"]
     got = {f.id: f for f in W.evaluate(W.with_predictions(m, only_v2))}
     assert got["tpu-v3"].basis == "measured"
+
+
+def test_evaluate_with_predictions_but_no_pair_to_judge_is_the_measured_one():
+    m = _measured()
+    gpu = [r for r in _rows(m) if r["device_kind"] == "gpu"]
+    alone = W.with_predictions(A.from_frames([]), gpu)  # no run here, no TPU: no pair
+    assert W.pairs_to_judge(alone) == []
+    assert W.evaluate(alone) == A.evaluate(alone, include_noisy=True)
+
+
+def test_a_silent_tpu_v3_verdict_leaves_the_measured_one():
+    m = _measured()
+    stray = dict(_p(m, "tpu-v3", "tpu", "fc", FCA, 1.0, 0.1, 0.5), config='{"batch":1}')
+    got = {f.id: f for f in W.evaluate(W.with_predictions(m, [*_rows(m), stray]))}
+    assert got["tpu-v3"].basis == "measured" and got["tpu-vs-gpu"].verdict == F.HOLDS
