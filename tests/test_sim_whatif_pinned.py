@@ -81,6 +81,15 @@ def test_resolve_refuses_an_unprintable_or_unknown_name_by_itself():
     assert e.value == "a" * 4097 and e.allowed == ALLOWED
 
 
+@pytest.mark.parametrize("n", [300, 4096])
+def test_a_name_too_long_for_a_file_is_refused_not_a_traceback(n):
+    e = _refused("a" * n)  # the OS refuses to look it up (ENAMETOOLONG): no file
+    assert e.value == "a" * n and e.allowed == ALLOWED
+    name = "a" * (n - 5) + ".toml"
+    e = _refused(name)
+    assert e.value == name and e.allowed == "no such chip file; " + ALLOWED
+
+
 def test_resolve_reads_a_chip_file_with_or_without_the_toml_suffix(tmp_path):
     f = _chip_file(tmp_path)
     g = _chip_file(tmp_path, "other", suffix=".chip")
