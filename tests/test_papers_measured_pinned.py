@@ -172,6 +172,9 @@ def test_measured_reads_the_claims_measure_table():
     spec = {"kind": "throughput", "family": "rnn", "device": "cpu", "config": {"batch": 16}}
     v, basis = P.measured(data, {**spec, "precision": "fp32", "per_example": 10})
     assert v == pytest.approx(10 * rows[0]["examples_per_s"]) and basis == "1 run on SynthCPU"
+    assert P.measured(data, {**spec, "precision": "bf16"}) == (
+        None, "no rnn batch=16 bf16 run on a CPU here"
+    )  # fmt: skip
     v, _ = P.measured(data, spec)  # no precision, no per_example: any precision, ×1
     assert v == pytest.approx(rows[0]["examples_per_s"])
     v, _ = P.measured(data, {"kind": "throughput", "family": "rnn", "device": "cpu"})
