@@ -270,3 +270,10 @@ def test_a_zero_step_has_no_achieved_rate_and_a_nan_band_end_is_null(monkeypatch
     assert row["achieved_flops"] == 5.0
     assert row["examples_per_s_low"] == pytest.approx(3.2)
     assert row["examples_per_s_high"] == pytest.approx(4.8)
+
+
+def test_one_config_of_two_families_is_two_targets():
+    rows = SW.predict_rows([SW.Target("fc", CFG, "fp32"), SW.Target("cnn", CFG, "fp32")],
+                           SW.resolve("v100"), EB.Bands({}, "none"))  # fmt: skip
+    assert [r["family"] for r in rows] == ["fc", "cnn"]
+    assert rows[0]["reason"] is None and rows[1]["reason"].startswith("not predicted: ")
