@@ -629,3 +629,26 @@ def test_a_silent_tpu_v3_verdict_leaves_the_measured_one():
     stray = dict(_p(m, "tpu-v3", "tpu", "fc", FCA, 1.0, 0.1, 0.5), config='{"batch":1}')
     got = {f.id: f for f in W.evaluate(W.with_predictions(m, [*_rows(m), stray]))}
     assert got["tpu-v3"].basis == "measured" and got["tpu-vs-gpu"].verdict == F.HOLDS
+
+
+def test_a_measured_side_keeps_a_run_without_an_optimizer_and_medians_its_utilization():
+    rows = [
+        synth.row("fc", FCA, 0.1, platform="Here", hostname=h) | {"examples_per_s": x,
+                                                                   "utilization_datasheet": u}
+        for h, x, u in (("a", 10.0, 0.1), ("b", 20.0, 0.3), ("c", 30.0, 0.2))
+    ]  # fmt: skip
+    rows.append(synth.row("fc", FCB, 0.1, platform="Here") | {"examples_per_s": 5.0})
+    rows[-1]["optimizer"] = None
+    s = W._side(A.from_frames(rows), "Here")
+    assert len(s) == 2
+    a = s[s["optimizer"] == "rmsprop"].iloc[0]
+    assert a["util"] == pytest.approx(0.2) and a["value"] == 20.0
+    b = s[s["optimizer"].isna()].iloc[0]
+    assert b["value"] == 5.0
+
+
+def test_a_measured_side_without_a_utilization_column_has_none():
+    d = _measured()
+    d.runs = d.runs.drop(columns="utilization_datasheet")
+    s = W._side(d, "Here")
+    assert len(s) == 4 and s["util"].isna().all()
