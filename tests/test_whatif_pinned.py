@@ -652,3 +652,20 @@ def test_a_measured_side_without_a_utilization_column_has_none():
     d.runs = d.runs.drop(columns="utilization_datasheet")
     s = W._side(d, "Here")
     assert len(s) == 4 and s["util"].isna().all()
+
+
+def test_the_table_orders_precisions_by_name_whatever_order_the_configs_give():
+    """FCB (the smaller config key) measured at fp32, FCA at bf16: the pairs come config by
+    config, the table's rows precision by precision (bf16 before fp32)."""
+    m = A.from_frames(
+        [_meas("fc", FCA, 100.0, 0.9, 1.1, 0.2, precision="bf16"),
+         _meas("fc", FCB, 50.0, 0.9, 1.1, 0.4)]
+    )  # fmt: skip
+    assert _key(m, "fc", FCB) < _key(m, "fc", FCA)
+    rows = [
+        _p(m, "tpu-v2", "tpu", "fc", FCA, 400.0, 0.2, 0.6, here="bf16"),
+        _p(m, "tpu-v2", "tpu", "fc", FCB, 100.0, 0.2, 0.5),
+    ]
+    t = W.table(W.with_predictions(m, rows))
+    assert t["precision here"].tolist() == ["bf16", "fp32"]
+    assert t["predicted there (examples/s)"].tolist() == pytest.approx([400.0, 100.0])

@@ -154,8 +154,8 @@ def _speedups(frames: dict[str, Frame]) -> list[Line]:
         if not {"geomean", *ends, "geomean_call"} <= set(df):
             continue
         # a table without a family column is one overall comparison (no 'all' row to pick)
-        overall = df["family"] == "all" if "family" in df else pd.Series(True, index=df.index)
-        rows = df[overall] if overall.any() else df
+        overall = "family" in df and (df["family"] == "all").any()
+        rows = df[df["family"] == "all"] if overall else df
         what = str(df["pair"].iloc[0]) if band and len(df) else _what(name, fr.caption)
         for r in rows.to_dict("records"):
             if r["geomean_call"] not in ("faster", "slower") or U.missing(r["geomean"]):
