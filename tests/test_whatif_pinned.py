@@ -669,3 +669,13 @@ def test_the_table_orders_precisions_by_name_whatever_order_the_configs_give():
     t = W.table(W.with_predictions(m, rows))
     assert t["precision here"].tolist() == ["bf16", "fp32"]
     assert t["predicted there (examples/s)"].tolist() == pytest.approx([400.0, 100.0])
+
+
+def test_family_orders_are_by_name_whatever_order_the_predictions_come_in():
+    m = _measured()
+    rows = list(reversed(_rows(m)))  # rnn, cnn, fc: predicted sides keep their rows' order
+    d = W.with_predictions(m, rows)
+    s = W.pair(d, GPU, TPU).summary
+    assert s["family"].tolist() == ["cnn", "fc", "rnn", "all"]
+    f = W.tpu_over_gpu(d, GPU, TPU)
+    assert f.evidence.index("cnn 4.00×") < f.evidence.index("rnn 4.50×")
