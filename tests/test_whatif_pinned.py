@@ -679,3 +679,18 @@ def test_family_orders_are_by_name_whatever_order_the_predictions_come_in():
     assert s["family"].tolist() == ["cnn", "fc", "rnn", "all"]
     f = W.tpu_over_gpu(d, GPU, TPU)
     assert f.evidence.index("cnn 4.00×") < f.evidence.index("rnn 4.50×")
+
+
+def test_evaluate_counts_noisy_runs_as_the_measured_findings_do_with_them():
+    rows = [
+        _meas("fc", FCA, 100.0, 0.9, 1.25, 0.2, quality="noisy"),
+        _meas("fc", FCB, 50.0, 0.8, 1.0, 0.4, quality="noisy"),
+        _meas("cnn", CNN, 10.0, 0.5, 2.0, 0.1),
+        _meas("rnn", RNN, 20.0, 0.5, 2.0, 0.3),
+    ]
+    m = A.from_frames(rows)
+    d = W.with_predictions(m, _rows(m))
+    got = {f.id: f for f in W.evaluate(d)}
+    noisy_in = {f.id: f for f in A.evaluate(d, include_noisy=True)}
+    assert got["fc-batch"] == noisy_in["fc-batch"]
+    assert got["fc-batch"].evidence.startswith("fc achieved FLOP/s: 2 ok runs")
