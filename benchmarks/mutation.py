@@ -421,6 +421,23 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "journal_mode=memory and FULL is SQLite's default: same behaviour",
         '"XX:memory:XX"',
     ),
+    **{
+        f"paradnn.sim.papers.xǁPredictorǁ_op_speedup__mutmut_{n}": (
+            "an Op's layer name and phase are labels: predict_op's compute_s and memory_s read "
+            "only m, n, k, count and the operand elements (sim/model.py, sim/traffic.py)",
+            line,
+        )
+        for n, line in (
+            (34, 'Op("XXopXX", "fwd"'),
+            (35, 'Op("OP", "fwd"'),
+            (36, 'Op("op", "XXfwdXX"'),
+            (37, 'Op("op", "FWD"'),
+            (64, 'Op("XXopXX", "fwd"'),
+            (65, 'Op("OP", "fwd"'),
+            (66, 'Op("op", "XXfwdXX"'),
+            (67, 'Op("op", "FWD"'),
+        )
+    },
 }
 
 # A mutant that only changes the letter case of SQL text (keywords, pragma names, table and

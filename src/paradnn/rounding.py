@@ -64,7 +64,7 @@ def settle(x: float, *within: float | None) -> float:
     if not _finite(x):
         return x
     x = float(x)
-    return 0.0 if abs(x) <= RELATIVE * scale(*within) or x == 0 else x
+    return 0.0 if abs(x) <= RELATIVE * scale(*within) else x  # -0.0 too: abs(-0.0) <= 0
 
 
 def key(x: float | None, *within: float | None) -> float:

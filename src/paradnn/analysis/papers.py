@@ -20,7 +20,7 @@ def device_kind(device: object) -> str | None:
     """cpu, gpu or tpu for a stored device string ("cpu", "cuda:0", "tpu:0"), else None."""
     if not isinstance(device, str) or not device:
         return None
-    return _KINDS.get(device.split(":", 1)[0].lower())
+    return _KINDS.get(device.partition(":")[0].lower())
 
 
 def _runs(data: Data, family: str, device: str, precision: str | None = None) -> pd.DataFrame:

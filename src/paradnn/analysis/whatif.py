@@ -416,7 +416,7 @@ def evaluate(data: Data) -> list[F.Finding]:
     if not has_predictions(data):
         return base
     pairs = pairs_to_judge(data)
-    order = [pairs[-1], *pairs[:-1]] if len(pairs) > 1 and _paper_pair(data, pairs[-1]) else pairs
+    order = [pairs[-1], *pairs[:-1]] if pairs and _paper_pair(data, pairs[-1]) else pairs
     got: dict[str, F.Finding] = {}
     for a, b in order:  # the first pair whose prediction speaks
         for f in findings_for(data, a, b):

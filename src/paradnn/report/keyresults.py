@@ -153,12 +153,14 @@ def _speedups(frames: dict[str, Frame]) -> list[Line]:
         ends = ("geomean_band_low", "geomean_band_high") if band else CI_ENDS
         if not {"geomean", *ends, "geomean_call"} <= set(df):
             continue
-        rows = df[df["family"] == "all"] if (df.get("family") == "all").any() else df
+        # a table without a family column is one overall comparison (no 'all' row to pick)
+        overall = "family" in df and (df["family"] == "all").any()
+        rows = df[df["family"] == "all"] if overall else df
         what = str(df["pair"].iloc[0]) if band and len(df) else _what(name, fr.caption)
         for r in rows.to_dict("records"):
             if r["geomean_call"] not in ("faster", "slower") or U.missing(r["geomean"]):
                 continue
-            fam = "" if r["family"] == "all" else f" ({r['family']})"
+            fam = "" if r.get("family", "all") == "all" else f" ({r['family']})"
             n = r.get("n")
             configs = f", {U.count(n)} matched configs" if n is not None and n == n else ""
             lo, hi = r[ends[0]], r[ends[1]]

@@ -110,13 +110,15 @@ def load(text: str | None = None) -> list[Claim]:
         if not isinstance(c.get("line"), int) or c["line"] < 1:
             raise ConfigError(f"{c['id']}.line", c.get("line"), "a line number ≥ 1")
         comp = c.get("compute")
-        if not isinstance(comp, dict) or comp.get("kind") not in KINDS:
-            raise ConfigError(f"{c['id']}.compute.kind", (comp or {}).get("kind"), ", ".join(KINDS))
-        if comp["kind"] == "none" and not comp.get("reason"):
+        kind = comp.get("kind") if isinstance(comp, dict) else comp  # a table, else refused
+        if not isinstance(comp, dict) or kind not in KINDS:
+            raise ConfigError(f"{c['id']}.compute.kind", kind, ", ".join(KINDS))
+        if kind == "none" and not comp.get("reason"):
             raise ConfigError(f"{c['id']}.compute.reason", None, "a reason it cannot be computed")
         meas = c.get("measure")
-        if meas is not None and meas.get("kind") not in MEASURE_KINDS:
-            raise ConfigError(f"{c['id']}.measure.kind", meas.get("kind"), ", ".join(MEASURE_KINDS))
+        kind = meas.get("kind") if isinstance(meas, dict) else meas
+        if meas is not None and (not isinstance(meas, dict) or kind not in MEASURE_KINDS):
+            raise ConfigError(f"{c['id']}.measure.kind", kind, ", ".join(MEASURE_KINDS))
         if c["id"] in seen:
             raise ConfigError(f"{where}.id", c["id"], "unique (it appears twice)")
         seen.add(c["id"])
@@ -276,7 +278,7 @@ class Predictor:
         return 100 * v, f"step-time model, (t_N − t_1) ÷ t_N on {_label(c)}", [_kind(c)]
 
     def _scaling_efficiency(self, c: Mapping[str, Any]) -> tuple[float, str, list[str]]:
-        one = self.step(c["family"], c["config"], {**c, "chips": 1})
+        one = self.step(c["family"], c["config"], {**c, "chips": 1, "topology": None})
         many = self.step(c["family"], c["config"], c)
         basis = f"step-time model, weak scaling t_1 ÷ t_N on {_label(c)} ({many.topology})"
         return 100 * one.predicted_step_s / many.predicted_step_s, basis, [_kind(c)]

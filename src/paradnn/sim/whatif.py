@@ -57,8 +57,8 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
             raise ConfigError(OPTION, p, allowed())
         if p in ids:
             got = chips_mod.from_platform(datasheets.get(p))
-        elif p.endswith(".toml") or Path(p).is_file():
-            if not Path(p).is_file():
+        elif p.endswith(".toml") or _is_file(p):
+            if not _is_file(p):
                 raise ConfigError(OPTION, p, "no such chip file; " + allowed())
             got = chips_mod.load_file(p)
         else:  # the one resolver of platform names (platforms.datasheets.prefixed)
@@ -69,6 +69,14 @@ def resolve(value: str | Sequence[str]) -> list[Chip]:
         if got.id not in {c.id for c in out}:
             out.append(got)
     return out
+
+
+def _is_file(p: str) -> bool:
+    """Whether `p` names a file; a name the OS refuses (longer than NAME_MAX) names none."""
+    try:
+        return Path(p).is_file()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
