@@ -1,0 +1,357 @@
+"""The analysis functions' complete outputs pinned on small inputs (issue 46, item 6): every
+field, every string a user reads, both sides of each comparison, the empty and missing cases.
+Expected values are worked out by hand from the inputs (floats compared with a tolerance, words
+and decisions exactly), so a changed constant, operator or column name fails here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paradnn import analysis as A
+from paradnn.analysis import breakdown as B
+from paradnn.analysis import findings as F
+from paradnn.analysis import frames
+from paradnn.analysis import scaling as S
+from paradnn.analysis import speedup as SP
+from paradnn.analysis import summaries as SU
+from paradnn.analysis.heatmap import _second_axis
+
+import synth
+
+# -- scaling ---------------------------------------------------------------------------------
+
+
+def _scaled(**kw) -> A.Data:
+    base = synth.scale_row(1, 0.010)
+    run = synth.scale_row(
+        2, 0.0125, compute_nosync_s=0.011, allreduce_s=0.002, allreduce_busbw=3e9,
+        overlap_frac=0.25, allreduce_bytes=4000, ladder=[[1, 2]], **kw,
+    )  # fmt: skip
+    other = synth.scale_row(2, 0.02, batch=16)  # no N = 1 run of its config: skipped
+    return frames.from_frames([base, run, other])
+
+
+def test_an_efficiency_row_holds_every_column_worked_out_by_hand():
+    t = S.efficiency_table(_scaled())
+    assert len(t) == 1
+    r = t.iloc[0].to_dict()
+    exact = {
+        "family": "fc", "precision": "fp32", "platform": "cpu-x", "strategy": "ddp",
+        "scaling": "weak", "procs": 2, "threads": 1, "batch": 8, "allreduce_ladder": [[1, 2]],
+    }  # fmt: skip
+    for k, v in exact.items():
+        assert r[k] == v, k
+    assert r["config_key"] == '{"batch":8,"layers":1,"nodes":32}'
+    near = {
+        "step_time_s": 0.0125, "examples_per_s": 16 / 0.0125, "speedup": 1.6,
+        "speedup_low": 2 * 0.0098 / 0.01275, "speedup_high": 2 * 0.0102 / 0.01225,
+        "efficiency": 0.8, "karp_flatt": 0.25, "compute_nosync_s": 0.011, "allreduce_s": 0.002,
+        "allreduce_busbw": 3e9, "overlap_frac": 0.25, "rank_flops": 0.8e9 / 2 * 2 / 2 * 1,
+        "base_flops": 1e9 * 0.01 / 0.010, "utilization": 0.8, "base_step_time_s": 0.010,
+        "examples_ratio": 2.0, "allreduce_bytes": 4000, "compute_inflation": 0.011 / 0.010,
+        "comm_exposed_frac": (0.0125 - 0.011) / 0.0125,
+    }  # fmt: skip
+    near["rank_flops"] = (1e9 * 2 * 0.01 / 0.0125) / 2
+    for k, v in near.items():
+        assert r[k] == pytest.approx(v, rel=1e-9), k
+    assert list(t.columns)[:7] == [
+        "family", "config_key", "precision", "platform", "strategy", "scaling", "procs",
+    ]  # fmt: skip
+
+
+def test_an_efficiency_row_without_the_optional_measurements_has_none_for_them():
+    base = synth.scale_row(1, 0.010, achieved_flops=None, step_time_ci_low_s=None)
+    run = synth.scale_row(2, 0.0125)
+    r = S.efficiency_table(frames.from_frames([base, run])).iloc[0]
+    assert r["speedup"] == pytest.approx(1.6)
+    assert r["speedup_low"] is None and r["speedup_high"] is None  # the base has no CI
+    assert r["base_flops"] is None and r["utilization"] is None
+    assert r["rank_flops"] == pytest.approx(1e9 * 2 * 0.01 / 0.0125 / 2)
+    assert r["compute_inflation"] is None and r["comm_exposed_frac"] is None
+    assert r["allreduce_ladder"] is None
+    for col in ("allreduce_s", "allreduce_busbw", "overlap_frac", "compute_nosync_s"):
+        assert r[col] is None or pd.isna(r[col]), col
+
+
+def test_strong_scaling_keeps_the_examples_and_a_missing_count_reads_as_none():
+    base = synth.scale_row(1, 0.010)
+    strong = synth.scale_row(2, 0.006, scaling="strong", examples_per_step=8)
+    r = S.efficiency_table(frames.from_frames([base, strong])).iloc[0]
+    assert r["examples_ratio"] == pytest.approx(1.0)
+    assert r["speedup"] == pytest.approx(0.010 / 0.006)
+    assert r["scaling"] == "strong"
+
+
+def test_runs_without_the_parallel_columns_get_them_empty():
+    base = synth.scale_row(1, 0.010)
+    run = synth.scale_row(2, 0.0125)
+    rows = []
+    for r in (base, run):
+        r = dict(r)
+        for col in ("strategy", "scaling"):
+            r.pop(col)
+        rows.append(r)
+    t = S.efficiency_table(pd.DataFrame(rows).pipe(lambda d: frames.from_frames(d)))
+    assert len(t) == 1
+    assert t.iloc[0]["strategy"] is None and t.iloc[0]["scaling"] is None
+
+
+def test_the_amdahl_fit_in_each_of_its_branches():
+    none = S.amdahl_fit([1, 2, 4], [1.0, math.nan, -1.0])
+    assert none == S.AmdahlFit(None, None, None, 0, "none", "no speedup at N > 1 to fit")
+    assert none.predict(4) is None
+    one = S.amdahl_fit([2, 2], [1.6, 1.6])
+    assert one == S.AmdahlFit(
+        pytest.approx(0.25), None, None, 2, "karp-flatt at one N", "no speedup interval"
+    )
+    mapped = S.amdahl_fit([1, 2], [1.0, 1.6], low=[0.9, 1.5], high=[1.1, 1.7])
+    assert mapped.method == "karp-flatt at one N, its speedup CI mapped"
+    assert mapped.reason is None and mapped.points == 1
+    assert mapped.ci_low == pytest.approx(S.karp_flatt(1.7, 2))
+    assert mapped.ci_high == pytest.approx(S.karp_flatt(1.5, 2))
+    # a slowdown at one N clips to a serial fraction of 1, a superlinear speedup to 0
+    assert S.amdahl_fit([2], [0.5], low=[0.4], high=[0.6]) == S.AmdahlFit(
+        1.0, 1.0, 1.0, 1, "karp-flatt at one N, its speedup CI mapped"
+    )
+    assert S.amdahl_fit([2], [3.0], low=[2.5], high=[3.5]) == S.AmdahlFit(
+        0.0, 0.0, 0.0, 1, "karp-flatt at one N, its speedup CI mapped"
+    )
+    f = 0.1
+    ns = [2, 4, 8]
+    fit = S.amdahl_fit(ns, [1 / (f + (1 - f) / n) * (1 + 0.01 * (-1) ** n) for n in ns])
+    assert fit.method == "curve_fit, t interval (df = 2)" and fit.points == 3
+    assert fit.reason is None
+    assert 0.0 <= fit.ci_low < fit.serial_fraction < fit.ci_high <= 1.0
+    assert fit.serial_fraction == pytest.approx(0.1, abs=0.02)
+    sf = fit.serial_fraction
+    assert fit.predict(4) == pytest.approx(1 / (sf + (1 - sf) / 4))
+
+
+# -- findings --------------------------------------------------------------------------------
+
+
+def test_an_inconclusive_verdict_states_both_ends_of_its_interval():
+    f = F.decided("x", "c", "s", "r", "ev", "stat", 1.0, 0.9, 1.2, 1.0, ">", lambda: "more")
+    assert f.verdict == F.INCONCLUSIVE and f.decide == "more"
+    assert f.evidence == "ev; the 95% interval [0.9, 1.2] straddles 1"
+    assert (f.estimate, f.ci_low, f.ci_high, f.threshold) == (1.0, 0.9, 1.2, 1.0)
+    assert (f.id, f.claim, f.source, f.rule, f.statistic) == ("x", "c", "s", "r", "stat")
+    held = F.decided("x", "c", "s", "r", "ev", "stat", 1.5, 1.1, 1.9, 1.0, ">", "more")
+    assert held.verdict == F.HOLDS and held.evidence == "ev" and held.decide == ""
+    blind = F.decided("x", "c", "s", "r", "ev", "stat", None, None, math.nan, 1.0, ">", "more")
+    assert blind.verdict == F.INCONCLUSIVE and blind.evidence == "ev" and blind.decide == "more"
+    assert blind.estimate is None and blind.ci_low is None and blind.ci_high is None
+
+
+def test_the_precision_findings_name_the_precisions_that_ran_ok():
+    cfg = {"layers": 2, "nodes": 64, "batch": 8}
+    failed = A.from_frames([synth.row("fc", cfg, None, status="oom")])
+    assert F._precision_speedups(failed) == (
+        "precisions with ok runs: none (need fp32 and bf16 or fp16)"
+    )
+    assert F._precision_speedups(A.from_frames([])) == "no runs"
+    one = A.from_frames([synth.row("fc", cfg, 0.1, precision="tf32")])
+    assert F._precision_speedups(one) == (
+        "precisions with ok runs: tf32 (need fp32 and bf16 or fp16)"
+    )
+    f = F.precision_helps(failed)
+    assert f.verdict == F.NO_DATA and f.evidence.startswith("precisions with ok runs: none")
+
+
+def _noisy_versions() -> A.Data:
+    rows = []
+    for i, b in enumerate((8, 16, 32)):
+        cfg = {"layers": 2, "nodes": 64, "batch": b}
+        for v, u in (("2.12.0", 0.1), ("2.13.0", 0.12)):
+            rows.append(
+                synth.row(
+                    "fc", cfg, u, torch_version=v, n_samples=12, seed=i, quality="noisy",
+                    converged=False,
+                )
+            )  # fmt: skip
+    return A.from_frames(rows)
+
+
+def test_the_software_finding_compares_the_runs_it_is_given_noisy_or_not():
+    # evaluate() leaves noisy runs out before the checks run; a check called on data keeps them
+    f = F.software_versions(_noisy_versions())
+    assert f.verdict in (F.HOLDS, F.INCONCLUSIVE), f
+    assert f.evidence.startswith("torch 2.13.0 over 2.12.0: 1.20× [")
+    assert f.evidence.endswith(" over 3 configs")
+
+
+def test_the_slower_first_pair_is_turned_over_with_both_ends_swapped():
+    rows = []
+    for i, b in enumerate((8, 16, 32, 64)):
+        cfg = {"layers": 2, "nodes": 64, "batch": b}
+        rows.append(synth.row("fc", cfg, 0.2, platform="A-fast", n_samples=12, seed=i))
+        rows.append(synth.row("fc", cfg, 0.1, platform="B-slow", n_samples=12, seed=i + 9))
+    data = A.from_frames(rows)
+    c = SP.compare(data, "platform", "A-fast", "B-slow", include_noisy=True)
+    p, fast, slow, s = F._oriented(data)
+    assert (fast, slow) == ("A-fast", "B-slow")
+    raw = c.pairs.set_index("config_key")
+    got = p.set_index("config_key")
+    for k in raw.index:
+        assert got.at[k, "speedup"] == pytest.approx(1 / raw.at[k, "speedup"])
+        assert got.at[k, "ci_low"] == pytest.approx(1 / raw.at[k, "ci_high"])
+        assert got.at[k, "ci_high"] == pytest.approx(1 / raw.at[k, "ci_low"])
+        assert got.at[k, "ci_low"] < got.at[k, "speedup"] < got.at[k, "ci_high"]
+    g = c.overall()
+    assert s["geomean"] == pytest.approx(1 / g["geomean"])
+    assert s["geomean_ci_low"] == pytest.approx(1 / g["geomean_ci_high"])
+    assert s["geomean_ci_high"] == pytest.approx(1 / g["geomean_ci_low"])
+
+
+# -- frames ----------------------------------------------------------------------------------
+
+
+def test_a_databases_source_lists_everything_it_holds():
+    runs = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "oom"],
+            "hostname": ["b", "a", None],
+            "device_name": ["cpu", "cpu", "gpu"],
+            "torch_version": ["2.13.0", "2.12.0", "2.13.0"],
+            "cuda_version": [None, None, "12.4"],
+            "python_version": ["3.11.9", "3.11.9", "3.11.9"],
+            "started_at": ["2026-01-02", "2026-01-01", "2026-01-03"],
+            "finished_at": ["2026-01-02T1", "2026-01-04", "2026-01-03T1"],
+        }
+    )
+    src = frames._source("x.db", runs, {"ceilings": 2, "ops": 0, "op_profile": 1})
+    assert src == {
+        "db": "x.db",
+        "runs": 3,
+        "statuses": {"ok": 2, "oom": 1},
+        "hosts": ["a", "b"],
+        "devices": ["cpu", "gpu"],
+        "torch": ["2.12.0", "2.13.0"],
+        "cuda": ["12.4"],
+        "python": ["3.11.9"],
+        "first": "2026-01-01",
+        "last": "2026-01-04",
+        "ceilings": 2,
+        "ops": 0,
+        "op_profile": 1,
+    }
+    empty = frames._source("e.db", pd.DataFrame(), {})
+    assert empty == {
+        "db": "e.db", "runs": 0, "statuses": {}, "hosts": [], "devices": [], "torch": [],
+        "cuda": [], "python": [], "first": None, "last": None,
+    }  # fmt: skip
+
+
+def test_the_engine_of_a_run_without_a_backend_or_mode_is_torch_eager():
+    df = pd.DataFrame(
+        {"backend": [None, "torch", "jax", "torch"], "mode": [None, "compile", None, None]}
+    )
+    assert frames.engine(df).tolist() == ["torch-eager", "torch-compile", "jax", "torch-eager"]
+
+
+# -- heat maps, breakdowns, summaries --------------------------------------------------------
+
+
+def test_a_transformer_heat_map_takes_d_model_as_its_second_axis():
+    assert _second_axis("transformer", ["batch", "layers", "d_model"], "batch") == "d_model"
+    assert _second_axis("fc", ["batch", "nodes"], "nodes") == "batch"
+
+
+def test_a_heat_maps_status_grid_is_labelled_like_its_values_and_empty_where_nothing_ran():
+    rows = [
+        synth.row(
+            "fc",
+            {"layers": 2, "nodes": n, "batch": b},
+            0.1 if b < 32 else None,
+            status="ok" if b < 32 else "oom",
+        )
+        for n, b in ((64, 8), (64, 16), (128, 8), (128, 32))
+    ]
+    hm = A.heatmap(A.from_frames(rows), "fc", x="batch", metric="achieved_flops")
+    assert (hm.x, hm.y) == ("batch", "nodes")
+    assert hm.status.columns.tolist() == [8, 16, 32] and hm.status.columns.name == "batch"
+    assert hm.status.index.tolist() == [64, 128] and hm.status.index.name == "nodes"
+    assert hm.status.at[64, 8] == "ok" and hm.status.at[128, 32] == "oom"
+    assert pd.isna(hm.status.at[64, 32]) and pd.isna(hm.status.at[128, 16])
+    assert math.isnan(hm.values.at[64, 32]) and hm.values.at[64, 8] == pytest.approx(1e11)
+
+
+def test_a_runs_breakdown_lists_its_op_types_in_the_fixed_order():
+    run = synth.row("fc", {"layers": 2, "nodes": 64, "batch": 32}, 0.1)
+    prof = [
+        dict(run_uid="0:1", op=op, shapes="[]", calls=1, device_time_s=t, flops=0, bytes=0)
+        for op, t in (("aten::relu", 0.1), ("aten::view", 0.1), ("aten::mm", 0.3),
+                      ("aten::softmax", 0.1), ("aten::foo", 0.2), ("aten::conv2d", 0.2))
+    ]  # fmt: skip
+    bd = B.breakdown(A.from_frames([run], op_profile=pd.DataFrame(prof)))
+    assert bd["op_type"].tolist() == [
+        "matmul", "convolution", "softmax & loss", "layout & copy", "elementwise", "other",
+    ]  # fmt: skip
+    assert bd["share"].tolist() == pytest.approx([0.3, 0.2, 0.1, 0.1, 0.1, 0.2])
+
+
+def test_the_ops_table_has_every_column_in_order_even_when_the_rows_lack_some():
+    ops = pd.DataFrame([{"name": "mm-64", "op": "matmul", "status": "ok", "extra": 1}])
+    t = SU.ops_table(A.from_frames([], ops=ops))
+    cols = [
+        "name", "op", "precision", "pass", "device_name", "threads", "status", "flops",
+        "time_s", "achieved_flops", "utilization_measured", "utilization_datasheet",
+    ]  # fmt: skip
+    assert list(t.columns) == cols
+    assert t.iloc[0]["op"] == "matmul" and t.iloc[0]["name"] == "mm-64"
+    assert t.iloc[0]["precision"] is None
+    assert list(SU.ops_table(A.from_frames([])).columns) == cols
+
+
+def test_the_parameter_ranges_say_where_each_range_comes_from():
+    t = SU.param_ranges(A.from_frames([]))
+    src = dict(zip(t["family"], t["source"], strict=True))
+    kinds = dict(zip(t["family"], t["kind"], strict=True))
+    real = [f for f, k in kinds.items() if k == "real"]
+    generated = [f for f, k in kinds.items() if k == "generated"]
+    assert real and generated
+    assert {src[f] for f in real} == {"as defined (analytic)"}
+    assert {src[f] for f in generated} == {"paper space (analytic)"}
+
+
+# -- speedups --------------------------------------------------------------------------------
+
+
+def test_no_failures_on_either_side_is_an_empty_table_with_its_columns():
+    ga = pd.DataFrame({"k": [1], "status": ["ok"]})
+    gb = pd.DataFrame({"k": [1], "status": ["ok"]})
+    out = SP._failed(ga, gb, ["k"], "a", "b")
+    assert list(out.columns) == ["k", "status", "ok_in", "failed_in"] and not len(out)
+    gb = pd.DataFrame({"k": [1, 1], "status": ["oom", "crashed"]})
+    out = SP._failed(ga, gb, ["k"], "a", "b")
+    assert out.to_dict("records") == [
+        {"k": 1, "status": "crashed,oom", "ok_in": "a", "failed_in": "b"}
+    ]
+    out = SP._failed(gb, ga, ["k"], "b", "a")
+    assert out.to_dict("records") == [
+        {"k": 1, "status": "crashed,oom", "ok_in": "a", "failed_in": "b"}
+    ]
+
+
+def test_each_pairs_bootstrap_interval_follows_its_own_spread():
+    rng = np.random.default_rng(0)
+    tight = [0.01 * (1 + 0.001 * z) for z in rng.standard_normal(30)]
+    wide = [0.01 * (1 + 0.2 * z) for z in rng.standard_normal(30)]
+    pairs = pd.DataFrame(
+        {
+            "speedup": [1.0, 1.0],
+            "samples_a": [tight, wide],
+            "samples_b": [tight, wide],
+            "t_a": [0.01, 0.01], "t_b": [0.01, 0.01],
+            "t_low_a": [np.nan] * 2, "t_high_a": [np.nan] * 2,
+            "t_low_b": [np.nan] * 2, "t_high_b": [np.nan] * 2,
+        }
+    )  # fmt: skip
+    SP._intervals(pairs, 200, 0)
+    w = (pairs["ci_high"] - pairs["ci_low"]).tolist()
+    assert pairs["ci_method"].tolist() == ["bootstrap", "bootstrap"]
+    assert w[0] < 0.01 < 0.05 < w[1]
