@@ -355,3 +355,144 @@ def test_each_pairs_bootstrap_interval_follows_its_own_spread():
     w = (pairs["ci_high"] - pairs["ci_low"]).tolist()
     assert pairs["ci_method"].tolist() == ["bootstrap", "bootstrap"]
     assert w[0] < 0.01 < 0.05 < w[1]
+
+
+# -- the findings' arithmetic ----------------------------------------------------------------
+
+
+def test_more_data_in_each_of_its_cases():
+    unit = "runs"
+    assert F.more_data(4, None, 0.9, 1.1, 1.0, unit) == (
+        "an interval: runs with raw step-time samples, or more of them"
+    )
+    assert F.more_data(0, 1.0, 0.9, 1.1, 1.0, unit).startswith("an interval: runs")
+    assert F.more_data(4, 1.2, 0.0, 1.3, 1.0, unit, log=True) == "more runs"
+    assert F.more_data(4, 1.2, 0.9, 1.3, 0.0, unit, log=True) == "more runs"
+    # (dyadic numbers: every difference below is exact)
+    # above the threshold: the half-width is est − lo = 0.5, the distance 0.25: 4 · 4 = 16
+    assert F.more_data(4, 1.25, 0.75, 1.375, 1.0, unit) == (
+        "about 16 runs (now 4) if the spread stays as it is"
+    )
+    # below it: the half-width is hi − est = 0.5 (not est − lo = 0.125): 4 · 4 = 16
+    assert F.more_data(4, 0.75, 0.625, 1.25, 1.0, unit) == (
+        "about 16 runs (now 4) if the spread stays as it is"
+    )
+    # a small excess still asks for one more than now
+    assert F.more_data(10, 1.5, 0.9921875, 2.0, 1.0, unit).startswith("about 11 runs (now 10)")
+    # half-width over dist·√100 = 10·dist: more than the cap; 8·dist is still counted
+    assert F.more_data(2, 1.03125, 0.5, 1.5, 1.0, unit) == (
+        "more than 200 runs (now 2) if the spread stays as it is"
+    )  # half 0.53125 > 10 · 0.03125
+    assert F.more_data(2, 1.25, 0.25, 1.5, 1.0, unit) == (
+        "about 32 runs (now 2) if the spread stays as it is"
+    )  # half 1.0, dist 0.25: 2 · 16 = 32
+    assert F.more_data(3, 1.0, 0.9, 1.1, 1.0, unit).startswith("more than 300 runs (now 3)")
+    assert F.more_data(3, 1.2, 1.2, 1.3, 1.0, unit).startswith("more than 300 runs")  # half 0
+    # on the log scale: half ln 2 − ln 0.4 = ln 5, distance ln 2: 4 · (ln 5/ln 2)² = 21.6 → 22
+    # (linearly it would be 4 · (1.6/1)² = 10.2 → 11)
+    assert F.more_data(4, 2.0, 0.4, 3.0, 1.0, unit, log=True).startswith("about 22 runs (now 4)")
+    assert F.more_data(4, 2.0, 0.4, 3.0, 1.0, unit).startswith("about 11 runs (now 4)")
+
+
+def test_rho_more_in_each_of_its_cases():
+    assert F._rho_more(5, math.nan) == (
+        "configs whose speedups differ (ρ is undefined on constant values)"
+    )
+    assert F._rho_more(5, 0.0) == "more than 500 matched configs (now 5) at this ρ"
+    # ρ = 0.5: atanh 0.5 = 0.5493; 3 + 1.06 · (1.96/0.5493)² = 16.5 → 17
+    assert F._rho_more(8, 0.5) == "about 17 matched configs (now 8) at this ρ"
+    assert F._rho_more(8, -0.5) == "about 17 matched configs (now 8) at this ρ"
+    assert F._rho_more(20, 0.5) == "about 21 matched configs (now 20) at this ρ"
+    # against a threshold of 0.5, ρ = 0.5 is on it
+    assert F._rho_more(8, 0.5, 0.5).startswith("more than 800 matched configs")
+    # n below 4 is clipped as at 4 and the cap counts from at least 1
+    assert F._rho_more(0, 0.001) == "more than 100 matched configs (now 0) at this ρ"
+    # ρ = ±1 is clipped to ±(1 − 1/n²) before atanh: finite
+    assert F._rho_more(4, 1.0) == "about 5 matched configs (now 4) at this ρ"
+    # ρ = 0.1: 3 + 1.06 · (1.96/0.1003)² = 407.9: over the cap of 100 · 4, under 100 · 5
+    assert F._rho_more(4, 0.1).startswith("more than 400 matched configs (now 4)")
+    assert F._rho_more(5, 0.1) == "about 408 matched configs (now 5) at this ρ"
+
+
+def test_spearman_interval_ends_and_its_clip():
+    rho, lo, hi, n = F.spearman_ci([1, 2, 3, 4, 5], [1, 3, 2, 4, 5])
+    assert rho == pytest.approx(0.9) and n == 5
+    half = F.Z * math.sqrt(1.06 / 2)
+    assert lo == pytest.approx(math.tanh(math.atanh(0.9) - half))
+    assert hi == pytest.approx(math.tanh(math.atanh(0.9) + half))
+    rho, lo, hi, n = F.spearman_ci([1, 2, 3, 4], [1, 2, 3, 4])  # ρ = 1 clipped to 1 − 1/16
+    z = math.atanh(1 - 1 / 16)
+    assert rho == pytest.approx(1.0) and n == 4
+    assert lo == pytest.approx(math.tanh(z - F.Z * math.sqrt(1.06)))
+    assert hi == pytest.approx(math.tanh(z + F.Z * math.sqrt(1.06)))
+    rho, lo, hi, n = F.spearman_ci([1, 2, 3], [1, 2, 3])  # n < 4: no interval
+    assert rho == pytest.approx(1.0) and n == 3 and math.isnan(lo) and math.isnan(hi)
+    rho, lo, hi, n = F.spearman_ci([1, 2, 3, 4], [2, 2, 2, 2])  # constant: no ρ
+    assert math.isnan(rho) and math.isnan(lo) and math.isnan(hi) and n == 4
+    assert F._clip(1.0, 4) == pytest.approx(15 / 16)
+    assert F._clip(-1.0, 4) == pytest.approx(-15 / 16)
+    assert F._clip(0.3, 4) == 0.3
+
+
+def test_a_median_interval_uses_the_order_statistics():
+    med, lo, hi = F.median_ci([5, 1, 4, 2, 3])  # five values: no interval exists
+    assert med == 3 and math.isnan(lo) and math.isnan(hi)
+    med, lo, hi = F.median_ci([6, 1, 5, 2, 4, 3])  # six: ranks 1 … 6
+    assert (med, lo, hi) == (3.5, 1.0, 6.0)
+    med, lo, hi = F.median_ci([*range(1, 10), None, "x"])  # nine numbers: ranks 2 … 8
+    assert (med, lo, hi) == (5.0, 2.0, 8.0)
+    med, lo, hi = F.median_ci(range(1, 21))  # twenty: ranks 6 … 15 (P(B ≤ 5) = 2.07%)
+    assert (med, lo, hi) == (10.5, 6.0, 15.0)
+    med, lo, hi = F.median_ci([])
+    assert math.isnan(med) and math.isnan(lo) and math.isnan(hi)
+
+
+def test_a_share_interval_is_clopper_pearson():
+    lo, hi = F.share_ci(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 10))
+    lo, hi = F.share_ci(10, 10)
+    assert lo == pytest.approx(0.025 ** (1 / 10)) and hi == 1.0
+    lo, hi = F.share_ci(5, 10)
+    assert lo == pytest.approx(0.18709, abs=1e-4) and hi == pytest.approx(0.81291, abs=1e-4)
+
+
+def test_the_interval_of_an_absolute_weight():
+    assert F._abs_ci(0.2, 0.5) == (0.2, 0.5)
+    assert F._abs_ci(0.0, 0.5) == (0.0, 0.5)
+    assert F._abs_ci(-0.5, -0.2) == (0.2, 0.5)
+    assert F._abs_ci(-0.5, 0.0) == (0.0, 0.5)
+    assert F._abs_ci(-0.5, 0.3) == (0.0, 0.5)
+    assert F._abs_ci(-0.3, 0.5) == (0.0, 0.5)
+
+
+def test_the_geomean_of_interval_ends_and_when_the_faster_side_is_undecided():
+    p = pd.DataFrame({"ci_low": [1.0, 4.0], "ci_high": [2.0, 8.0]})
+    assert F._geomean_ends(p) == pytest.approx((2.0, 4.0))
+    for bad in (0.0, -1.0, math.nan, None):
+        lo, hi = F._geomean_ends(pd.DataFrame({"ci_low": [1.0, bad], "ci_high": [2.0, 8.0]}))
+        assert math.isnan(lo) and hi == pytest.approx(4.0)
+    lo, hi = F._geomean_ends(pd.DataFrame({"ci_low": [], "ci_high": []}))
+    assert math.isnan(lo) and math.isnan(hi)
+    assert F._undecided_faster({}) is True
+    assert F._undecided_faster({"geomean_ci_low": math.nan}) is True
+    assert F._undecided_faster({"geomean_ci_low": 1.0}) is True
+    assert F._undecided_faster({"geomean_ci_low": 1.0 + 1e-13}) is True  # within rounding
+    assert F._undecided_faster({"geomean_ci_low": 1.01}) is False
+
+
+def test_a_findings_interval_text_in_each_form():
+    f = F.Finding("x", "c", "s", F.HOLDS, "e", "r", statistic="geomean", estimate=1.234,
+                  ci_low=1.1, ci_high=1.5, threshold=1.0)  # fmt: skip
+    assert f.interval == "geomean 1.23 [1.1, 1.5] vs 1"
+    g = F.Finding("x", "c", "s", F.HOLDS, "e", "r", statistic="ρ", estimate=0.5)
+    assert g.interval == "ρ 0.5 [no interval]"
+    assert F.Finding("x", "c", "s", F.NO_DATA, "e", "r").interval == ""
+    note = F.Finding("x", "c", "s", F.HOLDS, "e", "r", estimate=1.0, interval_note="3 configs")
+    assert note.interval == "3 configs"
+    big = F.Finding("x", "c", "s", F.HOLDS, "e", "r", statistic="n", estimate=12345.0,
+                    ci_low=1000.0, ci_high=20000.0, threshold=None)  # fmt: skip
+    assert big.interval == "n 12,345 [1,000, 20,000]"
+    assert F._g(None) == "n/a" and F._g(math.inf) == "n/a" and F._g(math.nan) == "n/a"
+    assert F._g(999.4) == "999" and F._g(0.012345) == "0.0123"
+    assert F._finite(1, 2.0) and not F._finite(1, None) and not F._finite(math.inf)
+    assert not F._finite(math.nan) and F._finite()
