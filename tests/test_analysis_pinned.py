@@ -496,3 +496,90 @@ def test_a_findings_interval_text_in_each_form():
     assert F._g(999.4) == "999" and F._g(0.012345) == "0.0123"
     assert F._finite(1, 2.0) and not F._finite(1, None) and not F._finite(math.inf)
     assert not F._finite(math.nan) and F._finite()
+
+
+# -- the speedup bootstrap -------------------------------------------------------------------
+
+
+def test_bootstrap_medians_are_the_medians_of_index_resamples_drawn_per_sample_count():
+    # the order-statistic shortcut against plain medians of the same resamples: configs with
+    # the same count drawn together (int8 indices below 128 values, int16 from 128), counts in
+    # increasing order; fewer than 5 samples: no replicates
+    base = np.random.default_rng(1)
+    samples = [
+        base.normal(1, 0.1, 7),
+        base.normal(2, 0.1, 3),
+        base.normal(3, 0.1, 7),
+        base.normal(4, 0.1, 130),
+        base.normal(5, 0.1, 6),
+    ]
+    got = SP._boot_medians(samples, 20, np.random.default_rng(5))
+    assert got.shape == (5, 20) and np.isnan(got[1]).all()
+    rng = np.random.default_rng(5)
+    want = np.full((5, 20), np.nan)
+    for n, rows, kind in ((6, [4], np.int8), (7, [0, 2], np.int8), (130, [3], np.int16)):
+        x = np.sort(np.stack([samples[i] for i in rows]), axis=1)
+        draw = rng.integers(0, n, size=(len(rows), 20, n), dtype=kind)
+        for j, i in enumerate(rows):
+            want[i] = [np.median(x[j][d]) for d in draw[j]]
+    assert np.allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-12, atol=0)
+    assert SP._boot_medians([], 3, rng).shape == (0, 3)
+
+
+def test_plain_medians_and_the_empty_sample():
+    got = SP._medians([np.array([3.0, 1.0, 2.0]), np.array([]), np.array([1.0, 2.0])])
+    assert got[0] == 2.0 and np.isnan(got[1]) and got[2] == 1.5
+
+
+def test_the_call_of_an_interval():
+    assert SP.call(1.01, 1.2) == "faster"
+    assert SP.call(0.8, 0.99) == "slower"
+    assert SP.call(1.0, 1.2) == "no detectable change"
+    assert SP.call(0.8, 1.0) == "no detectable change"
+    assert SP.call(0.8, 1.2) == "no detectable change"
+    assert SP.call(1.0 + 1e-13, 1.2) == "no detectable change"  # 1 within rounding
+    assert SP.call(math.nan, 1.2) == "no interval" and SP.call(0.9, math.inf) == "no interval"
+
+
+def test_the_share_faster_and_the_geometric_mean():
+    assert SP.faster_share(pd.Series([2.0, 0.5, 1.0, 1.0 + 1e-13])) == 0.25
+    assert math.isnan(SP.faster_share(pd.Series([], dtype=float)))
+    assert SP.geomean(pd.Series([1.0, 4.0, "x", None, 0.0, -2.0])) == pytest.approx(2.0)
+    assert SP.geomean(pd.Series([0.0, -1.0])) is None
+
+
+def test_the_two_level_geomean_interval_redrawn_by_hand():
+    logs = np.log(np.array([[1.0, 2.0, 4.0, 1.5], [2.0, 2.0, 1.0, 3.0], [0.5, 1.0, 2.0, 1.0]]))
+    lo, hi = SP._geomean_ci(logs, 7)
+    rng = np.random.default_rng(8)
+    draw = rng.integers(0, 3, size=(4, 3))
+    reps = [math.exp(np.mean([logs[c, r] for c in draw[r]])) for r in range(4)]
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])), rel=1e-12)
+    assert all(math.isnan(x) for x in SP._geomean_ci(np.zeros((0, 4)), 7))
+    bad = logs.copy()
+    bad[1, 2] = np.nan
+    assert all(math.isnan(x) for x in SP._geomean_ci(bad, 7))
+
+
+def test_a_pairs_interval_from_the_stored_cis_when_it_has_too_few_samples():
+    pairs = pd.DataFrame(
+        {
+            "speedup": [2.0, 2.0, 2.0],
+            "samples_a": [[1.0, 1.0], [], []],
+            "samples_b": [[0.5], [], []],
+            "t_a": [1.0, 1.0, 1.0], "t_b": [0.5, 0.5, 0.5],
+            "t_low_a": [0.9, np.nan, -0.9], "t_high_a": [1.2, np.nan, 1.2],
+            "t_low_b": [0.4, 0.4, 0.4], "t_high_b": [0.6, 0.6, 0.6],
+        }
+    )  # fmt: skip
+    logs = SP._intervals(pairs, 4, 0)
+    # the ratio of the stored ends (A's low over B's high...) scaled to the speedup
+    assert pairs.at[0, "ci_low"] == pytest.approx(2.0 * (0.9 / 0.6) / 2.0)
+    assert pairs.at[0, "ci_high"] == pytest.approx(2.0 * (1.2 / 0.4) / 2.0)
+    assert pairs.at[0, "ci_method"] == "stored CIs"
+    assert pd.isna(pairs.at[1, "ci_method"]) and pd.isna(pairs.at[2, "ci_method"])
+    assert pairs["call"].tolist() == ["faster", "no interval", "no interval"]  # [1.5, 3]
+    assert np.isnan(pairs.at[1, "ci_low"]) and np.isnan(pairs.at[2, "ci_high"])
+    assert logs.shape == (3, 4) and np.allclose(logs, math.log(2.0))
+    empty = pairs.iloc[0:0].copy()
+    assert SP._intervals(empty, 4, 0).shape == (0, 4) and "call" in empty
