@@ -583,3 +583,108 @@ def test_a_pairs_interval_from_the_stored_cis_when_it_has_too_few_samples():
     assert logs.shape == (3, 4) and np.allclose(logs, math.log(2.0))
     empty = pairs.iloc[0:0].copy()
     assert SP._intervals(empty, 4, 0).shape == (0, 4) and "call" in empty
+
+
+# -- a whole comparison ----------------------------------------------------------------------
+
+
+def _fcw(b: int, n: int = 64) -> dict:
+    return {"layers": 2, "nodes": n, "input": 20, "output": 10, "batch": b}
+
+
+def _two_platforms() -> tuple[A.Data, list[dict]]:
+    rows = []
+    for i, (b, g) in enumerate(((8, 1.5), (16, 2.0), (32, 3.0))):
+        rows.append(synth.row("fc", _fcw(b), 0.1, platform="A", n_samples=12, seed=i))
+        rows.append(synth.row("fc", _fcw(b), 0.1 * g, platform="B", n_samples=12, seed=i + 5))
+    rows += [
+        synth.row("fc", _fcw(64), 0.1, platform="A", n_samples=12, seed=20, quality="noisy",
+                  quality_reasons=["load"]),
+        synth.row("fc", _fcw(64), 0.3, platform="B", n_samples=12, seed=21),
+        synth.row("fc", _fcw(128), 0.1, platform="A"),  # ok on A, out of memory on B
+        synth.row("fc", _fcw(128), None, platform="B", status="oom"),
+        synth.row("fc", _fcw(256), 0.1, platform="B"),  # B only
+    ]  # fmt: skip
+    return A.from_frames(rows), rows
+
+
+KEY = [
+    "family", "config_key", "precision", "mode", "optimizer", "backend", "precision_policy",
+    "data_source", "threads",
+]  # fmt: skip
+
+
+def test_a_comparison_of_two_platforms_in_every_field():
+    data, rows = _two_platforms()
+    c = SP.compare(data, "platform", "A", "B")
+    assert (c.by, c.a, c.b, c.metric, c.include_noisy) == ("platform", "A", "B",
+                                                            "examples_per_s", False)  # fmt: skip
+    assert c.key == KEY
+    assert c.noisy_left_out == {"A": 1, "B": 0} and c.noisy_reasons == {"load": 1}
+    assert c.unmatched == {"A": 1, "B": 2}  # A: 128 (failed on B); B: 64 (A's is noisy), 256
+    assert c.failed.to_dict("records") == [
+        {"family": "fc", "config_key": '{"batch":128,"input":20,"layers":2,"nodes":64,'
+         '"output":10}', "precision": "fp32", "mode": "eager",
+         "optimizer": "rmsprop", "backend": "torch", "precision_policy": "mixed",
+         "data_source": "device", "threads": 2, "status": "oom", "ok_in": "A",
+         "failed_in": "B"}
+    ]  # fmt: skip
+    p = c.pairs
+    assert list(p.columns) == [
+        *KEY, "value_a", "params", "runs_a", "n_a", "emulated_a", "value_b", "runs_b", "n_b",
+        "emulated_b", "speedup", "ci_low", "ci_high", "ci_method", "call", "batch", "input",
+        "layers", "nodes", "output",
+    ]  # fmt: skip
+    assert p["batch"].tolist() == [16, 32, 8]  # config keys in text order
+    assert p["speedup"].tolist() == pytest.approx([2.0, 3.0, 1.5])
+    want_a = {r["config"]["batch"]: r["examples_per_s"] for r in rows[:6:2]}
+    want_b = {r["config"]["batch"]: r["examples_per_s"] for r in rows[1:6:2]}
+    assert p["value_a"].tolist() == pytest.approx([want_a[b] for b in p["batch"]])
+    assert p["value_b"].tolist() == pytest.approx([want_b[b] for b in p["batch"]])
+    assert p["params"].tolist() == [rows[0]["params"]] * 3
+    assert (p["runs_a"].tolist(), p["n_a"].tolist(), p["n_b"].tolist()) == ([1] * 3, [12] * 3,
+                                                                            [12] * 3)  # fmt: skip
+    assert not p["emulated_a"].any() and not p["emulated_b"].any()
+    assert p["ci_method"].tolist() == ["bootstrap"] * 3 and p["call"].tolist() == ["faster"] * 3
+    assert ((p["ci_low"] < p["speedup"]) & (p["speedup"] < p["ci_high"])).all()
+    assert ((p["ci_high"] - p["ci_low"]) / p["speedup"] < 0.05).all()  # 1% spread, 12 samples
+    s = c.summary
+    assert s["family"].tolist() == ["fc", "all"]
+    r = c.overall()
+    assert (r["n"], r["faster"], r["slower"], r["no_change"], r["no_interval"]) == (3, 3, 0, 0, 0)
+    assert r["faster_share"] == 1.0 and r["emulated"] == 0 and r["geomean_call"] == "faster"
+    assert r["geomean"] == pytest.approx(9 ** (1 / 3))
+    assert (r["median"], r["min"], r["max"]) == pytest.approx((2.0, 1.5, 3.0))
+    assert r["p90"] == pytest.approx(2.8)  # linear interpolation between 2 and 3
+    assert 1.4 < r["geomean_ci_low"] < r["geomean"] < r["geomean_ci_high"] < 3.1
+    assert c.shown_identity() == ([], {
+        "precision": "fp32", "mode": "eager", "optimizer": "rmsprop", "backend": "torch",
+        "precision_policy": "mixed", "data_source": "device", "threads": "2",
+    })  # fmt: skip
+    d = c.as_dict()
+    assert list(d) == [
+        "by", "a", "b", "metric", "key", "compared", "unmatched", "noisy_left_out",
+        "noisy_reasons", "include_noisy", "summary", "pairs", "failed",
+    ]  # fmt: skip
+    assert (d["by"], d["a"], d["b"], d["metric"], d["compared"]) == ("platform", "A", "B",
+                                                                     "examples_per_s", 3)  # fmt: skip
+    assert d["key"] == KEY and d["unmatched"] == {"A": 1, "B": 2}
+    assert d["noisy_left_out"] == {"A": 1, "B": 0} and d["noisy_reasons"] == {"load": 1}
+    assert d["include_noisy"] is False and len(d["pairs"]) == 3 and len(d["summary"]) == 2
+    assert d["failed"][0]["status"] == "oom"
+
+
+def test_a_comparison_that_keeps_noisy_runs_and_one_on_step_time():
+    data, _ = _two_platforms()
+    c = SP.compare(data, "platform", "A", "B", include_noisy=True)
+    assert c.include_noisy is True and len(c.pairs) == 4
+    assert c.noisy_left_out == {"A": 0, "B": 0} and c.noisy_reasons == {"load": 1}
+    assert c.unmatched == {"A": 1, "B": 1}
+    t = SP.compare(data, "platform", "A", "B", metric="step_time_s")
+    assert t.metric == "step_time_s"
+    assert t.pairs["speedup"].tolist() == pytest.approx([2.0, 3.0, 1.5])  # lower is better
+    assert (t.pairs["value_a"] > t.pairs["value_b"]).all()
+    fc_only = SP.compare(data, "platform", "B", "A", family="fc")
+    assert fc_only.pairs["speedup"].tolist() == pytest.approx([1 / 2, 1 / 3, 1 / 1.5])
+    assert fc_only.unmatched == {"B": 2, "A": 1}
+    assert fc_only.overall()["slower"] == 3 and fc_only.overall()["faster_share"] == 0.0
