@@ -666,8 +666,8 @@ def test_a_comparison_of_two_platforms_in_every_field():
         "by", "a", "b", "metric", "key", "compared", "unmatched", "noisy_left_out",
         "noisy_reasons", "include_noisy", "summary", "pairs", "failed",
     ]  # fmt: skip
-    assert (d["by"], d["a"], d["b"], d["metric"], d["compared"]) == ("platform", "A", "B",
-                                                                     "examples_per_s", 3)  # fmt: skip
+    want = ("platform", "A", "B", "examples_per_s", 3)
+    assert (d["by"], d["a"], d["b"], d["metric"], d["compared"]) == want
     assert d["key"] == KEY and d["unmatched"] == {"A": 1, "B": 2}
     assert d["noisy_left_out"] == {"A": 1, "B": 0} and d["noisy_reasons"] == {"load": 1}
     assert d["include_noisy"] is False and len(d["pairs"]) == 3 and len(d["summary"]) == 2
