@@ -688,3 +688,120 @@ def test_a_comparison_that_keeps_noisy_runs_and_one_on_step_time():
     assert fc_only.pairs["speedup"].tolist() == pytest.approx([1 / 2, 1 / 3, 1 / 1.5])
     assert fc_only.unmatched == {"B": 2, "A": 1}
     assert fc_only.overall()["slower"] == 3 and fc_only.overall()["faster_share"] == 0.0
+
+
+# -- the regression findings, whole ----------------------------------------------------------
+
+
+def _fc_grid(layers=(2, 4, 8), w_layers: float = 0.0) -> A.Data:
+    space = {"input": [20], "output": [10], "layers": list(layers), "nodes": [64, 128, 256],
+             "batch": [8, 16, 32]}  # fmt: skip
+
+    def util(c):
+        wob = ((c["batch"] * 7 + c["nodes"] * 3 + c["layers"]) % 5 - 2) / 1000
+        return (
+            0.3 + 0.03 * math.log2(c["batch"] / 8) - 0.02 * math.log2(c["nodes"] / 64)
+            + w_layers * math.log2(c["layers"] / 2) + wob
+        )  # fmt: skip
+
+    return A.from_frames(synth.rows("fc", space, util))
+
+
+def _w(data: A.Data, hp: str) -> tuple[float, float, float]:
+    row = A.sensitivity(data, "fc", "achieved_flops").table.set_index("hyperparameter").loc[hp]
+    return float(row.weight), float(row.ci_low), float(row.ci_high)
+
+
+def _ws(w) -> str:
+    from paradnn.formatting import signed
+
+    return f"{signed(w[0])} [{signed(w[1])}, {signed(w[2])}]"
+
+
+def test_width_over_depth_in_every_field():
+    data = _fc_grid()
+    f = F.fc_width_over_depth(data)
+    b, n, la = (_w(data, h) for h in ("batch", "nodes", "layers"))
+    assert b[0] > 0 > n[0] and b[1] > 0 and n[2] < 0 and la[1] < 0 < la[2]
+    est = min(abs(b[0]), abs(n[0])) - abs(la[0])
+    lo = min(b[1], -n[2]) - max(-la[1], la[2])  # |w(layers)| spans [0, max(−lo, hi)]
+    hi = min(b[2], -n[1]) - 0.0
+    assert f.estimate == pytest.approx(est) and f.ci_low == pytest.approx(lo)
+    assert f.ci_high == pytest.approx(hi)
+    assert f.verdict == F.HOLDS and f.threshold == 0.0 and f.decide == ""
+    assert f.statistic == "min(|w(batch)|, |w(nodes)|) − |w(layers)|"
+    assert f.evidence == (
+        f"w(batch) = {_ws(b)}, w(nodes) = {_ws(n)}, w(layers) = {_ws(la)}, n = 27"
+    )
+    assert (f.id, f.source) == ("fc-width-over-depth", "seed 000 §4.1, Fig. 2(d)")
+    assert f.claim == "FC utilization is driven by batch size and nodes more than by layers"
+    assert f.rule == (
+        "holds when min(|w(batch)|, |w(nodes)|) − |w(layers)| is above 0 over its whole "
+        "interval (interval arithmetic on the three weights' 95% CIs: conservative), does not "
+        "hold when it is at or below 0, inconclusive when it straddles 0"
+    )
+    flat = F.fc_width_over_depth(_fc_grid(layers=(2,)))
+    assert flat.verdict == F.NO_DATA and flat.evidence == "layers: constant (2) in this slice"
+    assert flat.rule == f.rule and flat.estimate is None
+    none = F.fc_width_over_depth(A.from_frames([]))
+    assert (none.verdict, none.evidence, none.rule) == (F.NO_DATA, "no fc runs", f.rule)
+    cnn = synth.row("cnn", {"blocks": 1, "filters": 4, "image": 16, "output": 3, "batch": 2}, 0.1)
+    assert F.fc_width_over_depth(A.from_frames([cnn])).evidence == "no fc runs"
+    two = A.from_frames([synth.row("fc", _fcw(b), 0.1) for b in (8, 16)])
+    assert F.fc_width_over_depth(two).evidence == "2 ok runs with a value of achieved_flops"
+
+
+def test_depth_unexploited_in_every_field():
+    data = _fc_grid(w_layers=-0.02)
+    la = _w(data, "layers")
+    f = F.depth_unexploited(data)
+    assert f.verdict == F.HOLDS and la[2] < 0
+    assert (f.estimate, f.ci_low, f.ci_high) == pytest.approx(la)
+    assert f.evidence == f"w(layers) = {_ws(la)}, n = 27" and f.statistic == "w(layers)"
+    assert (f.id, f.source) == ("depth-unexploited", "seed 000 observation 1 (§4.1, Fig. 2(d))")
+    assert f.claim == "Utilization does not rise with model depth (FC layer count)"
+    assert f.rule == (
+        "holds when the 95% CI of w(layers) for FC is at or below 0, does not hold when it is "
+        "above 0, inconclusive when it straddles 0 (no effect either way cannot be told from a "
+        "small one)"
+    )
+    up = F.depth_unexploited(_fc_grid(w_layers=0.02))
+    assert up.verdict == F.FAILS and up.threshold == 0.0
+    flat = F.depth_unexploited(_fc_grid(layers=(2,)))
+    assert (flat.verdict, flat.evidence) == (F.NO_DATA, "constant (2) in this slice")
+    none = F.depth_unexploited(A.from_frames([]))
+    assert (none.verdict, none.evidence) == (F.NO_DATA, "no fc runs")
+    two = A.from_frames([synth.row("fc", _fcw(b), 0.1) for b in (8, 16)])
+    assert F.depth_unexploited(two).evidence == "2 ok runs with a value of achieved_flops"
+    mid = F.depth_unexploited(_fc_grid())
+    assert mid.verdict == F.INCONCLUSIVE
+    lo, hi = mid.ci_low, mid.ci_high
+    assert mid.evidence.startswith(f"w(layers) = {_ws(_w(_fc_grid(), 'layers'))}, n = 27; ")
+    assert mid.evidence.endswith(" straddles 0") and lo < 0 < hi
+    assert mid.decide == F.more_data(27, mid.estimate, lo, hi, 0.0, "runs")
+
+
+def test_a_rising_finding_in_every_field():
+    data = _fc_grid()
+    fc_batch = next(c for c in F.CHECKS if c(A.from_frames([])).id == "fc-batch")
+    f = fc_batch(data)
+    b = _w(data, "batch")
+    assert f.verdict == F.HOLDS and (f.estimate, f.ci_low, f.ci_high) == pytest.approx(b)
+    assert f.evidence == f"w(batch) = {_ws(b)} on achieved FLOP/s, n = 27 (SynthCPU, fp32)"
+    assert f.statistic == "w(batch)" and f.threshold == 0.0
+    assert (f.claim, f.source) == ("FC utilization rises with batch size",
+                                   "seed 000 §4.1, Fig. 2(a)")  # fmt: skip
+    assert f.rule == (
+        "holds when the 95% CI of the standardized regression weight of batch is above 0, "
+        "does not hold when it is at or below 0, inconclusive when it straddles 0"
+    )
+    fc_nodes = next(c for c in F.CHECKS if c(A.from_frames([])).id == "fc-nodes")
+    g = fc_nodes(data)
+    assert g.verdict == F.FAILS and g.statistic == "w(nodes)"
+    assert g.evidence.startswith(f"w(nodes) = {_ws(_w(data, 'nodes'))} on achieved FLOP/s")
+    flat = fc_batch(A.from_frames(synth.rows("fc", {"layers": [2], "nodes": [64, 128],
+                                                    "batch": [8]}, lambda c: 0.1)))  # fmt: skip
+    assert flat.verdict == F.NO_DATA
+    assert flat.evidence == "fc achieved FLOP/s: 2 ok runs with a value of achieved_flops"
+    none = fc_batch(A.from_frames([]))
+    assert (none.verdict, none.evidence) == (F.NO_DATA, "no fc runs")
