@@ -805,3 +805,143 @@ def test_a_rising_finding_in_every_field():
     assert flat.evidence == "fc achieved FLOP/s: 2 ok runs with a value of achieved_flops"
     none = fc_batch(A.from_frames([]))
     assert (none.verdict, none.evidence) == (F.NO_DATA, "no fc runs")
+
+
+# -- the op findings, whole ------------------------------------------------------------------
+
+
+def _op_groups(rates: list[list[float]], threads: int = 2, precisions=("fp32", "bf16", "fp16")):
+    rows = []
+    for prec, rs in zip(precisions, rates, strict=False):
+        for i, rate in enumerate(rs):
+            flops = 2 * (256 << i) ** 3
+            rows.append(synth.op_row(f"mm-{i}", flops, flops / rate, threads, prec))
+    return pd.DataFrame(rows)
+
+
+def test_larger_ops_faster_in_every_field():
+    up, down = [1e9, 2e9, 3e9], [3e9, 2e9, 1e9]
+    ops = pd.concat(
+        [
+            _op_groups([up, up, up]),
+            _op_groups([down], threads=1),  # another thread count: left out
+            _op_groups([down, down]).assign(status="oom"),  # failed: left out
+            _op_groups([[1e9, 2e9, 4e9, 8e9]], precisions=("tf32",)).assign(pass_="x"),
+        ],
+        ignore_index=True,
+    )
+    f = F.larger_ops_faster(A.from_frames([], ops=ops))
+    z, half = math.atanh(1 - 1 / 13**2), F.Z * math.sqrt(1.06 / 10)
+    assert f.verdict == F.HOLDS and f.estimate == pytest.approx(1.0)
+    assert f.ci_low == pytest.approx(math.tanh(z - half))
+    assert f.ci_high == pytest.approx(math.tanh(z + half))
+    assert f.evidence == "pooled ρ = +1.00 over 13 shapes in 4 groups; ρ > 0 in 4/4 groups"
+    assert (f.statistic, f.threshold, f.decide) == ("pooled ρ", 0.0, "")
+    assert f.id == "larger-ops-faster" and f.claim == "Larger op shapes reach higher throughput"
+    assert f.source == (
+        "seed 002 §4.1.2 (Table 1, Table 4, Figure 7; on accelerators, generalized to any device)"
+    )
+    assert f.rule == (
+        "holds when Spearman's ρ between FLOPs and achieved FLOP/s, ranked within each "
+        "op/precision/pass/device group (≥ 3 shapes) and pooled, has a Fisher-z 95% CI above "
+        "0; does not hold when the CI is at or below 0; inconclusive when it straddles 0"
+    )
+    no_threads = _op_groups([down, down, down]).drop(columns=["threads"])
+    g = F.larger_ops_faster(A.from_frames([], ops=no_threads))
+    assert g.verdict == F.FAILS and g.evidence.endswith("ρ > 0 in 0/3 groups")
+    few = F.larger_ops_faster(A.from_frames([], ops=_op_groups([up[:2], up[:2]])))
+    assert (few.verdict, few.evidence) == (F.NO_DATA, "fewer than 3 shapes per op group")
+    none = F.larger_ops_faster(A.from_frames([]))
+    assert (none.verdict, none.evidence) == (F.NO_DATA, "no op benchmarks (run `paradnn ops`)")
+    mixed = F.larger_ops_faster(A.from_frames([], ops=_op_groups([up, down])))
+    assert mixed.verdict == F.INCONCLUSIVE
+    assert mixed.evidence.startswith("pooled ρ = +0.00 over 6 shapes in 2 groups; ρ > 0 in 1/2")
+    assert mixed.decide == "more than 600 matched configs (now 6) at this ρ"
+
+
+def _thread_ops(gains: list[float], n_ops: int = 6, extra: list[dict] | None = None) -> A.Data:
+    rows = []
+    for i in range(n_ops):
+        g = gains[i % len(gains)]
+        for k, t in enumerate((1, 2, 4)):
+            rows.append(synth.op_row(f"mm-{i}", 2 * 1024**3, 4.0 / g**k, threads=t))
+    return A.from_frames([], ops=pd.DataFrame(rows + (extra or [])))
+
+
+def test_threads_linear_in_every_field():
+    conv = [dict(synth.op_row("cv", 2 * 1024**3, 4.0 / 3**k, threads=t), op="conv2d")
+            for k, t in enumerate((1, 2, 4))]  # fmt: skip
+    f = F.threads_linear(_thread_ops([2.0], extra=conv))  # the conv op is not a matmul
+    assert f.verdict == F.HOLDS
+    assert (f.estimate, f.ci_low, f.ci_high) == pytest.approx((2.0, 2.0, 2.0))
+    assert f.evidence == (
+        "median speedup per doubling 2.00× over 6 ops (largest count 4 threads; median "
+        "efficiency there 1.00)"
+    )
+    assert (f.statistic, f.threshold) == ("median speedup per doubling", 1.9)
+    assert (f.id, f.source) == ("threads-matmul", "seed 002 §4.1.1 (Figure 5), §4.2.1")
+    assert f.claim == (
+        "CPU matmul throughput scales almost linearly with threads: about 1.9-2× per doubling "
+        "(up to the physical cores)"
+    )
+    assert f.rule.startswith("over matmul op benchmarks at several thread counts: each op's ")
+    assert f.rule.endswith("inconclusive when it straddles 1.9 or there are fewer than 6 ops (no "
+                           "such interval)")  # fmt: skip
+    # 1.6 per doubling: 2.56× at 4 threads, efficiency 0.64
+    slow = F.threads_linear(_thread_ops([1.6]))
+    assert slow.verdict == F.FAILS and slow.estimate == pytest.approx(1.6)
+    assert slow.evidence.endswith("over 6 ops (largest count 4 threads; median efficiency "
+                                  "there 0.64)")  # fmt: skip
+    few = F.threads_linear(_thread_ops([2.0], n_ops=5))
+    assert few.verdict == F.INCONCLUSIVE and few.ci_low is None
+    assert few.decide == "at least 6 ops at several thread counts (now 5) for an interval of " \
+        "the median"  # fmt: skip
+    wide = F.threads_linear(_thread_ops([1.5, 2.0]))
+    # median 1.75 [1.5, 2]: 6 · (0.25/0.15)² = 16.7 → 17
+    assert wide.verdict == F.INCONCLUSIVE and wide.decide.startswith("about 17 ops (now 6)")
+    none = F.threads_linear(A.from_frames([]))
+    assert none.verdict == F.NO_DATA
+    assert none.evidence == (
+        "no matmul op runs at two thread counts (run `paradnn ops --thread-sweep`)"
+    )
+
+
+def test_largest_fc_prefer_cpu_in_every_field():
+    cfg = [_fcw(8, 64 * (i + 1)) for i in range(3)]
+    rows = [
+        synth.row("fc", cfg[0], 0.1),
+        synth.row("fc", cfg[0], None, platform="G", device="cuda", status="oom"),
+        synth.row("fc", cfg[1], 0.1),
+        synth.row("fc", cfg[1], None, platform="G", device="cuda", status="predicted_oom"),
+        synth.row("fc", cfg[2], None, status="crashed"),  # failed on the CPU too: not counted
+        synth.row("fc", cfg[2], None, platform="G", device="cuda", status="oom"),
+    ]
+    f = F.largest_fc_prefer_cpu(A.from_frames(rows))
+    assert f.verdict == F.HOLDS
+    assert f.evidence == "2 FC configs ok on CPU and out of memory on an accelerator"
+    assert (f.statistic, f.estimate, f.threshold) == ("configs", 2, 1)
+    assert f.interval_note == "2 configs (a count, no interval) vs ≥ 1" and f.interval == (
+        "2 configs (a count, no interval) vs ≥ 1"
+    )
+    assert (f.id, f.source) == ("largest-fc-cpu", "seed 000 observation 6 (§5.1, Fig. 7)")
+    assert f.claim == (
+        "The largest FC models run only on the CPU (accelerator memory is too small)"
+    )
+    assert f.rule == (
+        "holds when FC configs that ran ok on the CPU failed out of memory on an accelerator "
+        "(a count: running out of memory is not a noisy measurement, so there is no interval)"
+    )
+    ok_both = [synth.row("fc", cfg[0], 0.1), synth.row("fc", cfg[0], 0.2, platform="G",
+                                                       device="cuda")]  # fmt: skip
+    g = F.largest_fc_prefer_cpu(A.from_frames(ok_both))
+    assert g.verdict == F.FAILS and g.estimate == 0
+    assert g.evidence == "0 FC configs ok on CPU and out of memory on an accelerator"
+    cpu_only = F.largest_fc_prefer_cpu(A.from_frames(ok_both[:1]))
+    assert (cpu_only.verdict, cpu_only.evidence) == (
+        F.UNTESTABLE,
+        "needs FC runs on a CPU and an accelerator",
+    )
+    gpu_only = F.largest_fc_prefer_cpu(A.from_frames(ok_both[1:]))
+    assert gpu_only.verdict == F.UNTESTABLE
+    none = F.largest_fc_prefer_cpu(A.from_frames([]))
+    assert (none.verdict, none.evidence) == (F.NO_DATA, "no runs")
