@@ -5,6 +5,7 @@ and decisions exactly), so a changed constant, operator or column name fails her
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from paradnn.analysis import scaling as S
 from paradnn.analysis import speedup as SP
 from paradnn.analysis import summaries as SU
 from paradnn.analysis.heatmap import _second_axis
+from paradnn.errors import ConfigError
 
 import synth
 
@@ -690,6 +692,11 @@ def test_a_comparison_that_keeps_noisy_runs_and_one_on_step_time():
     assert fc_only.overall()["slower"] == 3 and fc_only.overall()["faster_share"] == 0.0
 
 
+def _head(f: F.Finding) -> tuple:
+    """What every verdict of one check repeats: id, claim, source and rule."""
+    return (f.id, f.claim, f.source, f.rule)
+
+
 # -- the regression findings, whole ----------------------------------------------------------
 
 
@@ -745,6 +752,7 @@ def test_width_over_depth_in_every_field():
     assert flat.rule == f.rule and flat.estimate is None
     none = F.fc_width_over_depth(A.from_frames([]))
     assert (none.verdict, none.evidence, none.rule) == (F.NO_DATA, "no fc runs", f.rule)
+    assert _head(none) == _head(flat) == _head(f)
     cnn = synth.row("cnn", {"blocks": 1, "filters": 4, "image": 16, "output": 3, "batch": 2}, 0.1)
     assert F.fc_width_over_depth(A.from_frames([cnn])).evidence == "no fc runs"
     two = A.from_frames([synth.row("fc", _fcw(b), 0.1) for b in (8, 16)])
@@ -771,6 +779,7 @@ def test_depth_unexploited_in_every_field():
     assert (flat.verdict, flat.evidence) == (F.NO_DATA, "constant (2) in this slice")
     none = F.depth_unexploited(A.from_frames([]))
     assert (none.verdict, none.evidence) == (F.NO_DATA, "no fc runs")
+    assert _head(none) == _head(flat) == _head(up) == _head(f)
     two = A.from_frames([synth.row("fc", _fcw(b), 0.1) for b in (8, 16)])
     assert F.depth_unexploited(two).evidence == "2 ok runs with a value of achieved_flops"
     mid = F.depth_unexploited(_fc_grid())
@@ -805,6 +814,7 @@ def test_a_rising_finding_in_every_field():
     assert flat.evidence == "fc achieved FLOP/s: 2 ok runs with a value of achieved_flops"
     none = fc_batch(A.from_frames([]))
     assert (none.verdict, none.evidence) == (F.NO_DATA, "no fc runs")
+    assert _head(none) == _head(flat) == _head(f)
 
 
 # -- the op findings, whole ------------------------------------------------------------------
@@ -857,6 +867,7 @@ def test_larger_ops_faster_in_every_field():
     assert mixed.verdict == F.INCONCLUSIVE
     assert mixed.evidence.startswith("pooled ρ = +0.00 over 6 shapes in 2 groups; ρ > 0 in 1/2")
     assert mixed.decide == "more than 600 matched configs (now 6) at this ρ"
+    assert _head(none) == _head(few) == _head(mixed) == _head(g) == _head(f)
 
 
 def _thread_ops(gains: list[float], n_ops: int = 6, extra: list[dict] | None = None) -> A.Data:
@@ -904,6 +915,7 @@ def test_threads_linear_in_every_field():
     assert none.evidence == (
         "no matmul op runs at two thread counts (run `paradnn ops --thread-sweep`)"
     )
+    assert _head(none) == _head(few) == _head(wide) == _head(slow) == _head(f)
 
 
 def test_largest_fc_prefer_cpu_in_every_field():
@@ -945,3 +957,82 @@ def test_largest_fc_prefer_cpu_in_every_field():
     assert gpu_only.verdict == F.UNTESTABLE
     none = F.largest_fc_prefer_cpu(A.from_frames([]))
     assert (none.verdict, none.evidence) == (F.NO_DATA, "no runs")
+    assert _head(none) == _head(cpu_only) == _head(gpu_only) == _head(g) == _head(f)
+
+
+# -- one row per config, a gate's counts and its threshold -----------------------------------
+
+
+def test_per_config_rows_pool_the_runs_of_a_config():
+    group = pd.DataFrame(
+        {
+            "k": ["x", "x", "y", "z", "w"],
+            "status": ["ok", "ok", "ok", "ok", "oom"],
+            "examples_per_s": [10.0, 20.0, 5.0, 0.0, 7.0],
+            "params": [100, 101, 50, 1, 1],
+            "samples": [[1.0, 2.0], [3.0], None, [1.0], [1.0]],
+            "step_time_s": [0.1, 0.3, "x", 0.2, 0.2],
+            "step_time_ci_low_s": [0.09, 0.05, np.nan, 0.1, 0.1],
+            "step_time_ci_high_s": [0.11, 0.4, np.nan, 0.3, 0.3],
+            "emulated": [False, True, False, False, False],
+            "attempt": [1, 3, 2, 1, 1],
+        }
+    )
+    out = SP._per_config(group, ["k"], "examples_per_s")
+    assert list(out.columns) == ["k", "value", "params", "runs", "samples", "n", "t_low",
+                                 "t_high", "t", "emulated", "attempt"]  # fmt: skip
+    assert out["k"].tolist() == ["x", "y"]  # z: no positive value; w: not ok
+    x, y = out.iloc[0], out.iloc[1]
+    assert (x["value"], x["params"], x["runs"], x["n"]) == (15.0, 100, 2, 3)
+    assert x["samples"].tolist() == [1.0, 2.0, 3.0]
+    assert (x["t_low"], x["t_high"], x["t"]) == pytest.approx((0.05, 0.4, 0.2))
+    assert bool(x["emulated"]) is True and x["attempt"] == 3
+    assert (y["value"], y["runs"], y["n"], y["attempt"]) == (5.0, 1, 0, 2)
+    assert np.isnan(y["t"]) and np.isnan(y["t_low"]) and bool(y["emulated"]) is False
+    one = SP._per_config(group.iloc[[2]].drop(columns=["samples", "emulated"]), ["k"],
+                         "examples_per_s")  # fmt: skip
+    assert one["n"].tolist() == [0] and one["emulated"].tolist() == [False]
+    none = SP._per_config(group.iloc[[3, 4]], ["k"], "examples_per_s")
+    assert len(none) == 0 and "attempt" in none.columns
+
+
+def test_a_gates_counts_and_its_line():
+    data, _ = _two_platforms()
+    c = SP.compare(data, "platform", "A", "B")
+    assert SP.counts(c) == {"compared": 3, "noisy_left_out": {"A": 1, "B": 0},
+                            "unmatched": {"A": 1, "B": 2}, "failed_in_one": 1}  # fmt: skip
+    assert SP.counts_line(c) == (
+        "compared 3 configs; left out as noisy: A 1, B 0; ok in one group only: A 1, B 2; ok "
+        "in one group and failed in the other: 1"
+    )
+    kept = SP.compare(data, "platform", "A", "B", include_noisy=True, family="fc")
+    kept = dataclasses.replace(kept, pairs=kept.pairs.iloc[:1])
+    assert SP.counts_line(kept) == (
+        "compared 1 config; left out as noisy: A 0, B 0 (--include-noisy: kept); ok in one "
+        "group only: A 1, B 1; ok in one group and failed in the other: 1"
+    )
+
+
+def test_slower_than_judges_the_upper_end_or_the_point_without_an_interval():
+    data, _ = _two_platforms()
+    c = SP.compare(data, "platform", "B", "A")  # A over B: 1/1.5, 1/2, 1/3
+    pairs = c.pairs.copy()
+    pairs.loc[0, ["ci_low", "ci_high"]] = [np.nan, np.nan]  # judged on its point, 0.5
+    c = dataclasses.replace(c, pairs=pairs)
+    got = SP.slower_than(c, 40)  # below 0.6: 0.5 (point) and 0.33; not 0.67
+    assert got["batch"].tolist() == [16, 32]
+    assert got["basis"].tolist() == ["point estimate (no interval)", "interval"]
+    assert got["threshold"].tolist() == pytest.approx([0.6, 0.6])
+    assert SP.slower_than(c, 0)["batch"].tolist() == [16, 32, 8]
+    assert SP.slower_than(c, 100).empty
+    g = SP.slower_than(c, 20, on="geomean")  # geomean 0.48, its CI's upper end below 0.8
+    assert g["family"].tolist() == ["all"] and g["basis"].tolist() == ["interval"]
+    assert SP.slower_than(c, 60, on="geomean").empty  # geomean 0.48 with its CI above 0.4
+    with pytest.raises(ConfigError) as e:
+        SP.slower_than(c, 10, on="median")
+    assert "fail-on" in str(e.value) and "config or geomean" in str(e.value)
+    for bad in (-1, 101, "x", math.nan, None):
+        with pytest.raises(ConfigError) as e:
+            SP.check_pct(bad)
+        assert "fail-if-slower" in str(e.value) and "a percentage from 0 to 100" in str(e.value)
+    assert SP.check_pct("12.5") == 12.5 and SP.check_pct(0) == 0.0 and SP.check_pct(100) == 100
