@@ -1036,3 +1036,95 @@ def test_slower_than_judges_the_upper_end_or_the_point_without_an_interval():
             SP.check_pct(bad)
         assert "fail-if-slower" in str(e.value) and "a percentage from 0 to 100" in str(e.value)
     assert SP.check_pct("12.5") == 12.5 and SP.check_pct(0) == 0.0 and SP.check_pct(100) == 100
+
+
+# -- the two-platform findings, whole --------------------------------------------------------
+
+
+def _plat_rows(gains: list[float], fast="Fast", slow="Slow", n_samples=12, family="fc"):
+    rows = []
+    for i, g in enumerate(gains):
+        if family == "fc":
+            cfg = _fcw(8 * (i + 1))
+        else:
+            cfg = {"blocks": 1, "filters": 4 * (i + 1), "image": 16, "output": 3, "batch": 2}
+        rows.append(synth.row(family, cfg, 0.1, platform=slow, n_samples=n_samples, seed=i))
+        rows.append(
+            synth.row(family, cfg, 0.1 * g, platform=fast, n_samples=n_samples, seed=i + 20)
+        )
+    return rows
+
+
+def _fisher(rho: float, n: int) -> tuple[float, float]:
+    z, half = (
+        math.atanh(max(-1 + 1 / n**2, min(1 - 1 / n**2, rho))),
+        F.Z * math.sqrt(1.06 / (n - 3)),
+    )
+    return math.tanh(z - half), math.tanh(z + half)
+
+
+def test_speedup_grows_with_batch_in_every_field():
+    from paradnn.formatting import signed
+
+    up = [1.2 + 0.1 * i for i in range(8)]
+    for fast, slow in (("Fast", "Slow"), ("Zfast", "Aslow")):  # either name first
+        f = F.speedup_grows_with_batch(A.from_frames(_plat_rows(up, fast, slow)))
+        lo, hi = _fisher(1.0, 8)
+        assert f.verdict == F.HOLDS and f.estimate == pytest.approx(1.0)
+        assert (f.ci_low, f.ci_high) == pytest.approx((lo, hi))
+        geo = math.prod(up) ** (1 / 8)
+        assert f.evidence.startswith(f"{fast} over {slow} (geomean {geo:.2f}× [")
+        assert f.evidence.endswith(
+            f"]): ρ(batch, speedup) = +1.00 [{signed(lo)}, {signed(hi)}] over 8 configs"
+        )
+        assert (f.statistic, f.threshold, f.decide) == ("ρ(batch, speedup)", 0.0, "")
+    assert f.id == "speedup-batch"
+    assert f.claim == "The faster platform's advantage grows with batch size"
+    assert f.source == "seed 000 observation 7 (§5.1, Fig. 8(b); generalized to any two platforms)"
+    assert f.rule == F.RHO_RULE.format(x="batch", side="above")
+    down = F.speedup_grows_with_batch(A.from_frames(_plat_rows(up[::-1])))
+    assert down.verdict == F.FAILS and down.estimate == pytest.approx(-1.0)
+    assert "Fast over Slow" in down.evidence
+    # the slower platform's speedups fall 1.2 → 1/1.2 … : which is faster is undecided
+    mixed = [1.5, 1.4, 1.3, 1.2, 1 / 1.2, 1 / 1.3, 1 / 1.4, 1 / 1.5]
+    u = F.speedup_grows_with_batch(A.from_frames(_plat_rows(mixed)))
+    assert u.verdict == F.INCONCLUSIVE
+    assert u.evidence.endswith("over 8 configs; which platform is faster is not decided")
+    assert u.decide == (
+        "which platform is faster: more matched configs or longer runs, until the "
+        "geometric-mean speedup's CI excludes 1"
+    )
+    assert (u.statistic, u.threshold) == ("ρ(batch, speedup)", 0.0)
+    assert u.estimate == pytest.approx(1.0) or u.estimate == pytest.approx(-1.0)
+    assert u.ci_low is not None and u.ci_high is not None
+    seven = F.speedup_grows_with_batch(A.from_frames(_plat_rows(up[:7])))
+    assert (seven.verdict, seven.evidence) == (F.NO_DATA, "7 matched configs")
+    one = F.speedup_grows_with_batch(A.from_frames(_plat_rows(up)[::2]))
+    assert (one.verdict, one.evidence) == (F.UNTESTABLE, "one platform in the data")
+    assert _head(one) == _head(seven) == _head(u) == _head(down) == _head(f)
+
+
+def test_cnn_speedup_grows_with_size_in_every_field():
+    from paradnn.formatting import signed
+
+    up = [1.2 + 0.1 * i for i in range(8)]
+    f = F.cnn_speedup_grows_with_size(A.from_frames(_plat_rows(up, family="cnn")))
+    lo, hi = _fisher(1.0, 8)
+    assert f.verdict == F.HOLDS and f.statistic == "ρ(params, speedup)"
+    assert f.evidence.endswith(
+        f"]): ρ(params, speedup) = +1.00 [{signed(lo)}, {signed(hi)}] over 8 configs"
+    )
+    assert f.evidence.startswith("Fast over Slow (geomean ")
+    assert f.id == "cnn-size-speedup"
+    assert f.source == "seed 000 observation 9 (§5.2, Fig. 10(a)-(c); generalized)"
+    assert f.claim == (
+        "The faster platform's speedup grows with CNN size (TPU over GPU in the paper)"
+    )
+    assert f.rule == "over matched CNN configs, " + F.RHO_RULE.format(x="params", side="above")
+    fc = F.cnn_speedup_grows_with_size(A.from_frames(_plat_rows(up)))
+    assert (fc.verdict, fc.evidence) == (F.NO_DATA, "0 matched cnn configs (need 8)")
+    one = F.cnn_speedup_grows_with_size(A.from_frames(_plat_rows(up, family="cnn")[::2]))
+    assert (one.verdict, one.evidence) == (F.UNTESTABLE, "one platform in the data")
+    assert _head(one) == _head(fc) == _head(f)
+    down = F.cnn_speedup_grows_with_size(A.from_frames(_plat_rows(up[::-1], family="cnn")))
+    assert down.verdict == F.FAILS
