@@ -1128,3 +1128,25 @@ def test_cnn_speedup_grows_with_size_in_every_field():
     assert _head(one) == _head(fc) == _head(f)
     down = F.cnn_speedup_grows_with_size(A.from_frames(_plat_rows(up[::-1], family="cnn")))
     assert down.verdict == F.FAILS
+
+
+def test_a_comparison_refuses_bad_input_naming_the_field():
+    data, _ = _two_platforms()
+    cases = [
+        (dict(by="colour", a="A", b="B"), "by"),
+        (dict(by="platform", a="Q", b="B"), "a"),
+        (dict(by="platform", a="A", b="Q"), "b"),
+        (dict(by="platform", a="A", b="A"), "b"),
+        (dict(by="platform", a="A", b="B", metric="flops"), "metric"),
+        (dict(by="platform", a="A", b="B", family="cnn"), "family"),
+    ]
+    for kw, field in cases:
+        with pytest.raises(ConfigError) as e:
+            SP.compare(data, **kw)
+        assert e.value.field == field, (kw, str(e.value))
+    with pytest.raises(ConfigError) as e:
+        SP.compare(data, "platform", "Q", "B")
+    assert "a platform with ok runs: A, B" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        SP.compare(data, "platform", "A", "A")
+    assert "a platform other than a (A)" in str(e.value)
