@@ -1150,3 +1150,24 @@ def test_a_comparison_refuses_bad_input_naming_the_field():
     with pytest.raises(ConfigError) as e:
         SP.compare(data, "platform", "A", "A")
     assert "a platform other than a (A)" in str(e.value)
+
+
+def test_a_comparison_of_two_attempts_of_each_run_key():
+    rows = []
+    for i, b in enumerate((8, 16, 32)):
+        for att, u in ((1, 0.1), (2, 0.2 if b != 32 else 0.1)):
+            rows.append(synth.row("fc", _fcw(b), u, attempt=att, id=10 * i + att, n_samples=12,
+                                  seed=i * 3 + att, db="x.db", db_index=0))  # fmt: skip
+    # one attempt: no pair
+    rows.append(synth.row("fc", _fcw(64), 0.1, attempt=1, id=99, db="x.db", db_index=0))
+    data = A.from_frames(rows)
+    assert SP.values(data, "attempt") == ["first", "latest", "1", "2"]
+    c = SP.compare(data, "attempt", "first", "latest")
+    assert (c.by, c.a, c.b) == ("attempt", "first", "latest")
+    assert c.pairs["batch"].tolist() == [16, 32, 8]
+    assert c.pairs["speedup"].tolist() == pytest.approx([2.0, 1.0, 2.0])
+    assert c.pairs["attempt_a"].tolist() == [1, 1, 1] and c.pairs["attempt_b"].tolist() == [2] * 3
+    n = SP.compare(data, "attempt", "1", "2")
+    assert n.pairs["speedup"].tolist() == pytest.approx([2.0, 1.0, 2.0])
+    back = SP.compare(data, "attempt", "2", "1")
+    assert back.pairs["speedup"].tolist() == pytest.approx([0.5, 1.0, 0.5])
