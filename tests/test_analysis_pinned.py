@@ -1171,3 +1171,146 @@ def test_a_comparison_of_two_attempts_of_each_run_key():
     assert n.pairs["speedup"].tolist() == pytest.approx([2.0, 1.0, 2.0])
     back = SP.compare(data, "attempt", "2", "1")
     assert back.pairs["speedup"].tolist() == pytest.approx([0.5, 1.0, 0.5])
+
+
+# -- the memory-bound share and the precision and version findings, whole --------------------
+
+
+def _roof_data(n: int, left: int, extra: list[dict] | None = None) -> tuple[A.Data, float]:
+    rows = [synth.row("fc", _fcw(8 * (i + 1), 256), 0.2) for i in range(n)]
+    pts = A.model_points(A.from_frames(rows)).sort_values("intensity")
+    ridge = float(pts["intensity"].iloc[left])
+    ceil = pd.DataFrame(
+        [
+            {"device_name": "SynthCPU", "kind": "matmul", "precision": "fp32", "value": ridge},
+            {"device_name": "SynthCPU", "kind": "copy", "precision": None, "value": 1.0},
+        ]
+    )
+    return A.from_frames(rows + (extra or []), ceilings=ceil), ridge
+
+
+def test_memory_bound_share_in_every_field():
+    from paradnn.formatting import number
+
+    rnn = synth.row("rnn", {"layers": 1, "embed": 8, "length": 5, "vocab": 7, "batch": 1}, 0.1)
+    data, ridge = _roof_data(12, 6, [rnn])  # the rnn run is not counted
+    f = F.memory_bound_share(data)
+    lo, hi = F.share_ci(6, 12)
+    assert f.verdict == F.INCONCLUSIVE and f.estimate == 0.5
+    assert (f.ci_low, f.ci_high) == pytest.approx((lo, hi))
+    assert f.evidence.startswith(
+        f"6/12 runs below the ridge (measured ridge {number(ridge)} FLOP/B on SynthCPU fp32)"
+    )
+    assert (f.statistic, f.threshold) == ("share below the ridge", 0.25)
+    assert f.decide == F.more_data(12, 0.5, lo, hi, 0.25, "runs")
+    assert (f.id, f.source) == ("memory-bound", "seed 000 observation 2 (§4.2, Fig. 3)")
+    assert f.claim == "Many FC and CNN workloads are memory-bandwidth bound"
+    assert f.rule.startswith("holds when the share of FC/CNN runs with an analytic intensity ")
+    assert f.rule.endswith("does not hold when the interval lies below a quarter, "
+                           "inconclusive when it straddles it")  # fmt: skip
+    many, _ = _roof_data(40, 30)
+    g = F.memory_bound_share(many)
+    assert g.verdict == F.HOLDS and g.estimate == 0.75 and g.decide == ""
+    few, _ = _roof_data(40, 2)
+    assert F.memory_bound_share(few).verdict == F.FAILS
+    # a run exactly at the ridge is not left of it: 6 left of the 7th run's intensity
+    assert F.memory_bound_share(_roof_data(12, 6)[0]).evidence.startswith("6/12 runs")
+    noroof = F.memory_bound_share(A.from_frames([synth.row("fc", _fcw(8), 0.2)]))
+    assert (noroof.verdict, noroof.evidence) == (
+        F.NO_DATA,
+        "no roof with both FLOP/s and bandwidth (run `paradnn calibrate`)",
+    )
+    none = F.memory_bound_share(A.from_frames([rnn]))
+    assert (none.verdict, none.evidence) == (F.NO_DATA, "no ok fc/cnn runs with FLOP counts")
+    assert _head(none) == _head(noroof) == _head(g) == _head(f)
+
+
+def _prec_rows(gains: dict[str, list[float]], low: str = "bf16") -> list[dict]:
+    cfgs = {
+        "fc": lambda i: _fcw(8 * (i + 1)),
+        "cnn": lambda i: {"blocks": 1, "filters": 4, "image": 16, "output": 3, "batch": i + 2},
+        "rnn": lambda i: {"layers": 1, "embed": 8, "length": 5, "vocab": 7, "batch": i + 1},
+    }
+    rows = []
+    for fam, gs in gains.items():
+        for i, g in enumerate(gs):
+            rows.append(synth.row(fam, cfgs[fam](i), 0.1, n_samples=12, seed=i))
+            rows.append(synth.row(fam, cfgs[fam](i), 0.1 * g, precision=low, n_samples=12,
+                                  seed=i + 40))  # fmt: skip
+    return rows
+
+
+def test_precision_findings_in_every_field():
+    data = A.from_frames(_prec_rows({"cnn": [2.0] * 4, "rnn": [1.25] * 4, "fc": [1.6] * 4}))
+    f = F.precision_helps(data)
+    geo = (2.0 * 1.25 * 1.6) ** (1 / 3)
+    assert f.verdict == F.HOLDS and f.estimate == pytest.approx(geo)
+    assert f.evidence.startswith(f"bf16 over fp32: geomean {geo:.2f}× [")
+    assert f.evidence.endswith("] over 12 configs, cnn 2.00×, fc 1.60×, rnn 1.25×")
+    assert (f.statistic, f.threshold) == ("geomean speedup", 1.0)
+    assert (f.id, f.source) == ("precision-helps", "seed 000 observation 13 (§6, Fig. 12)")
+    assert f.claim == "16-bit precision (bf16/fp16) trains faster than fp32"
+    assert f.rule == (
+        "holds when the geometric-mean speedup over matched configs lies above 1 "
+        + F.GEO_RULE.format(t=1)
+    )
+    r = F.precision_cnn_over_rnn(data)
+    assert r.verdict == F.HOLDS and r.estimate == pytest.approx(1.6)
+    assert r.evidence.startswith("cnn 2.00× [")
+    assert " vs rnn 1.25× [" in r.evidence and r.evidence.endswith("(bf16 over fp32): ratio 1.60×")
+    assert r.statistic == "cnn / rnn speedup" and r.threshold == 1.0
+    c = SP.compare(data, "precision", "fp32", "bf16", include_noisy=True)
+    s = c.summary.set_index("family")
+    assert r.ci_low == pytest.approx(s.at["cnn", "geomean_ci_low"] / s.at["rnn", "geomean_ci_high"])
+    assert r.ci_high == pytest.approx(
+        s.at["cnn", "geomean_ci_high"] / s.at["rnn", "geomean_ci_low"]
+    )
+    assert (r.id, r.source) == ("precision-cnn-over-rnn",
+                                "seed 002 §4.2.2 (Table 1, Figures 10, 12, 13)")  # fmt: skip
+    assert r.claim == "Mixed precision helps CNNs more than recurrent (NLP) models"
+    tie = F.precision_cnn_over_rnn(A.from_frames(_prec_rows({"cnn": [1.5] * 4, "rnn": [1.5] * 4})))
+    assert tie.verdict == F.INCONCLUSIVE and tie.decide.endswith(
+        "; longer runs (more timed steps) narrow each config's own interval"
+    )
+    rev = F.precision_cnn_over_rnn(A.from_frames(_prec_rows({"cnn": [1.2] * 4, "rnn": [2.0] * 4})))
+    assert rev.verdict == F.FAILS
+    no_rnn = F.precision_cnn_over_rnn(A.from_frames(_prec_rows({"cnn": [2.0] * 4}, low="fp16")))
+    assert (no_rnn.verdict, no_rnn.evidence) == (
+        F.NO_DATA,
+        "need matched fp32/16-bit runs of cnn and rnn",
+    )
+    fp16 = F.precision_helps(A.from_frames(_prec_rows({"cnn": [2.0] * 4}, low="fp16")))
+    assert fp16.evidence.startswith("fp16 over fp32: geomean 2.00× [")
+    unmatched = A.from_frames(
+        [synth.row("fc", _fcw(8), 0.1), synth.row("fc", _fcw(16), 0.1, precision="bf16")]
+    )
+    for check in (F.precision_helps, F.precision_cnn_over_rnn):
+        u = check(unmatched)
+        assert (u.verdict, u.evidence) == (F.NO_DATA, "no config ran ok in both fp32 and bf16")
+    assert _head(F.precision_cnn_over_rnn(unmatched)) == _head(no_rnn) == _head(r)
+
+
+def test_software_versions_in_every_field():
+    rows = []
+    for i, b in enumerate((8, 16, 32, 64)):
+        for v, u in (("2.9.1", 0.1), ("2.10.0", 0.15), ("2.12.0", 0.2)):
+            rows.append(synth.row("fc", _fcw(b), u, torch_version=v, n_samples=12, seed=i))
+    f = F.software_versions(A.from_frames(rows))
+    assert f.verdict == F.HOLDS and f.estimate == pytest.approx(2.0)  # 2.12.0 over 2.9.1
+    assert f.evidence.startswith("torch 2.12.0 over 2.9.1: 2.00× [")
+    assert f.evidence.endswith("] over 4 configs")
+    assert (f.statistic, f.threshold) == ("geomean speedup", 1.0)
+    assert (f.id, f.source) == ("software-updates", "seed 000 observations 12, 14 (§6, Fig. 12)")
+    assert f.claim == "A newer software stack trains the same models faster"
+    assert f.rule == (
+        "holds when the newest torch version's geometric-mean speedup over the oldest lies "
+        "above 1 " + F.GEO_RULE.format(t=1)
+    )
+    one = F.software_versions(A.from_frames(rows[:1]))
+    assert (one.verdict, one.evidence) == (F.UNTESTABLE, "one torch version in the data (2.9.1)")
+    none = F.software_versions(A.from_frames([]))
+    assert none.evidence == "one torch version in the data (none)"
+    apart = A.from_frames([rows[0], rows[5]])  # 2.9.1 at batch 8, 2.12.0 at batch 16
+    a = F.software_versions(apart)
+    assert (a.verdict, a.evidence) == (F.NO_DATA, "no config ran on both versions")
+    assert _head(one) == _head(none) == _head(a) == _head(f)
