@@ -1314,3 +1314,38 @@ def test_software_versions_in_every_field():
     a = F.software_versions(apart)
     assert (a.verdict, a.evidence) == (F.NO_DATA, "no config ran on both versions")
     assert _head(one) == _head(none) == _head(a) == _head(f)
+
+
+def test_the_amdahl_interval_from_the_fits_covariance(monkeypatch):
+    import scipy.optimize
+    from scipy import stats
+
+    got = {}
+
+    def fake(cov):
+        def fit(func, x, y, p0, bounds):
+            got.update(x=list(x), y=list(y), p0=p0, bounds=bounds)
+            assert func is S.amdahl_speedup
+            return np.array([0.2]), np.array([[cov]])
+
+        return fit
+
+    monkeypatch.setattr(scipy.optimize, "curve_fit", fake(0.0004))  # se 0.02
+    f = S.amdahl_fit([1, 2, 4, 8], [1.0, 1.5, 2.0, 2.5])
+    assert got == {"x": [2.0, 4.0, 8.0], "y": [1.5, 2.0, 2.5], "p0": [0.1],
+                   "bounds": ([0.0], [1.0])}  # fmt: skip
+    t = stats.t.ppf(0.975, 2)
+    assert f == S.AmdahlFit(0.2, pytest.approx(0.2 - t * 0.02), pytest.approx(0.2 + t * 0.02), 3,
+                            "curve_fit, t interval (df = 2)")  # fmt: skip
+    f90 = S.amdahl_fit([2, 4, 8], [1.5, 2.0, 2.5], level=0.9)
+    assert f90.ci_low == pytest.approx(0.2 - stats.t.ppf(0.95, 2) * 0.02)
+    monkeypatch.setattr(scipy.optimize, "curve_fit", fake(0.04))  # se 0.2: clipped to [0, 1]
+    wide = S.amdahl_fit([2, 4], [1.5, 2.0])
+    assert (wide.ci_low, wide.ci_high) == (
+        0.0,
+        pytest.approx(min(1.0, 0.2 + stats.t.ppf(0.975, 1) * 0.2)),
+    )
+    monkeypatch.setattr(scipy.optimize, "curve_fit", fake(np.inf))
+    assert S.amdahl_fit([2, 4], [1.5, 2.0]) == S.AmdahlFit(
+        0.2, None, None, 2, "curve_fit", "no covariance"
+    )
