@@ -1349,3 +1349,80 @@ def test_the_amdahl_interval_from_the_fits_covariance(monkeypatch):
     assert S.amdahl_fit([2, 4], [1.5, 2.0]) == S.AmdahlFit(
         0.2, None, None, 2, "curve_fit", "no covariance"
     )
+
+
+# -- thread scaling and XLA's FLOP agreement -------------------------------------------------
+
+
+def test_thread_scaling_rows_worked_out_by_hand():
+    rows = [synth.op_row("mm", 1000, t, threads=n) for n, t in ((1, 8.0), (2, 5.0), (4, 2.0))]
+    rows += [synth.op_row("mm", 1000, 3.0, threads=4)]  # a second run at 4: median 2.5
+    rows += [dict(synth.op_row("mm", 1000, 1.0, threads=8), status="oom")]  # failed: left out
+    rows += [dict(synth.op_row("mm", 1000, 1.0, threads=16), time_s=None)]  # no time: left out
+    rows += [synth.op_row("one", 1000, 1.0, threads=2)]  # one thread count: no row
+    rows += [synth.op_row("mm", 1000, 4.0, threads=2, precision="bf16"),
+             synth.op_row("mm", 1000, 1.0, threads=8, precision="bf16")]  # fmt: skip
+    t = SU.thread_scaling(A.from_frames([], ops=pd.DataFrame(rows)))
+    assert list(t.columns) == ["name", "precision", "pass", "device_name", "threads", "time_s",
+                               "speedup", "efficiency", "base_threads"]  # fmt: skip
+    assert t.to_dict("records") == [
+        {"name": "mm", "precision": "bf16", "pass": "fwd", "device_name": "SynthCPU",
+         "threads": 2, "time_s": 4.0, "speedup": 1.0, "efficiency": 1.0, "base_threads": 2},
+        {"name": "mm", "precision": "bf16", "pass": "fwd", "device_name": "SynthCPU",
+         "threads": 8, "time_s": 1.0, "speedup": 4.0, "efficiency": 1.0, "base_threads": 2},
+        {"name": "mm", "precision": "fp32", "pass": "fwd", "device_name": "SynthCPU",
+         "threads": 1, "time_s": 8.0, "speedup": 1.0, "efficiency": 1.0, "base_threads": 1},
+        {"name": "mm", "precision": "fp32", "pass": "fwd", "device_name": "SynthCPU",
+         "threads": 2, "time_s": 5.0, "speedup": 1.6, "efficiency": 0.8, "base_threads": 1},
+        {"name": "mm", "precision": "fp32", "pass": "fwd", "device_name": "SynthCPU",
+         "threads": 4, "time_s": 2.5, "speedup": 3.2, "efficiency": 0.8, "base_threads": 1},
+    ]  # fmt: skip
+    empty = SU.thread_scaling(A.from_frames([]))
+    assert list(empty.columns) == list(t.columns) and not len(empty)
+    no_threads = pd.DataFrame(rows).drop(columns=["threads"])
+    assert not len(SU.thread_scaling(A.from_frames([], ops=no_threads)))
+
+
+def test_xla_flop_agreement_per_family_and_all():
+    from paradnn.analysis import backends as BK
+
+    def jax(fam, ratio, grad=None, status="ok", size=4):
+        cfg = _fcw(8) if fam == "fc" else {"blocks": 1, "filters": size, "image": 16, "output": 3,
+                                           "batch": 2}  # fmt: skip
+        r = synth.row(fam, cfg, 0.1, backend="jax", status=status, xla_flops_ratio=ratio)
+        if grad is not None:
+            r["xla_detail"] = {"grad_flops_ratio": grad}
+        return r
+
+    rows = [
+        jax("fc", 1.05, 1.0),
+        synth.row(
+            "fc",
+            _fcw(16),
+            0.1,
+            backend="jax",
+            xla_flops_ratio=1.2,
+            xla_detail={"grad_flops_ratio": "x"},
+        ),
+        jax("cnn", 0.8, 0.9, status="crashed"),  # reached its compile: counted
+        jax("cnn", None, size=8),  # no ratio: left out
+        synth.row("fc", _fcw(32), 0.1, backend="torch", xla_flops_ratio=5.0),  # not JAX
+    ]
+    t = BK.flop_agreement(A.from_frames(rows))
+    assert list(t.columns) == ["family", "runs", "median_ratio", "min_ratio", "max_ratio",
+                               "median_grad_ratio", "flagged"]  # fmt: skip
+    recs = t.to_dict("records")
+    assert [r["family"] for r in recs] == ["cnn", "fc", "all"]
+    assert [r["runs"] for r in recs] == [1, 2, 3]
+    assert [r["flagged"] for r in recs] == [1, 1, 2]  # 0.8 and 1.2 are off by more than 10 %
+    assert recs[1]["median_ratio"] == pytest.approx(1.125)
+    assert (recs[2]["min_ratio"], recs[2]["max_ratio"]) == (0.8, 1.2)
+    assert recs[2]["median_ratio"] == 1.05
+    assert recs[1]["median_grad_ratio"] == 1.0 and recs[2]["median_grad_ratio"] == 0.95
+    assert recs[0]["median_grad_ratio"] == 0.9
+    assert BK._grad_ratio({"grad_flops_ratio": 2}) == 2.0 and math.isnan(BK._grad_ratio(None))
+    assert math.isnan(BK._grad_ratio({"grad_flops_ratio": "2"}))
+    edge = BK.flop_agreement(A.from_frames([jax("fc", 1.0625), jax("cnn", 0.9375)]))
+    assert edge["flagged"].tolist() == [0, 0, 0]  # within 10 %: not flagged
+    assert BK.flop_agreement(A.from_frames([jax("fc", None)])).empty
+    assert BK.flop_agreement(A.from_frames([])).empty
