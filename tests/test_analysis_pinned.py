@@ -700,14 +700,14 @@ def _head(f: F.Finding) -> tuple:
 # -- the regression findings, whole ----------------------------------------------------------
 
 
-def _fc_grid(layers=(2, 4, 8), w_layers: float = 0.0) -> A.Data:
+def _fc_grid(layers=(2, 4, 8), w_layers: float = 0.0, w_batch: float = 0.03) -> A.Data:
     space = {"input": [20], "output": [10], "layers": list(layers), "nodes": [64, 128, 256],
              "batch": [8, 16, 32]}  # fmt: skip
 
     def util(c):
         wob = ((c["batch"] * 7 + c["nodes"] * 3 + c["layers"]) % 5 - 2) / 1000
         return (
-            0.3 + 0.03 * math.log2(c["batch"] / 8) - 0.02 * math.log2(c["nodes"] / 64)
+            0.3 + w_batch * math.log2(c["batch"] / 8) - 0.02 * math.log2(c["nodes"] / 64)
             + w_layers * math.log2(c["layers"] / 2) + wob
         )  # fmt: skip
 
@@ -812,6 +812,12 @@ def test_a_rising_finding_in_every_field():
                                                     "batch": [8]}, lambda c: 0.1)))  # fmt: skip
     assert flat.verdict == F.NO_DATA
     assert flat.evidence == "fc achieved FLOP/s: 2 ok runs with a value of achieved_flops"
+    flat_b = fc_batch(_fc_grid(w_batch=0.0))
+    assert flat_b.verdict == F.INCONCLUSIVE and flat_b.ci_low < 0 < flat_b.ci_high
+    assert flat_b.decide == F.more_data(
+        27, flat_b.estimate, flat_b.ci_low, flat_b.ci_high, 0.0, "runs"
+    )
+    assert flat_b.evidence.endswith(" straddles 0")
     none = fc_batch(A.from_frames([]))
     assert (none.verdict, none.evidence) == (F.NO_DATA, "no fc runs")
     assert _head(none) == _head(flat) == _head(f)
