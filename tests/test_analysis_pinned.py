@@ -1432,3 +1432,60 @@ def test_xla_flop_agreement_per_family_and_all():
     assert edge["flagged"].tolist() == [0, 0, 0]  # within 10 %: not flagged
     assert BK.flop_agreement(A.from_frames([jax("fc", None)])).empty
     assert BK.flop_agreement(A.from_frames([])).empty
+
+
+# -- the fusion finding, whole ---------------------------------------------------------------
+
+
+def _mode_rows(speeds: list[float], mode: str = "compile") -> list[dict]:
+    rows = []
+    for i, s in enumerate(speeds):
+        for m, sp, seed in (("eager", 1.0, i), (mode, s, 50 + i)):
+            r = synth.row("fc", _fcw(8 * (i + 1)), 0.1 * sp, n_samples=12, seed=seed)
+            r.update(run_key=f"{r['run_key']}-{m}", mode=m)
+            rows.append(r)
+    return rows
+
+
+def test_the_fusion_finding_in_every_field():
+    from paradnn.analysis import modes as M
+
+    f = M.fusion_finding(A.from_frames(_mode_rows([2.0, 2.0, 2.0, 7.0])))
+    g = 2.0 ** (3 / 4) * 7.0 ** (1 / 4)
+    lo, hi = f.ci_low, f.ci_high
+    assert f.verdict == F.HOLDS and f.estimate == pytest.approx(g)
+    assert f.evidence == (
+        f"compile over eager: {g:.2f}× [{lo:.2f}, {hi:.2f}] over 4 configs (fc {g:.2f}×); "
+        "3 of 4 configs inside 1.8-6.3×"
+    )
+    assert (f.statistic, f.threshold, f.decide) == ("geomean speedup", 1.0, "")
+    assert (f.id, f.source) == (
+        "compile-fusion",
+        "seed 001, Table 4 (XLA fusion 1.8-6.3× on TPUv2)",
+    )
+    assert f.claim == "Compiling the training step (operator fusion) speeds it up"
+    assert f.rule == (
+        "holds when the 95% CI of the geometric-mean speedup of compile over eager (examples/s, "
+        "matched configs, ≥ 3) lies above 1; does not hold when it lies at or below 1; "
+        "inconclusive when it straddles 1; the evidence places it against the seed's 1.8-6.3× "
+        "range"
+    )
+    # just inside and just outside the seed's range at both ends
+    ends = M.fusion_finding(A.from_frames(_mode_rows([1.81, 6.29, 1.79, 6.31])))
+    assert ends.evidence.endswith("; 2 of 4 configs inside 1.8-6.3×")
+    # another compiled mode when there is no 'compile'
+    other = M.fusion_finding(A.from_frames(_mode_rows([2.0] * 3, mode="cudagraphs")))
+    assert other.evidence.startswith("cudagraphs over eager: 2.00× [")
+    mixed = M.fusion_finding(A.from_frames(_mode_rows([0.5, 2.0, 1.0, 1.0])))
+    assert mixed.verdict == F.INCONCLUSIVE
+    assert mixed.decide == F.geomean_more(4, mixed.estimate, mixed.ci_low, mixed.ci_high, 1.0)
+    two = M.fusion_finding(A.from_frames(_mode_rows([2.0, 2.0])))
+    assert (two.verdict, two.evidence) == (F.NO_DATA, "2 config(s) ran ok eager and compile")
+    eager = M.fusion_finding(A.from_frames(_mode_rows([2.0])[:1]))
+    assert (eager.verdict, eager.evidence) == (
+        F.UNTESTABLE,
+        "no eager and compiled runs of one config",
+    )
+    only = M.fusion_finding(A.from_frames(_mode_rows([2.0])[1:]))
+    assert only.verdict == F.UNTESTABLE
+    assert _head(two) == _head(eager) == _head(only) == _head(mixed) == _head(f)
