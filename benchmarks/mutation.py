@@ -137,7 +137,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, line in ((3, 'info.get("phase", None)'), (5, 'info.get("phase", )'))
     },
-    "paradnn.analysis.summaries.x_thread_scaling__mutmut_74": (
+    "paradnn.analysis.summaries.x_thread_scaling__mutmut_72": (
         "the key comes from a groupby over the same four columns, so it always has four parts: "
         "zip with or without strict=True pairs the same names and values",
         "key, ))",
@@ -156,12 +156,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "pandas lower-cases DataFrame.to_dict's orient: 'RECORDS' is 'records'",
         'to_dict("RECORDS")',
     ),
-    "paradnn.analysis.regression.x_sensitivity__mutmut_203": (
-        "the divisor is used only when the metric's standard deviation is 0, when y − mean is 0 "
-        "everywhere: 0/1 and 0/2 are the same standardized metric",
-        "y.std(ddof=0) or 2.0",
-    ),
-    "paradnn.analysis.speedup.x__failed__mutmut_29": (
+    "paradnn.analysis.speedup.x__failed__mutmut_25": (
         "ok_keys holds exactly the key columns, so merging on the common columns (on=None) is "
         "merging on the key",
         "ok_keys.merge(bad, on=None)",
@@ -196,7 +191,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "returns the same float array as to_numpy(float)",
         'pairs["speedup"].to_numpy(None)',
     ),
-    "paradnn.analysis.findings.x__rising__mutmut_4": (
+    "paradnn.analysis.findings.x__rising__mutmut_6": (
         "an empty runs frame still has its family column (_runs_frame builds the empty frame "
         "with it), so filtering it by family gives the same empty frame",
         "if (len(data.runs)) or True else data.runs",
@@ -356,7 +351,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "an empty selection gives the same None percentile and count 0",
         "e.iloc[1:0]",
     ),
-    "paradnn.analysis.speedup.x__per_config__mutmut_107": (
+    "paradnn.analysis.speedup.x__per_config__mutmut_105": (
         "sort=True is groupby's default: dropping the argument sorts the groups the same way",
         "as_index=False, ).agg(",
     ),
@@ -410,6 +405,39 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "copy of the same host tensors before the drain's clock starts changes no figure "
         "(the drain counts and times only its own batches)",
         "    return 1",
+    ),
+    # issue 46 (analysis, seed-11 sample): pandas' astype(None) is astype(np.dtype(None)),
+    # which is float64: the same conversion as astype(float) for every input (checked: object
+    # strings, ints, bools, floats, nullable Int64)
+    **{
+        f"paradnn.analysis.{mod}__mutmut_{n}": (
+            "Series.astype(None) converts to np.dtype(None), float64, as astype(float) does: "
+            "the same values and dtype",
+            line,
+        )
+        for mod, n, line in (
+            ("breakdown.x_bound_shares", 60, "t[t.notna()].astype(None)"),
+            ("breakdown.x__profiled", 23, 'prof["device_time_s"].astype(None)'),
+            ("regression.x_sensitivity", 84, "y[keep].astype(None)"),
+            ("regression.x_sensitivity", 129, "np.log2(x.astype(None))"),
+            ("regression.x_sensitivity", 133, "else x.astype(None)"),
+        )
+    },
+    "paradnn.analysis.breakdown.x__batch__mutmut_3": (
+        "without a batch key .get() gives None, float(None) raises TypeError and the except "
+        "returns 0.0, the value float(0) gives; with the key both read it",
+        '.get("batch", None))',
+    ),
+    "paradnn.analysis.scaling.x_fits__mutmut_66": (
+        "k is a groupby key over the same six columns, so it always has six parts: zip with "
+        "strict=None (falsy) or strict=True pairs the same names and values",
+        "zip(cols, k, strict=None)",
+    ),
+    "paradnn.analysis.backends.x__with_xla__mutmut_23": (
+        "side holds only the key columns and the XLA columns, and the pairs hold no XLA column "
+        "(compare's pairs: key, values, speedup, CI, hyperparameters): merging on the common "
+        "columns (on=None) is merging on the key",
+        "pairs.merge(side, on=None, how=",
     ),
     "paradnn.store.db.x_open_store__mutmut_13": (
         "the mutant also runs Path(':memory:').parent.mkdir(exist_ok=True) for ':memory:', "

@@ -87,10 +87,9 @@ def _families(c: Comparison, pairs: pd.DataFrame) -> pd.DataFrame:
     if not len(out):
         return out
     for col in XLA_COLUMNS[:3]:
-        med = {
-            f: pd.to_numeric(g[col], errors="coerce").median() for f, g in pairs.groupby("family")
-        }
-        med["all"] = pd.to_numeric(pairs[col], errors="coerce").median() if len(pairs) else np.nan
+        # numeric already: _with_xla converted the column (pd.to_numeric, errors="coerce")
+        med = {f: g[col].median() for f, g in pairs.groupby("family")}
+        med["all"] = pairs[col].median() if len(pairs) else np.nan
         out[f"median_{col}"] = out["family"].map(med)
     return out
 

@@ -170,7 +170,9 @@ def more_data(n: int, est, lo, hi, threshold: float, unit: str, log: bool = Fals
     half = (e - f(lo)) if e > t else (f(hi) - e)
     dist = abs(e - t)
     cap = MORE_CAP * n
-    if half <= 0 or rounding.equal(dist, 0, e, t, half) or half > dist * math.sqrt(MORE_CAP):
+    # (a distance within rounding of the half-width's size is far below a tenth of it: the
+    # last test takes it, so rounding is judged against the estimate and threshold alone)
+    if half <= 0 or rounding.equal(dist, 0, e, t) or half > dist * math.sqrt(MORE_CAP):
         return f"more than {cap} {unit} (now {n}) if the spread stays as it is"
     need = max(n + 1, math.ceil(n * (half / dist) ** 2))
     return f"about {need} {unit} (now {n}) if the spread stays as it is"

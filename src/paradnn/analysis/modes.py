@@ -117,10 +117,9 @@ def _families(c: Comparison, pairs: pd.DataFrame) -> pd.DataFrame:
         return out
     extra = ("compile_cold_s", "compile_warm_s", "break_even_steps", "graph_count", "memory_ratio")
     for col in extra:
-        med = {
-            f: pd.to_numeric(g[col], errors="coerce").median() for f, g in pairs.groupby("family")
-        }
-        med["all"] = pd.to_numeric(pairs[col], errors="coerce").median() if len(pairs) else np.nan
+        # numeric already: _costs converted the column (pd.to_numeric, errors="coerce")
+        med = {f: g[col].median() for f, g in pairs.groupby("family")}
+        med["all"] = pairs[col].median() if len(pairs) else np.nan
         out[f"median_{col}"] = out["family"].map(med)
     return out
 
