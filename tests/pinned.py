@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def plain(x: Any) -> Any:
         return plain(x.to_dict())
     if isinstance(x, np.ndarray):
         return plain(x.tolist())
-    if isinstance(x, dict):
+    if isinstance(x, Mapping):
         return {str(k): plain(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [plain(v) for v in x]
@@ -52,25 +53,26 @@ def plain(x: Any) -> Any:
     return repr(x)
 
 
-def _same(got: Any, want: Any, where: str) -> None:
+def _same(got: Any, want: Any, where: str, rel: float = REL, abs_: float = ABS) -> None:
     if isinstance(want, float) and isinstance(got, float | int) and not isinstance(got, bool):
-        assert math.isclose(got, want, rel_tol=REL, abs_tol=ABS), f"{where}: {got!r} != {want!r}"
+        assert math.isclose(got, want, rel_tol=rel, abs_tol=abs_), f"{where}: {got!r} != {want!r}"
         return
     assert type(got) is type(want), f"{where}: {got!r} != {want!r}"
     if isinstance(want, dict):
         assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
         for k in want:
-            _same(got[k], want[k], f"{where}.{k}")
+            _same(got[k], want[k], f"{where}.{k}", rel, abs_)
     elif isinstance(want, list):
         assert len(got) == len(want), f"{where}: {len(got)} items != {len(want)}"
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _same(g, w, f"{where}[{i}]")
+            _same(g, w, f"{where}[{i}]", rel, abs_)
     else:
         assert got == want, f"{where}: {got!r} != {want!r}"
 
 
-def check(name: str, results: dict[str, Any]) -> None:
-    """Hold ``results`` (case name → result) to the pinned file ``name``."""
+def check(name: str, results: dict[str, Any], rel: float = REL, abs_: float = ABS) -> None:
+    """Hold ``results`` (case name → result) to the pinned file ``name`` (floats to ``rel``, or
+    ``abs_`` near zero: a fit's optimum is pinned only as closely as its optimizer finds it)."""
     got = plain(results)
     path = DIR / f"{name}.json"
     if os.environ.get("PARADNN_GOLDEN") == "write":
@@ -79,4 +81,4 @@ def check(name: str, results: dict[str, Any]) -> None:
     want = json.loads(path.read_text())
     assert list(got) == list(want), "the cases changed: regenerate with PARADNN_GOLDEN=write"
     for case in want:
-        _same(got[case], want[case], case)
+        _same(got[case], want[case], case, rel, abs_)
