@@ -178,7 +178,7 @@ def test_traffic_and_systolic_pinned():
         ],
         "elementwise": [
             [mem.elementwise_bytes(100, k, s) for s in (2, 4)]
-            for k in ("gemm", "conv2d", "recurrent", "attention")
+            for k in ("gemm", "conv2d", "recurrent", "attention", "pool")
         ],
         "cycles": {
             df: [

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from importlib import resources
+from types import SimpleNamespace
 
 import pytest
 
 import pinned
+from paradnn import families
 from paradnn.errors import ConfigError
 from paradnn.sim import chip as chips
 from paradnn.sim import steptime as st
@@ -112,6 +114,16 @@ def test_overhead_and_helpers_pinned():
         "types": [st.device_type(c) for c in (v100, tpu, _file("xeon-8163-12c.toml"))],
         "kernels": [st.optimizer_kernels(o) for o in ("sgd", "momentum", "rmsprop", "adam")],
         "params-of": [st.params_of(v100), st.params_of(_file("v100-pcie.toml"))],
+        "split-batch": [
+            [st._split_batch(fam, cfg, cores)[1] for cores in (1, 2, 3, 4)]
+            for fam, cfg in (
+                (families.get("cnn"), families.get("cnn").config({**CNN, "batch": 4})),
+                (families.get("cnn"), families.get("cnn").config({**CNN, "batch": 2})),
+                (families.get("fc"), families.get("fc").config(FC)),
+                (families.get("fc"), SimpleNamespace(layers=2)),
+                (families.get("fc"), SimpleNamespace(batch=4.0)),
+            )
+        ],
     }
     pinned.check("steptime_helpers", got)
 
