@@ -154,6 +154,8 @@ def test_samples_and_fit_pinned():
     # ×9.4 here, ×9.2 under AVX2): only which parameters are fitted and kept is pinned
     got["noisy"] = {"fitted": sorted(noisy.fitted), "kept": sorted(noisy.kept)}
     for name, r in (("fit", res), ("warned", warned)):
+        assert isinstance(r.status, str) and r.status  # least_squares' own words
+        assert isinstance(r.cost, float) and r.cost >= 0.0
         got[name] = {
             "params": r.params,
             "precisions": r.precisions,
