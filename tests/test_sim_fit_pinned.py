@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 
 import pinned
@@ -39,7 +40,7 @@ def _try(f):
 
 def _configs():
     out = [("fc", {"layers": ly, "nodes": n, "batch": b})
-           for ly in (1, 2) for n in (32, 128, 512) for b in (16, 64, 256)]  # fmt: skip
+           for ly in (1, 2) for n in (32, 512) for b in (16, 64, 256)]  # fmt: skip
     out += [("cnn", {"filters": f, "batch": b, "image": 16, "blocks": 1})
             for f in (4, 8) for b in (2, 8)]  # fmt: skip
     return out
@@ -103,6 +104,9 @@ def test_samples_splits_and_free_parameters_pinned():
     cnn = [s for s in med if s.family == "cnn"]
     gpu_data = sim_fit.samples(_frame(gpu, _truth(gpu), device="g"), gpu)
     cached = replace(params_of(chip), cache_bytes=1e5, cache_gain=2.0)
+    sets = sorted(float(np.max(s.plan.bytes / np.maximum(s.plan.kernels, 1.0))) for s in med)
+    spans = replace(cached, cache_bytes=sets[len(sets) // 2])  # working sets on both sides
+    assert sets[0] < spans.cache_bytes < sets[-1]
     free = {}
     for label, c, base, data in (
         ("cpu", chip, params_of(chip), med), ("cpu-fc", chip, params_of(chip), fc),
@@ -113,6 +117,8 @@ def test_samples_splits_and_free_parameters_pinned():
         ("cached", chip, cached, med), ("cached-fc-small", chip, cached, fc[:3]),
         ("no-cache", chip, replace(cached, cache_bytes=None), med),
         ("huge-cache", chip, replace(cached, cache_bytes=1e15), med),
+        ("cache-spans", chip, spans, med), ("cache-spans-few", chip, spans, med[:7]),
+        ("cache-spans-fc", chip, spans, fc),
     ):  # fmt: skip
         free[label] = {
             "free": sim_fit.default_free(c, base, data),

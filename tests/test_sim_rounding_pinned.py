@@ -47,7 +47,7 @@ def test_rounding_and_study_pinned():
             R.round_bf16(np.ones((2, 3))).shape,
         ],
         "rounders": [_bits(R.ROUNDERS[f](x[:6])) for f in ("fp32", "bf16", "fp16")],
-        "errors": {str(s): _study(R.matmul_error(scale=s)) for s in (1.0, 1e-6, 1e5, 1e-3)},
+        "errors": {str(s): _study(R.matmul_error(scale=s)) for s in (1e-3,)},
         "small": _study(R.matmul_error(8, 4, 16, seed=3)),
         "study": _study(R.precision_study()),
         "study-one": _study(R.precision_study((2.0,))),
