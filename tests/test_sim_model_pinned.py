@@ -78,6 +78,21 @@ def test_predictions_pinned():
         "scaling-one": model.scaling("fc", FC, tpu, "bf16", max_chips=1),
         "scaling-refused": _try(lambda: model.scaling("fc", FC, tpu, "bf16", max_chips=0)),
     }
+    for k in [k for k, v in got.items() if isinstance(v, model.Prediction)]:
+        p = got[k]
+        got[k] = {
+            "prediction": p,
+            "row": p.row(),
+            "ops": [[o.time_s, o.bound] for o in p.ops],
+        }
+    got["op-bounds"] = [
+        [o.time_s, o.bound]
+        for o in (
+            model.OpPrediction("l", "fwd", 1, 1, 1, 1, 2, 8, 1.0, 1.0, None),
+            model.OpPrediction("l", "fwd", 1, 1, 1, 1, 2, 8, 1.0, 2.0, None),
+            model.OpPrediction("l", "fwd", 1, 1, 1, 1, 2, 8, 2.0, 1.0, None),
+        )
+    ]
     pinned.check("model", got)
 
 
