@@ -151,6 +151,13 @@ def test_fit_result_pinned():
         }
     assert res.cost < some.cost  # the overhead and bandwidth held at their base values misfit
     got["too-few"] = _try(lambda: sim_fit.fit(chip, data[:4]))
+    no_cache = sim_fit.fit(
+        chip,
+        data,
+        base=replace(params_of(chip), cache_bytes=None),
+        free=("efficiency", "cache_gain"),
+    )
+    got["no-cache-term"] = [sorted(no_cache.identified), no_cache.params]
     got["bad-free"] = _try(lambda: sim_fit.fit(chip, data, free=("speed",)))
     got["heldout"] = sim_fit.heldout_data(
         SimpleNamespace(runs=_frame(chip, _truth(chip)), ceilings=pd.DataFrame(CEILINGS))

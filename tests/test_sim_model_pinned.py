@@ -161,6 +161,14 @@ def test_interconnect_pinned():
         )
     ]
     got["default-refused"] = _try(lambda: ic.default_topology("mesh", 4))
+    got["more-refusals"] = [
+        _try(lambda: ic.Topology("ring", (ic.MAX_CHIPS + 1,)).label()),
+        _try(lambda: ic.Topology("ring", (ic.MAX_CHIPS,)).label()),
+        _try(lambda: ic.allreduce(-1.0, topos[0], link)),
+        _try(lambda: ic.allreduce(0.0, topos[0], link).time_s),
+        _try(lambda: ic.step_time(1.0, 0.5, ic.allreduce(1e6, topos[0], link), overlap=-0.1)),
+        _try(lambda: ic.step_time(1.0, 0.5, ic.allreduce(1e6, topos[0], link), overlap=1.1)),
+    ]
     pinned.check("interconnect", got)
 
 
@@ -186,6 +194,7 @@ def test_traffic_and_systolic_pinned():
                 mem.roofline(f, b, 1e12, 1e11) for f, b in ((1e9, 1e6), (1e6, 1e9), (1e9, 1e8))
             )
         ],
+        "bad-optimizer": _try(lambda: mem.optimizer_bytes(10, "lion")),
         "attainable": [mem.attainable(i, 1e12, 1e11) for i in (0.1, 10.0, 1000.0)],
         "optimizer": [
             [mem.optimizer_bytes(1000, o, impl) for impl in ("fused", "foreach", "loop")]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,8 @@ def test_database_chips_and_names():
         got[p.id] = {"chip": c, "link": _try(c.require_link)}
     for name in ("v100", "tpu-v", "nope", "", "a\nb", "x" * 5000, 3):
         got[f"load {name!r:.20}"] = _try(lambda n=name: chips.load(n, "--chip").id)
+    path = str(resources.files("paradnn") / "data" / "chips" / "v100-pcie.toml")
+    got["by-path"] = chips.load(path).platform
     v = chips.load("v100-sxm2")
     got["peak-missing"] = _try(lambda: v.peak("bf16"))
     got["no-link"] = _try(replace(v, link=None).require_link)

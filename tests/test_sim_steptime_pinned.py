@@ -17,6 +17,7 @@ import pytest
 import pinned
 from paradnn import families
 from paradnn.errors import ConfigError
+from paradnn.families.shapes import Conv2d
 from paradnn.sim import chip as chips
 from paradnn.sim import steptime as st
 from paradnn.sim.interconnect import Topology
@@ -114,6 +115,21 @@ def test_overhead_and_helpers_pinned():
         "types": [st.device_type(c) for c in (v100, tpu, _file("xeon-8163-12c.toml"))],
         "kernels": [st.optimizer_kernels(o) for o in ("sgd", "momentum", "rmsprop", "adam")],
         "params-of": [st.params_of(v100), st.params_of(_file("v100-pcie.toml"))],
+        "quantization": [
+            st._quantization(m, n, k, t, u)
+            for m, n, k, t, u in (
+                (128, 128, 64, (128, 128), None),
+                (129, 128, 64, (128, 128), None),
+                (128, 128, 64, (128, 128), 80),
+                (128, 128, 20480, (128, 128), 80),
+                (1, 1, 1, (64, 32), 7),
+            )
+        ],
+        "channel-pad": [
+            st.channel_pad_efficiency(Conv2d("c", 2, cin, cout, 8, 8, 3, 1), a)
+            for cin, cout in ((3, 64), (8, 8), (12, 20))
+            for a in (0, 1, 2, 8)
+        ],
         "split-batch": [
             [st._split_batch(fam, cfg, cores)[1] for cores in (1, 2, 3, 4)]
             for fam, cfg in (
