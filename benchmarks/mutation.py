@@ -142,16 +142,15 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "zip with or without strict=True pairs the same names and values",
         "key, ))",
     ),
-    "paradnn.sim.traffic.x_capacity__mutmut_7": (
-        "tf32 is stored in fp32 tensors: paradnn.memory gives tf32 the same estimate as fp32 "
-        "(checked: equal Capacity for the same config), so mapping it or not changes nothing",
-        '"XXtf32XX"',
-    ),
-    "paradnn.sim.traffic.x_capacity__mutmut_2": (
-        "tf32 is stored in fp32 tensors: paradnn.memory gives tf32 the same estimate as fp32 "
-        "(checked for all 14 built-in families, cuda and cpu, all three optimizers)",
-        '(precision == "tf32") and False',
-    ),
+    **{
+        f"paradnn.sim.traffic.x_capacity__mutmut_{n}": (
+            "tf32 is stored in fp32 tensors: paradnn.memory gives tf32 the same estimate as "
+            "fp32 (checked for all 14 built-in families, cuda and cpu, all three optimizers), "
+            "so mapping it or not changes nothing",
+            line,
+        )
+        for n, line in ((2, '"XXtf32XX"'), (3, '"TF32"'))
+    },
     "paradnn.sim.scaling_check.x_check_frame__mutmut_11": (
         "pandas lower-cases DataFrame.to_dict's orient: 'RECORDS' is 'records'",
         'to_dict("RECORDS")',
@@ -206,22 +205,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "name it is given",
         "_cell('XXconfigXX', row.get('config'))",
     ),
-    "paradnn.sim.opfit.x_op_plan__mutmut_129": (
-        "every entry of cols['t'] is a Python float from a true division in _op_peak (flops / "
-        "(peak * q) or cycles / clock), so numpy makes the same float64 array without dtype, "
-        "and an empty list is float64 too",
-        'np.array(cols["t"], )',
-    ),
-    "paradnn.sim.steptime.x_build_plan__mutmut_193": (  # 192 before 911694f
-        "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
-        "dtype=None gives the same float64 array, an empty one included",
-        "np.array(fpeak, dtype=None)",
-    ),
-    "paradnn.sim.steptime.x_build_plan__mutmut_195": (
-        "fpeak holds only Python floats (t / fast_conv, a true division, or math.nan), so "
-        "dtype=None gives the same float64 array, an empty one included",
-        "np.array(fpeak, )",
-    ),
     "paradnn.sim.fidelity.x_device_chips__mutmut_10": (
         "the stand-in is used only when the runs have no device_name column: an empty Series "
         "gives the same empty set of names whatever its dtype",
@@ -232,7 +215,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "uppercase X is left to strip: stripping 'X' and '-' is stripping '-'",
         '.strip("XX-XX")',
     ),
-    "paradnn.sim.steptime.x_predict_step__mutmut_112": (
+    "paradnn.sim.steptime.x_predict_step__mutmut_124": (  # 112 before the host timeline
         "sent is set to 0.0 just before, and the link branch is the first to add to it: "
         "0.0 + x and x are the same float",
         "sent = ar.bytes_sent_per_chip",
@@ -271,40 +254,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "next is 2048), so the default curve is the same",
         "limit: int = 1025",
     ),
-    **{
-        f"paradnn.sim.opfit.x_op_plan__mutmut_{n}": (
-            f"cols['{col}'] holds only Python {kind}, so numpy makes {made} array without "
-            f"dtype; {use} (an empty list gives float64 either way)",
-            line,
-        )
-        for n, col, kind, made, use, line in (
-            (
-                133,
-                "q",
-                "floats (true divisions in _op_peak and _quantization)",
-                "a float64",
-                "the same array",
-                'np.array(cols["q"], dtype=None)',
-            ),
-            (
-                147,
-                "k",
-                "ints (op.k)",
-                "an int64",
-                "its one use, best · k / (k + k_half) in evaluate, promotes it to float64 "
-                "exactly (k < 2⁵³): the same efficiencies",
-                'np.array(cols["k"], )',
-            ),
-            (
-                157,
-                "n",
-                "ints (op.count)",
-                "an int64",
-                "its one use, float(kernels.sum()) in evaluate, is the same exact integer sum",
-                'np.array(cols["n"], dtype=None)',
-            ),
-        )
-    },
     "paradnn.sim.model.x_input_step__mutmut_4": (
         "< 0 and <= 0 differ only at zero, and `not loader_examples_per_s` has already "
         "rejected every zero (0, 0.0, -0.0) with the same error",
@@ -464,6 +413,72 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
             (65, 'Op("OP", "fwd"'),
             (66, 'Op("op", "XXfwdXX"'),
             (67, 'Op("op", "FWD"'),
+        )
+    },
+    # A Plan's arrays built from lists whose every entry already has the array's type (a time,
+    # a quantization, a byte count times a float padding factor: Python floats; a flag: a
+    # bool; a layer index: an int, int64 as dtype=int is): numpy gives the same dtype with
+    # dtype=None or none given. (The k and kernel-count arrays hold ints and are not here.)
+    **{
+        f"paradnn.sim.steptime.x_build_plan__mutmut_{n}": (
+            "every entry of the list is already of the array's dtype (float, bool or int "
+            "entries), so numpy infers the same dtype",
+            line,
+        )
+        for n, line in (
+            (396, "np.array(peak_s, dtype=None)"),
+            (398, "np.array(peak_s, )"),
+            (400, "np.array(quant, dtype=None)"),
+            (402, "np.array(quant, )"),
+            (404, "np.array(fallback, dtype=None)"),
+            (406, "np.array(fallback, )"),
+            (412, "np.array(nbytes, dtype=None)"),
+            (414, "np.array(nbytes, )"),
+            (420, "np.array(fpeak, dtype=None)"),
+            (422, "np.array(fpeak, )"),
+            (424, "np.array(fbytes, dtype=None)"),
+            (426, "np.array(fbytes, )"),
+            (454, "np.array(group, dtype=None)"),
+            (456, "np.array(group, )"),
+            (458, "np.array(l_ew_bytes, dtype=None)"),
+            (460, "np.array(l_ew_bytes, )"),
+            (463, "np.array(l_ew_kernels, dtype=None)"),
+            (465, "np.array(l_ew_kernels, )"),
+            (471, "np.array(l_out, dtype=None)"),
+            (473, "np.array(l_out, )"),
+            (475, "np.array(conv, dtype=None)"),
+            (477, "np.array(conv, )"),
+        )
+    },
+    **{
+        f"paradnn.sim.opfit.x_op_plan__mutmut_{n}": (
+            "every entry of the column is already of the array's dtype (float times, float "
+            "quantizations, bool flags; np.full of a bool is bool), so numpy infers the same "
+            "dtype (the byte, k and kernel columns hold ints and are not here)",
+            line,
+        )
+        for n, line in (
+            (129, 'np.array(cols["t"], dtype=None)'),
+            (131, 'np.array(cols["t"], )'),
+            (135, 'np.array(cols["q"], dtype=None)'),
+            (137, 'np.array(cols["q"], )'),
+            (141, 'np.array(cols["fb"], dtype=None)'),
+            (143, 'np.array(cols["fb"], )'),
+            (165, "np.array(fpeak, dtype=None)"),
+            (167, "np.array(fpeak, )"),
+            (182, "isinstance(shape, Conv2d), dtype=None)"),
+            (185, "isinstance(shape, Conv2d), )"),
+        )
+    },
+    # The Winograd alternative's placeholder: an array built with dtype=float turns None into
+    # NaN, the value the original appends.
+    **{
+        name: ("np.array(..., dtype=float) turns None into NaN: the same array", line)
+        for name, line in (
+            ("paradnn.sim.steptime.x_build_plan__mutmut_147", "fpeak.append(None)"),
+            ("paradnn.sim.steptime.x_build_plan__mutmut_148", "fbytes.append(None)"),
+            ("paradnn.sim.opfit.x_op_plan__mutmut_73", "fpeak.append(None)"),
+            ("paradnn.sim.opfit.x_op_plan__mutmut_74", "fbytes.append(None)"),
         )
     },
 }
