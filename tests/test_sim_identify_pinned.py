@@ -55,7 +55,7 @@ def test_expand_gives_per_precision_params_in_sorted_order():
         I.Param("conv_efficiency", "fp16"),
     ]
     assert I.expand(["conv_efficiency"], ["fp32"]) == []
-    with pytest.raises(ValueError, match="^tile is not a fitted step parameter$"):
+    with pytest.raises(ValueError, match=r"^tile is not a fitted step parameter$"):
         I.expand(["efficiency", "tile"], ["fp32"])
 
 
@@ -310,6 +310,7 @@ def test_a_stage_reports_a_parameter_at_its_bound():
     free = [I.Param("efficiency", "fp32")]
     sp, reps, _, _ = I._stage(predict, meas, [2, 3], free, fast, fast)
     e = reps["efficiency.fp32"]
+    assert sp.eff("fp32") == pytest.approx(1.0)
     assert e.at_bound == "upper" and e.value == pytest.approx(1.0) and e.interval[1] == 1.0
     assert e.line().endswith("; at its upper bound")
 
@@ -331,7 +332,8 @@ def test_two_parameters_the_runs_cannot_tell_apart_go_back_to_their_priors():
     # one goes back, then the other is fitted alone and fits the product
     assert len(dropped) == 1
     left = next(r for r in reps.values() if r.status == "identified")
-    assert left.reason == "fitted on 3 runs"
+    assert left.reason == "fitted on 3 runs" and status != "nothing to fit" and cost >= 0.0
+    assert I.Param(*dropped[0].key.split(".")).value(sp) == dropped[0].prior
 
 
 def test_a_parameter_the_runs_pin_only_loosely_says_how_loosely():
