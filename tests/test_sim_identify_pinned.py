@@ -430,3 +430,59 @@ def test_the_staged_fit_stops_after_max_rounds(monkeypatch):
     assert res.rounds == I.MAX_ROUNDS == 4 and len(calls) == 1 + 2 * 4
     assert res.reports == {} and res.cost == 0.0
     assert res.status == "host: nothing to fit; device: nothing to fit"
+
+
+def _objective(params, values, meas, idx, prior: StepParams) -> float:
+    """The fit's documented objective: each run's log error in units of RESIDUAL_SCALE and
+    each parameter's log distance from its prior in units of its width, soft-L1 beyond
+    ROBUST_AT (scipy's cost: ½ f² Σ 2(√(1 + (r/f)²) − 1))."""
+    sp = I.apply(prior, params, values)
+    data = (np.log(predict(sp, idx)) - np.log(meas[idx])) / I.RESIDUAL_SCALE
+    prior_r = [
+        (math.log(v) - math.log(p.value(prior))) / p.width()
+        for p, v in zip(params, values, strict=True)
+    ]
+    r = np.concatenate([data, prior_r])
+    f = I.ROBUST_AT
+    return float(0.5 * f**2 * np.sum(2 * (np.sqrt(1 + (r / f) ** 2) - 1)))
+
+
+def test_a_stage_s_values_minimise_its_objective_and_its_intervals_are_the_posterior_s():
+    truth = _truth(efficiency=0.55, kernel_overhead_s=2e-5)
+    free = [I.Param("efficiency", "fp32"), I.Param("kernel_overhead_s")]
+    meas, idx = _meas(truth), [2, 3, 4]
+    sp, reps, cost, _ = I._stage(predict, meas, idx, free, BASE, BASE)
+    values = [p.value(sp) for p in free]
+    best = _objective(free, values, meas, idx, BASE)
+    assert cost == pytest.approx(best, rel=1e-6)
+    for j in range(2):
+        for step in (1 - 5e-4, 1 + 5e-4):
+            moved = list(values)
+            moved[j] *= step
+            assert _objective(free, moved, meas, idx, BASE) > best
+    # the posterior's standard errors: the runs' information (their log residual scatter, at
+    # least NOISE_FLOOR) beside the prior's, in log space
+    J = I.elasticities(predict, sp, free, idx)
+    r = np.log(predict(sp, idx)) - np.log(meas[idx])
+    scatter = max(I.NOISE_FLOOR, math.sqrt(float(np.sum(r**2)) / (3 - 2)))
+    width = np.array([p.width() for p in free])
+    cov = np.linalg.inv(J.T @ J / scatter**2 + np.diag(1 / width**2))
+    se = np.sqrt(np.diag(cov))
+    for j, p in enumerate(free):
+        rep = reps[p.key]
+        assert rep.value == pytest.approx(values[j], rel=1e-12)
+        assert rep.interval == pytest.approx(
+            (values[j] * math.exp(-I.Z95 * se[j]), values[j] * math.exp(I.Z95 * se[j])), rel=1e-6
+        )
+
+
+def test_a_value_near_its_lower_bound_is_not_at_it_and_one_past_it_is():
+    fast = I.apply(BASE, [I.Param("kernel_overhead_s")], [1e-8])
+    free = [I.Param("efficiency", "fp32")]
+    for truth, bound in ((0.002, None), (0.0008, "lower")):
+        meas = predict(I.apply(fast, free, [truth]), range(len(RUNS)))
+        sp, reps, _, _ = I._stage(predict, meas, [2, 3, 4], free, fast, fast)
+        e = reps["efficiency.fp32"]
+        assert e.status == "identified" and e.at_bound == bound
+        assert e.value == pytest.approx(max(truth, 1e-3), rel=0.01) == sp.eff("fp32")
+        assert e.interval[0] < e.value < e.interval[1]
