@@ -369,7 +369,16 @@ def test_the_staged_fit_takes_the_host_from_host_bound_runs_and_the_device_from_
     assert res.reports["bw_efficiency"].status == "not identified"
     assert set(res.reports) == {"host_scale", "efficiency.fp32", "bw_efficiency"}
     assert res.params.host_scale == pytest.approx(1.5, rel=0.01)
-    assert res.rounds == 1 and res.cost >= 0.0
+    assert res.rounds == 1
+    # the cost is the two stages' objectives together, each at its fitted values
+    host_cost = _objective(
+        [I.Param("host_scale")], [res.params.host_scale], res_meas := _meas(truth), [0, 1], BASE
+    )
+    dev_cost = _objective(
+        [I.Param("efficiency", "fp32")], [res.params.eff("fp32")], res_meas, [2, 3, 4], BASE
+    )
+    assert host_cost > 0 and dev_cost > 0
+    assert res.cost == pytest.approx(host_cost + dev_cost, rel=1e-6)
     assert res.status.startswith("host: ") and "; device: " in res.status
 
 
