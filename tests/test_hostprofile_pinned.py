@@ -381,6 +381,10 @@ def test_a_file_s_forms_are_parsed(tmp_path):
     assert msg.startswith("w: a = ")
     # a chip table without a host table is no profile either
     assert _msg(hp.parse, {"a": {"peak": 1}}, "w").startswith("w: a = ")
+    # top-level figures are a profile, even one whose only table holds a host table
+    lone = {k: v for k, v in MIN.items() if k != "optimizer_tensor_s"}
+    msg = _msg(hp.parse, {**lone, "detail": {"host": MIN}}, "w")
+    assert msg.startswith("w: optimizer_tensor_s = None")
     # the top-level figures win over a lone table
     top = {**MIN, "detail": {"host": MIN}}
     assert hp.parse(top, "w").detail == {"host": MIN}
