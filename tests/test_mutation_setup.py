@@ -103,6 +103,7 @@ def test_the_modules_added_since_the_groups_were_drawn_are_in_a_group():
         "sim.timeline": "test_sim_timeline", "sim.hostprofile": "test_hostprofile",
         "sim.identify": "test_sim_identify", "sim.gemmlib": "test_sim_gemmlib",
         "sim.xlalayout": "test_sim_tpu", "analysis.whatif": "test_whatif",
+        "sim.errorbands": "test_errorbands", "sim.curve": "test_sim_small_pinned",
         "sim.papers": "test_papers", "report.keyresults": "test_report_web",
         "rounding": "test_lastbit", "measure.sanity": "test_ceilings",
         "platforms.cores": "test_platforms", "store.claims": "test_shared_db",

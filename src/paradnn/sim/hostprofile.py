@@ -259,7 +259,7 @@ def from_row(row: Mapping[str, Any], *, where: str = "host_profile row") -> Host
         }
     )
     kind = row.get("device_type") or "cpu"
-    fallback = default(kind if kind in ("cpu", "cuda") else "cuda")
+    fallback = default(kind)  # a kind from_mapping refuses is refused there, by name
     assumed = {k: getattr(fallback, k) for k in REQUIRED if row.get(k) is None and k in row}
     if not per and "optimizer_loop_s" in row:
         per = dict(fallback.optimizer_tensor_s)
@@ -362,12 +362,12 @@ def check_bounds(p: HostProfile, where: str) -> None:
         "autograd_node_s": p.autograd_node_s,
         "optimizer_step_s": p.optimizer_step_s,
         "sync_s": p.sync_s,
-        "kernel_launch_s": p.kernel_launch_s or 0.0,
-        **{k: getattr(p, k) or 0.0 for k in ROW_FIGURES},
+        "kernel_launch_s": p.kernel_launch_s,
+        **{k: getattr(p, k) for k in ROW_FIGURES},
         **{f"optimizer_tensor_s.{k}": v for k, v in p.optimizer_tensor_s.items()},
     }
     for name, v in figures.items():
-        if v > MAX_HOST_S:
+        if v is not None and v > MAX_HOST_S:  # None: not measured
             raise ConfigError(f"{where}: {name}", v, f"seconds ≤ {MAX_HOST_S:g} (1e-5 is 10 µs)")
 
 
