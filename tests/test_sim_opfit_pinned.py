@@ -79,6 +79,7 @@ def test_op_shapes_plans_and_rows_pinned():
         {"op": "conv2d", "name": "c", "shape": conv},
         {"op": "conv2d", "name": "c", "shape": {**conv, "stride": [2, 2]}},
         {"op": "conv2d", "name": "c", "shape": {k: v for k, v in conv.items() if k != "stride"}},
+        {"op": "conv2d", "name": "c", "shape": {k: v for k, v in conv.items() if k != "padding"}},
         {"op": "conv2d", "name": "c", "shape": {**conv, "stride": [1, 2]}},
         {"op": "conv2d", "name": "c", "shape": {**conv, "kernel_hwio": [3, 5, 8, 16]}},
         {"op": "conv2d", "name": "c", "shape": {**conv, "kernel_hwio": [3, 3, 4, 16]}},
@@ -174,6 +175,9 @@ def test_samples_and_fit_pinned():
         replace(truth, kernel_overhead_s=0.0, k_half=0.0, bw_efficiency=1.0,
                 conv_efficiency={"default": 1e-4}), ["fp32"], ["fp32"]
     )  # fmt: skip
+    got["vector-conv"] = opfit._vector(
+        replace(truth, conv_efficiency={"fp32": 0.5, "default": 0.9}), ["fp32"], ["fp32", "bf16"]
+    )
     got["params"] = opfit._params([-10.0, 2.0, -0.5, -0.7, -1.2], ["fp32"], truth, ["fp16"])
     got["bounds"] = opfit._bounds(["fp32", "bf16"], ["fp32"])
     jac = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [2.0, 1.0, 0.0]])
