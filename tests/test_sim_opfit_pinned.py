@@ -154,6 +154,9 @@ def test_samples_and_fit_pinned():
     # a noisy fit's weakly pinned parameter moves with the numerical path (its standard error
     # ×9.4 here, ×9.2 under AVX2): only which parameters are fitted and kept is pinned
     got["noisy"] = {"fitted": sorted(noisy.fitted), "kept": sorted(noisy.kept)}
+    # why each is kept, less the factor: one the ops see weakly, one they do not see at all
+    assert noisy.kept["kernel_overhead_s"].startswith("these ops pin it only within ×")
+    assert noisy.kept["bw_efficiency"] == "no op here depends on it"
     for name, r in (("fit", res), ("warned", warned)):
         assert isinstance(r.status, str) and r.status  # least_squares' own words
         assert isinstance(r.cost, float) and r.cost >= 0.0
