@@ -470,6 +470,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
             (185, "isinstance(shape, Conv2d), )"),
         )
     },
+    "paradnn.sim.steptime.x_channel_pad_efficiency__mutmut_1": (
+        "at align = 1 (an int: parse_params takes only integers) every channel count is its own "
+        "multiple of 1, so the formula gives (c/c)·(c'/c') = 1.0, the value the early return gives",
+        "if align < 1:",
+    ),
     # The Winograd alternative's placeholder: an array built with dtype=float turns None into
     # NaN, the value the original appends.
     **{

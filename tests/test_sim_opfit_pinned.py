@@ -79,6 +79,7 @@ def test_op_shapes_plans_and_rows_pinned():
         {"op": "conv2d", "name": "c", "shape": conv},
         {"op": "conv2d", "name": "c", "shape": {**conv, "stride": [2, 2]}},
         {"op": "conv2d", "name": "c", "shape": {k: v for k, v in conv.items() if k != "stride"}},
+        {"op": "conv2d", "name": "c", "shape": {k: v for k, v in conv.items() if k != "padding"}},
         {"op": "conv2d", "name": "c", "shape": {**conv, "stride": [1, 2]}},
         {"op": "conv2d", "name": "c", "shape": {**conv, "kernel_hwio": [3, 5, 8, 16]}},
         {"op": "conv2d", "name": "c", "shape": {**conv, "kernel_hwio": [3, 3, 4, 16]}},
@@ -153,6 +154,9 @@ def test_samples_and_fit_pinned():
     # a noisy fit's weakly pinned parameter moves with the numerical path (its standard error
     # ×9.4 here, ×9.2 under AVX2): only which parameters are fitted and kept is pinned
     got["noisy"] = {"fitted": sorted(noisy.fitted), "kept": sorted(noisy.kept)}
+    # why each is kept, less the factor: one the ops see weakly, one they do not see at all
+    assert noisy.kept["kernel_overhead_s"].startswith("these ops pin it only within ×")
+    assert noisy.kept["bw_efficiency"] == "no op here depends on it"
     for name, r in (("fit", res), ("warned", warned)):
         assert isinstance(r.status, str) and r.status  # least_squares' own words
         assert isinstance(r.cost, float) and r.cost >= 0.0
@@ -174,6 +178,9 @@ def test_samples_and_fit_pinned():
         replace(truth, kernel_overhead_s=0.0, k_half=0.0, bw_efficiency=1.0,
                 conv_efficiency={"default": 1e-4}), ["fp32"], ["fp32"]
     )  # fmt: skip
+    got["vector-conv"] = opfit._vector(
+        replace(truth, conv_efficiency={"fp32": 0.5, "default": 0.9}), ["fp32"], ["fp32", "bf16"]
+    )
     got["params"] = opfit._params([-10.0, 2.0, -0.5, -0.7, -1.2], ["fp32"], truth, ["fp16"])
     got["bounds"] = opfit._bounds(["fp32", "bf16"], ["fp32"])
     jac = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [2.0, 1.0, 0.0]])

@@ -158,7 +158,10 @@ def test_refusals_name_field_value_and_rule():
          "optimizer implementation", "fast"),
         (lambda: st.predict_step("fc", FC, v100, "fp32", chips=0), "--chips", "0"),
     ]  # fmt: skip
+    said = []
     for call, field, words in cases:
         with pytest.raises(ConfigError) as e:
             call()
         assert field in str(e.value) and words in str(e.value)
+        said.append(str(e.value))
+    pinned.check("steptime_refusals", {"said": said})  # each line as the user reads it

@@ -86,6 +86,9 @@ def test_tables_pinned():
     got["breakdown-profile"] = _text(
         T.breakdown_table({**steps[0], "host_profile": "host profile x"})
     )
+    got["breakdown-no-waits"] = _text(
+        T.breakdown_table({k: v for k, v in steps[0].items() if k != "host_waits"})
+    )
     got["breakdowns"] = _text(T.breakdowns_table(steps))
     got["breakdowns-gap"] = _text(
         T.breakdowns_table([steps[0], {**steps[1], "gemm_s": None, "params_source": None}])
