@@ -19,7 +19,8 @@ time, and the tool version, date and CPU.
 by `--seed`): the score of a sample estimates the group's score, and the JSON gives its 95%
 Clopper-Pearson interval, so a group too large to check whole on a small machine (analysis and
 sim: thousands of mutants, hours each on 2 cores) still gets a measured distance to its target
-(on a fresh clone the mutants are generated first). `--only survivors` re-tests the mutants a
+(on a fresh clone the mutants are generated first). Several groups' samples are checked in
+one mutmut run (it runs the clean tests first, minutes with the whole selection). `--only survivors` re-tests the mutants a
 run left alive (after adding tests; a sample's unchecked rest stays unchecked); `--only
 unchecked` resumes a run a timeout stopped.
 Score = (killed + timeout + killed at set-up) / (mutants - equivalent - unchecked); survived,
@@ -842,6 +843,41 @@ def _ensure_mutants(max_children: int) -> bool:
     return True
 
 
+def _run_samples_together(args: argparse.Namespace) -> dict[str, dict]:
+    """Each group's sample drawn on its own (its own seed stream, as alone), then checked in
+    one mutmut run: mutmut runs the clean tests of what it is given first, minutes per run
+    with the whole selection, so one run instead of one per group saves them all but once.
+    `--timeout` bounds that one run."""
+    drawn = {}
+    for g in args.group:
+        drawn[g] = _sample(g, args.sample, args.seed)
+        if not drawn[g]:
+            print(f"{g}: no unchecked mutant left to sample (delete mutants/ to start over)")
+    names = sorted({n for d in drawn.values() for n in d})
+    if not names:
+        return {}
+    together = [g for g in args.group if drawn[g]]
+    print(
+        f"{', '.join(f'{g} {len(drawn[g])}' for g in together)}: one mutmut run "
+        f"({len(names)} names, timeout {args.timeout:.0f} s)",
+        flush=True,
+    )
+    run = _run_group("sample", names, args.timeout, args.max_children)
+    print(f"sample: {run['wall_s']} s", flush=True)
+    date = datetime.now(UTC).isoformat(timespec="seconds")
+    return {
+        g: {
+            **run,
+            "max_children": args.max_children,
+            "date": date,
+            "run_of": f"random sample of {len(drawn[g])} (seed {args.seed})",
+            "sample": sorted(drawn[g]),
+            "one_run_with": together,  # wall_s is that run's, all groups together
+        }
+        for g in together
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--mutmut"]:
@@ -885,7 +921,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     if args.sample and not args.report_only and not _ensure_mutants(args.max_children):
         return 1
-    if not args.report_only:
+    if args.sample and not args.report_only and len(args.group) > 1:
+        runs = _run_samples_together(args)
+    elif not args.report_only:
         for g in args.group:
             names = (
                 _sample(g, args.sample, args.seed)
