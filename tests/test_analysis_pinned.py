@@ -1572,3 +1572,14 @@ def test_sensitivity_against_ordinary_least_squares_by_hand():
     with pytest.raises(ConfigError) as e:
         R.sensitivity(data, "fc", "nope", frame=frame)
     assert e.value.field == "metric"
+
+
+def test_a_constant_metric_has_zero_weights_whatever_residue_its_mean_leaves():
+    from paradnn.analysis import regression as R
+
+    # ten runs of 0.3: the mean may leave a residue of rounding (a std of ~1e-17, not 0); a
+    # constant metric is constant either way, so every weight is 0, never residue/residue
+    frame = pd.DataFrame({"speedup": [0.3] * 10, "k": list(range(1, 11))})
+    s = R.sensitivity(A.from_frames([]), "fc", "speedup", hyperparameters=["k"], frame=frame)
+    assert s.weight("k") == 0.0 and s.r2 is None
+    assert (s.table.at[0, "ci_low"], s.table.at[0, "ci_high"]) == (0.0, 0.0)
