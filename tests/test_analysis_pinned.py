@@ -260,6 +260,7 @@ def test_the_engine_of_a_run_without_a_backend_or_mode_is_torch_eager():
 
 def test_a_transformer_heat_map_takes_d_model_as_its_second_axis():
     assert _second_axis("transformer", ["batch", "layers", "d_model"], "batch") == "d_model"
+    assert _second_axis("fc", ["batch", "width", "d_model"], "batch") == "d_model"  # before width
     assert _second_axis("fc", ["batch", "nodes"], "nodes") == "batch"
 
 
