@@ -260,6 +260,7 @@ def test_the_engine_of_a_run_without_a_backend_or_mode_is_torch_eager():
 
 def test_a_transformer_heat_map_takes_d_model_as_its_second_axis():
     assert _second_axis("transformer", ["batch", "layers", "d_model"], "batch") == "d_model"
+    assert _second_axis("fc", ["batch", "width", "d_model"], "batch") == "d_model"  # before width
     assert _second_axis("fc", ["batch", "nodes"], "nodes") == "batch"
 
 
@@ -1489,3 +1490,97 @@ def test_the_fusion_finding_in_every_field():
     only = M.fusion_finding(A.from_frames(_mode_rows([2.0])[1:]))
     assert only.verdict == F.UNTESTABLE
     assert _head(two) == _head(eager) == _head(only) == _head(mixed) == _head(f)
+
+
+# -- the regression itself, against a least-squares fit by hand ------------------------------
+
+
+def test_sensitivity_against_ordinary_least_squares_by_hand():
+    from scipy import stats
+
+    from paradnn.analysis import regression as R
+
+    space = {"layers": [1, 2, 3], "nodes": [64, 128, 256], "input": [20], "output": [10],
+             "batch": [8, 16, 64]}  # fmt: skip
+
+    def util(c):
+        wob = ((c["batch"] * 7 + c["nodes"] * 3 + c["layers"]) % 5 - 2) / 500
+        return 0.3 + 0.02 * math.log2(c["batch"]) - 0.01 * c["layers"] + wob
+
+    data = A.from_frames(synth.rows("fc", space, util))
+    s = R.sensitivity(data, "fc", "achieved_flops")
+    runs = data.runs
+    y = runs["achieved_flops"].to_numpy(float)
+    cols = {
+        "batch": np.log2(runs["batch"].to_numpy(float)),  # 8 … 64 spans 8×: geometric
+        "layers": runs["layers"].to_numpy(float),  # 1 … 3: linear
+        "nodes": runs["nodes"].to_numpy(float),  # 64 … 256 spans 4×: linear
+    }
+    names = ["batch", "layers", "nodes"]
+    X = np.column_stack([np.ones(len(y))] + [(cols[h] - cols[h].mean()) / cols[h].std()
+                                              for h in names])  # fmt: skip
+    ys = (y - y.mean()) / y.std()
+    beta, *_ = np.linalg.lstsq(X, ys, rcond=None)
+    resid = ys - X @ beta
+    dof = len(y) - X.shape[1]
+    cov = resid @ resid / dof * np.linalg.inv(X.T @ X)
+    se = np.sqrt(np.diag(cov))
+    t = stats.t.ppf(0.975, dof)
+    p = 2 * stats.t.sf(np.abs(beta / se), dof)
+    tab = s.table.set_index("hyperparameter")
+    assert list(s.table.columns) == ["hyperparameter", "weight", "ci_low", "ci_high", "p_value",
+                                     "transform"]  # fmt: skip
+    for i, h in enumerate(names, start=1):
+        assert tab.at[h, "weight"] == pytest.approx(beta[i], abs=1e-9)
+        assert tab.at[h, "ci_low"] == pytest.approx(beta[i] - t * se[i], abs=1e-9)
+        assert tab.at[h, "ci_high"] == pytest.approx(beta[i] + t * se[i], abs=1e-9)
+        assert tab.at[h, "p_value"] == pytest.approx(p[i], rel=1e-6, abs=1e-12)
+    assert tab["transform"].to_dict() == {"batch": "log2", "layers": "linear", "nodes": "linear"}
+    assert s.table["hyperparameter"].tolist()[0] == "batch"  # the largest |weight| first
+    order = s.table["weight"].abs().tolist()
+    assert order == sorted(order, reverse=True)
+    assert s.r2 == pytest.approx(1 - resid @ resid / (ys @ ys), abs=1e-9)
+    assert (s.family, s.metric, s.n, s.reason) == ("fc", "achieved_flops", 27, None)
+    assert s.excluded == {"input": "constant (20) in this slice",
+                          "output": "constant (10) in this slice"}  # fmt: skip
+    assert s.weight("batch") == tab.at["batch", "weight"] and s.weight("input") is None
+    lin = R.sensitivity(data, "fc", "achieved_flops", log_axes=False)
+    assert set(lin.table["transform"]) == {"linear"}
+    few = R.sensitivity(data, "fc", "achieved_flops", hyperparameters=["input"])
+    assert few.reason == "27 ok runs with a value of achieved_flops and no hyperparameter that " \
+        "varies"  # fmt: skip
+    assert few.table.empty and few.r2 is None
+    with pytest.raises(ConfigError) as e:
+        R.sensitivity(data, "fc", "achieved_flops", hyperparameters=["width"])
+    assert e.value.field == "hyperparameter" and "one of " in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        R.sensitivity(data, "cnn", "achieved_flops", hyperparameters=["batch"])
+    assert "none: no cnn runs" in str(e.value)
+    frame = pd.DataFrame(
+        {
+            "speedup": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0],
+            "k": [1, 2, 3, 4, 5, 6, 7, 9],
+            "bad": ["a", 1, 2, 3, 4, 5, 6, 7],
+        }
+    )
+    fs = R.sensitivity(data, "fc", "speedup", hyperparameters=["k", "bad"], frame=frame)
+    assert fs.excluded == {"bad": "not numeric in every run"} and fs.where == {}
+    # one standardized regressor (k spans 9×: log2): its weight is Pearson's r
+    r = np.corrcoef(np.log2(frame["k"].to_numpy(float)), frame["speedup"].to_numpy(float))[0, 1]
+    assert fs.weight("k") == pytest.approx(r, abs=1e-9) and fs.n == 8
+    short = R.sensitivity(data, "fc", "speedup", hyperparameters=["k"], frame=frame.iloc[:7])
+    assert short.reason == "7 ok runs with a value of speedup" and short.table.empty
+    with pytest.raises(ConfigError) as e:
+        R.sensitivity(data, "fc", "nope", frame=frame)
+    assert e.value.field == "metric"
+
+
+def test_a_constant_metric_has_zero_weights_whatever_residue_its_mean_leaves():
+    from paradnn.analysis import regression as R
+
+    # ten runs of 0.3: the mean may leave a residue of rounding (a std of ~1e-17, not 0); a
+    # constant metric is constant either way, so every weight is 0, never residue/residue
+    frame = pd.DataFrame({"speedup": [0.3] * 10, "k": list(range(1, 11))})
+    s = R.sensitivity(A.from_frames([]), "fc", "speedup", hyperparameters=["k"], frame=frame)
+    assert s.weight("k") == 0.0 and s.r2 is None
+    assert (s.table.at[0, "ci_low"], s.table.at[0, "ci_high"]) == (0.0, 0.0)
