@@ -201,6 +201,11 @@ def test_a_side_row_decodes_its_json_text_only():
     }
 
 
+def test_a_side_row_keeps_its_integers():
+    d = db._decode({"converged": 1, "emulated": 0, "pin_memory": 2}, "ops", frozenset())
+    assert [type(d[c]) for c in ("converged", "emulated", "pin_memory")] == [int, int, int]
+
+
 def test_a_side_row_with_broken_json_is_named():
     column, problem = _bad({"id": 1, "detail": "{", "env": "{"}, table="ceilings")
     assert column == "detail"
