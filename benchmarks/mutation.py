@@ -92,6 +92,13 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "and profile rows never carry their own run_id (measure/profile.py), so no clash",
         '"RUN_ID": rid',
     ),
+    **{
+        f"paradnn.store.db.x__text__mutmut_{n}": (
+            "Python looks codecs up by a normalized, case-insensitive name: 'UTF-8' is 'utf-8'",
+            line,
+        )
+        for n, line in ((3, 'raw.decode("UTF-8")'), (10, 'raw.decode("UTF-8", "replace")'))
+    },
     "paradnn.store.db.x_open_store__mutmut_14": (
         "for ':memory:' the mutant runs Path(':memory:').parent.mkdir(exist_ok=True), which is "
         "Path('.').mkdir: a no-op",

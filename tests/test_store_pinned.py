@@ -722,6 +722,8 @@ def test_an_empty_wal_without_its_shm_is_read_as_an_immutable_file(tmp_path, mon
         "file; its -wal is empty)"
     ]
     assert warned.records[0].levelno == logging.WARNING
+    db._without_shm(str(path)).close()  # read again in this process: said once
+    assert len(warned.records) == 1 and {str(path)} == db._WARNED
 
 
 def test_a_wal_holding_results_is_read_from_a_copy(tmp_path, monkeypatch, warned):
