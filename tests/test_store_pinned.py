@@ -1349,6 +1349,7 @@ def test_a_writer_checks_then_creates_in_wal_with_the_schema(tmp_path, monkeypat
     monkeypatch.setattr(db, "check_writable", lambda p: checked.append(p) or real(p))
     path = tmp_path / "new" / "r.db"
     with open_store(path) as s:
+        assert path.exists() and s._conn is not None  # made now, not at the first write
         assert checked == [str(path)] and s.path == str(path)
         conn = s.conn
         assert conn.isolation_level is None
