@@ -913,6 +913,22 @@ def test_the_version_is_read_again_under_the_lock(monkeypatch):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
 
 
+def test_a_version_that_cannot_be_read_under_the_lock_names_the_next_step(monkeypatch):
+    conn = _old(sqlite3.connect(":memory:", isolation_level=None), 3)
+    seen = iter([3])
+
+    def version(c):
+        for v in seen:
+            return v
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(db, "schema_version", version)
+    with pytest.raises(StoreError) as e:
+        db.migrate(conn, "m.db")
+    assert str(e.value) == "m.db: migration to schema v4 failed: disk I/O error"
+    assert not conn.in_transaction
+
+
 def test_a_newer_schema_found_under_the_lock_is_refused_and_unlocked(monkeypatch):
     conn = sqlite3.connect(":memory:", isolation_level=None)
     seen = iter([0, LATEST + 2])
