@@ -93,6 +93,13 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "and profile rows never carry their own run_id (measure/profile.py), so no clash",
         '"RUN_ID": rid',
     ),
+    **{
+        f"paradnn.store.db.x__text__mutmut_{n}": (
+            "Python looks codecs up by a normalized, case-insensitive name: 'UTF-8' is 'utf-8'",
+            line,
+        )
+        for n, line in ((3, 'raw.decode("UTF-8")'), (10, 'raw.decode("UTF-8", "replace")'))
+    },
     "paradnn.store.db.x_open_store__mutmut_14": (
         "for ':memory:' the mutant runs Path(':memory:').parent.mkdir(exist_ok=True), which is "
         "Path('.').mkdir: a no-op",
@@ -493,7 +500,9 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
 # column names) is the same statement to SQLite. Recognised by rule, not by name: the one
 # changed line differs only in case, and every string literal that changed is SQL.
 # Upper case only, as paradnn writes its SQL: a message with "and" or "from" in it is no SQL.
-_SQL_WORDS = re.compile(r"\b(SELECT|INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|WHERE|AND|ORDER BY|FROM)\b")
+_SQL_WORDS = re.compile(
+    r"\b(SELECT|INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|WHERE|AND|ORDER BY|FROM|VALUES)\b"
+)  # VALUES: the second line of an INSERT split over two literals (store/claims.py `claim`)
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 

@@ -111,6 +111,11 @@ def test_process_alive_without_the_process_or_proc(monkeypatch):
     assert claims.process_alive(42, "1") is True  # another user's process, no /proc entry
 
 
+def test_process_alive_reads_the_state_after_the_last_parenthesis(monkeypatch):
+    _Proc(monkeypatch, {31: _stat("S", "7", name="a) Z (b")}, {31: None})
+    assert claims.process_alive(31, "7") is True  # a name that looks like a zombie's state
+
+
 def test_process_alive_with_an_empty_stat_remainder(monkeypatch):
     _Proc(monkeypatch, {5: "5 (p)"}, {5: None})
     assert claims.process_alive(5, None) is True

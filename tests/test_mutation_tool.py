@@ -38,6 +38,8 @@ def _diff(old: str, new: str) -> str:
             'return "cpu time unreadable: no /proc and no psutil"',
             False,
         ),
+        # the second literal of an INSERT split over two lines
+        ('"a, b) VALUES (?, ?)",', '"a, b) values (?, ?)",', True),
         # a change beyond case is never equivalent by this rule
         ('db.execute("SELECT a FROM runs")', 'db.execute("SELECT b FROM runs")', False),
         ('db.execute("SELECT a FROM runs")', 'db.execute("SELECT a FROM runs")', False),

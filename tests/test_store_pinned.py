@@ -201,6 +201,11 @@ def test_a_side_row_decodes_its_json_text_only():
     }
 
 
+def test_a_side_row_keeps_its_integers():
+    d = db._decode({"converged": 1, "emulated": 0, "pin_memory": 2}, "ops", frozenset())
+    assert [type(d[c]) for c in ("converged", "emulated", "pin_memory")] == [int, int, int]
+
+
 def test_a_side_row_with_broken_json_is_named():
     column, problem = _bad({"id": 1, "detail": "{", "env": "{"}, table="ceilings")
     assert column == "detail"
@@ -717,6 +722,8 @@ def test_an_empty_wal_without_its_shm_is_read_as_an_immutable_file(tmp_path, mon
         "file; its -wal is empty)"
     ]
     assert warned.records[0].levelno == logging.WARNING
+    db._without_shm(str(path)).close()  # read again in this process: said once
+    assert len(warned.records) == 1 and {str(path)} == db._WARNED
 
 
 def test_a_wal_holding_results_is_read_from_a_copy(tmp_path, monkeypatch, warned):
@@ -904,6 +911,22 @@ def test_the_version_is_read_again_under_the_lock(monkeypatch):
     db.migrate(conn, "m.db")  # would fail with "duplicate column" if v4.. ran again
     assert not conn.in_transaction
     assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
+
+
+def test_a_version_that_cannot_be_read_under_the_lock_names_the_next_step(monkeypatch):
+    conn = _old(sqlite3.connect(":memory:", isolation_level=None), 3)
+    seen = iter([3])
+
+    def version(c):
+        for v in seen:
+            return v
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(db, "schema_version", version)
+    with pytest.raises(StoreError) as e:
+        db.migrate(conn, "m.db")
+    assert str(e.value) == "m.db: migration to schema v4 failed: disk I/O error"
+    assert not conn.in_transaction
 
 
 def test_a_newer_schema_found_under_the_lock_is_refused_and_unlocked(monkeypatch):
@@ -1342,6 +1365,7 @@ def test_a_writer_checks_then_creates_in_wal_with_the_schema(tmp_path, monkeypat
     monkeypatch.setattr(db, "check_writable", lambda p: checked.append(p) or real(p))
     path = tmp_path / "new" / "r.db"
     with open_store(path) as s:
+        assert path.exists() and s._conn is not None  # made now, not at the first write
         assert checked == [str(path)] and s.path == str(path)
         conn = s.conn
         assert conn.isolation_level is None
