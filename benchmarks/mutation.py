@@ -159,6 +159,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         )
         for n, line in ((2, '"XXtf32XX"'), (3, '"TF32"'))
     },
+    "paradnn.sim.curve.x_scaling__mutmut_3": (
+        "the default bounds chip_counts' powers of two: 1 … 1024 for 1024 and for 1025 alike "
+        "(the roofline's curve counts its chips the same way), so the same rows",
+        "max_chips: int = 1025",
+    ),
     "paradnn.sim.scaling_check.x_check_frame__mutmut_11": (
         "pandas lower-cases DataFrame.to_dict's orient: 'RECORDS' is 'records'",
         'to_dict("RECORDS")',

@@ -495,3 +495,11 @@ def test_a_value_near_its_lower_bound_is_not_at_it_and_one_past_it_is():
         assert e.status == "identified" and e.at_bound == bound
         assert e.value == pytest.approx(max(truth, 1e-3), rel=0.01) == sp.eff("fp32")
         assert e.interval[0] < e.value < e.interval[1]
+
+
+def test_a_run_where_a_parameter_moves_the_step_exactly_the_threshold_counts(monkeypatch):
+    exact = np.array([[1.0], [I.MATTERS], [0.0]])  # elasticities: 1, exactly 0.05, none
+    monkeypatch.setattr(I, "elasticities", lambda predict, sp, params, idx: exact)
+    free = [I.Param("efficiency", "fp32")]
+    _, reps, _, _ = I._stage(predict, _meas(BASE), [2, 3, 4], free, BASE, BASE)
+    assert reps["efficiency.fp32"].status == "identified" and reps["efficiency.fp32"].runs == 2

@@ -57,7 +57,7 @@ def test_choose_tile_by_hand():
     small = G.choose_tile(64, 64, 64, ((128, 128), (64, 64)), None)
     assert small.tile == (64, 64) and small.tile_efficiency == pytest.approx(32 / 64)
     assert small.q_tile == 1.0 and small.quant == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="no candidate tiles"):
+    with pytest.raises(ValueError, match=r"^no candidate tiles$"):
         G.choose_tile(1, 1, 1, (), None)
 
 
@@ -166,6 +166,11 @@ def test_each_band_field_read_or_dropped(tmp_path):
     assert b.of("npu").reason == "not validated: error_bands.json has no 'npu' band"
 
 
+def test_one_validated_prediction_is_a_count(tmp_path):
+    g = _bands(tmp_path, {"schema": 1, "bands": {"gpu": {"p90": 0.1, "n": 1}}}).of("gpu")
+    assert g.n == 1 and g.label() == "gpu model error band ±10.0% (p90 of 1 validated predictions)"
+
+
 def test_a_file_whose_bands_are_no_table_has_none(tmp_path):
     b = _bands(tmp_path, {"schema": 1, "bands": [1], "generated_at": "then"})
     assert b.bands == {} and b.generated_at == "then" and b.source == "error_bands.json"
@@ -246,6 +251,12 @@ def test_check_options_by_model():
     with pytest.raises(ConfigError) as e:
         curve.check_options("step", concurrent=True)
     assert str(e.value).startswith("--concurrent = True: applies to --model roofline only")
+    with pytest.raises(ConfigError) as e:
+        curve.scaling("fc", {"batch": 8}, chips.load("h100-sxm"), concurrent=True)
+    assert str(e.value).startswith("--concurrent = True: applies to --model roofline only")
+    with pytest.raises(ConfigError) as e:
+        curve.scaling("fc", {"batch": 8}, chips.load("h100-sxm"), overlap=0.25)
+    assert str(e.value).startswith("--overlap = 0.25: applies to --model roofline only")
     with pytest.raises(ConfigError) as e:
         curve.check_options("sketch")
     assert str(e.value).startswith("--model = 'sketch'")
