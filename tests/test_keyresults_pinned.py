@@ -376,3 +376,18 @@ def test_equal_utilizations_go_to_the_first_family_by_name_before_anything_else(
     hi, lo = K._utilization(runs)
     assert hi.words == "Highest utilization: cnn batch=4 on P fp32"
     assert lo.words == "Lowest utilization: fc batch=8 on P fp32"
+
+
+@pytest.mark.parametrize(
+    "col, values, first",
+    [
+        ("config_key", ['{"batch": 8}', '{"batch": 4}'], "fc batch=4 on P fp32"),
+        ("platform", ["Q", "P"], "fc batch=4 on P fp32"),
+        ("precision", ["fp32", "bf16"], "fc batch=4 on P bf16"),
+    ],
+)
+def test_equal_utilizations_then_go_by_config_platform_and_precision(col, values, first):
+    runs = _runs([0.5, 0.5, 0.1]).assign(config_key=['{"batch": 4}'] * 3, run_key=["a", "b", "c"])
+    runs[col] = [*values, runs[col].iloc[2]]
+    hi, _ = K._utilization(runs)
+    assert hi.words.startswith(f"Highest utilization: {first}")
