@@ -411,6 +411,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "journal_mode=memory and FULL is SQLite's default: same behaviour",
         '"XX:memory:XX"',
     ),
+    "paradnn.analysis.whatif.x_findings_for__mutmut_17": (
+        "the four pair checks read `data` only when no comparison is handed in (findings."
+        "_oriented, fc_size_decides_platform's measured branch); here `cmp` is always given",
+        "check(None, c)",
+    ),
     **{
         f"paradnn.sim.papers.xǁPredictorǁ_op_speedup__mutmut_{n}": (
             "an Op's layer name and phase are labels: predict_op's compute_s and memory_s read "

@@ -365,3 +365,29 @@ def test_lines_are_the_verdicts_then_the_utilization_then_the_speedups():
     got = K.lines(_w(frames), _runs([0.5, 0.25]))
     assert [g.kind for g in got] == ["verdict", "count", "utilization", "utilization", "speedup"]
     assert K.lines(_w({}), pd.DataFrame()) == []
+
+
+def test_equal_utilizations_go_to_the_first_family_by_name_before_anything_else():
+    runs = _runs([0.5, 0.5, 0.1]).assign(
+        family=["fc", "cnn", "fc"],
+        config_key=['{"batch": 4}', '{"batch": 4}', '{"batch": 8}'],
+        run_key=["a", "b", "c"],
+    )
+    hi, lo = K._utilization(runs)
+    assert hi.words == "Highest utilization: cnn batch=4 on P fp32"
+    assert lo.words == "Lowest utilization: fc batch=8 on P fp32"
+
+
+@pytest.mark.parametrize(
+    "col, values, first",
+    [
+        ("config_key", ['{"batch": 8}', '{"batch": 4}'], "fc batch=4 on P fp32"),
+        ("platform", ["Q", "P"], "fc batch=4 on P fp32"),
+        ("precision", ["fp32", "bf16"], "fc batch=4 on P bf16"),
+    ],
+)
+def test_equal_utilizations_then_go_by_config_platform_and_precision(col, values, first):
+    runs = _runs([0.5, 0.5, 0.1]).assign(config_key=['{"batch": 4}'] * 3, run_key=["a", "b", "c"])
+    runs[col] = [*values, runs[col].iloc[2]]
+    hi, _ = K._utilization(runs)
+    assert hi.words.startswith(f"Highest utilization: {first}")
