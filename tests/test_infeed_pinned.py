@@ -602,3 +602,23 @@ def test_an_entry_another_run_finished_first_is_taken_and_ours_removed(tmp_path,
     assert (path, got, hit) == (root / theirs.name, meta, False)
     assert sorted(p.name for p in root.iterdir()) == [theirs.name]  # ours is gone
     assert (path / "marker").read_text() == "theirs"
+
+
+def test_a_pipeline_s_loader_shuffles_by_its_seed_and_collates_to_the_step_s_dtypes():
+    def feed():
+        step = _step(torch.rand(4, 1, 4, 4, dtype=torch.float64), torch.arange(4))
+        opts = _opts(data_source="pipeline", loader_workers=0, seed=11)
+        return infeed.PipelineFeed(step, torch.device("cpu"), 4, 4, opts)
+
+    a, b = feed(), feed()
+    try:
+        assert isinstance(a.loader.sampler, torch.utils.data.RandomSampler)
+        assert isinstance(a.loader.collate_fn, infeed.Collate) and a.loader.num_workers == 0
+        assert a.loader.pin_memory is False
+        xa, ya = a.fetch()
+        xb, yb = b.fetch()
+        assert xa.equal(xb) and ya.equal(yb)  # the same seed: the same order
+        assert (xa.dtype, ya.dtype) == (torch.float64, torch.int64)
+    finally:
+        a.close()
+        b.close()
