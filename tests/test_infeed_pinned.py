@@ -622,3 +622,11 @@ def test_a_pipeline_s_loader_shuffles_by_its_seed_and_collates_to_the_step_s_dty
     finally:
         a.close()
         b.close()
+
+
+def test_a_new_feed_has_spent_nothing_and_the_cores_are_this_process_s(monkeypatch):
+    feed = _host_feed(examples=3)
+    assert (feed.wait_s, feed.copy_s, feed.calls, feed.window, feed.workers) == (0.0, 0.0, 0, {}, 0)
+    assert feed.examples == 3 and feed.device == torch.device("cpu") and len(feed.buffers) == 2
+    monkeypatch.setattr(infeed.os, "sched_getaffinity", lambda pid: {0, 1, 2} if pid == 0 else {0})
+    assert infeed.allowed_cores() == 3
