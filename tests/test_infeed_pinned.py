@@ -630,3 +630,22 @@ def test_a_new_feed_has_spent_nothing_and_the_cores_are_this_process_s(monkeypat
     assert feed.examples == 3 and feed.device == torch.device("cpu") and len(feed.buffers) == 2
     monkeypatch.setattr(infeed.os, "sched_getaffinity", lambda pid: {0, 1, 2} if pid == 0 else {0})
     assert infeed.allowed_cores() == 3
+
+
+def test_the_pictures_are_quality_90_jpegs_made_from_the_seed_and_tokens_name_the_entry(tmp_path):
+    from PIL import Image
+
+    tensors = [torch.rand(4, 3, 8, 8), torch.arange(4)]
+    specs = infeed.plan(tensors, 4)
+    a, _, _ = infeed.write_dataset(tensors, specs, 4, 5, tmp_path / "a")
+    b, _, _ = infeed.write_dataset(tensors, specs, 4, 5, tmp_path / "b")
+    assert a.name == b.name
+    assert (a / "0" / "00007.jpg").read_bytes() == (b / "0" / "00007.jpg").read_bytes()
+    ref = tmp_path / "ref.jpg"
+    Image.new("RGB", (8, 8)).save(ref, "JPEG", quality=infeed.JPEG_QUALITY)
+    with Image.open(a / "0" / "00000.jpg") as img, Image.open(ref) as want:
+        assert img.format == "JPEG" and img.mode == "RGB" and img.size == (8, 8)
+        assert img.quantization == want.quantization
+    other = [tensors[0], torch.arange(4) + 1]  # other token ids: another entry
+    c, _, _ = infeed.write_dataset(other, specs, 4, 5, tmp_path / "a")
+    assert c.name != a.name
