@@ -554,7 +554,7 @@ def test_a_pipeline_leaves_constants_in_place_and_says_how_it_was_made(monkeypat
         assert len(feed.loader.dataset) == infeed.EPOCH_BATCHES * 4
     finally:
         feed.close()
-    assert feed.it is None
+    assert feed.it is None and feed.loader._iterator is None
 
 
 def test_a_pipeline_with_a_worker_passes_its_loader_settings(monkeypatch):
@@ -573,6 +573,7 @@ def test_a_pipeline_with_a_worker_passes_its_loader_settings(monkeypatch):
         assert feed.queued() == 3
     finally:
         feed.close()
+    assert feed.it is None and feed.loader._iterator is None  # a persistent loader's too
     off = _opts(data_source="pipeline", loader_workers=1, persistent_workers=False)
     feed = infeed.PipelineFeed(step, torch.device("cpu"), 4, 4, off)
     try:
