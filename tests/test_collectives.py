@@ -246,3 +246,29 @@ def test_a_rank_clock_marks_after_its_device_finished(clock):
     rc.sync()
     assert syncs == [100.5, 100.5]
     assert rc.elapsed([(1.0, 1.5), (2.0, 4.0)]) == [0.5, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("policy", "tick", "reps", "count"),
+    [
+        # a quick policy (max_time_s 0): a budget of 0.05 s, 4 × 3 ms a sample -> 4 samples
+        (dict(max_time_s=0.0, min_samples=3, min_block_s=0.01), 0.002, 4, 4),
+        # 3 ms a sample under a 1 s budget: 333, at most 200
+        (dict(max_time_s=10.0, min_samples=3, min_block_s=1e-9), 0.002, 1, 200),
+        # never fewer than min_samples, whatever the budget
+        (dict(max_time_s=0.0, min_samples=7, min_block_s=0.01), 0.002, 4, 7),
+    ],
+)
+def test_the_allreduce_ladder_s_sample_count_and_its_bounds(clock, monkeypatch, policy, tick,
+                                                           reps, count):  # fmt: skip
+    monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=lambda buf: clock.tick(tick)))
+    base = dict(max_samples=500)
+    out = C.allreduce_time(4000, torch.float32, FakeAgree(world=4), _policy(**(base | policy)))
+    assert (out["reps_per_sample"], out["n_samples"]) == (reps, count)
+
+
+def test_an_allreduce_too_quick_to_time_has_no_bandwidth(clock, monkeypatch):
+    monkeypatch.setattr(C, "dist", types.SimpleNamespace(all_reduce=lambda buf: None))
+    out = C.allreduce_time(4000, torch.float32, FakeAgree(world=2), _policy(min_block_s=1e-9))
+    assert out["time_s"] == 0.0 and out["reps_per_sample"] == 1 and out["n_samples"] == 200
+    assert out["algbw"] != out["algbw"] and out["busbw"] != out["busbw"]  # NaN, never ∞ or 0

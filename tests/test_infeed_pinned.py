@@ -554,7 +554,7 @@ def test_a_pipeline_leaves_constants_in_place_and_says_how_it_was_made(monkeypat
         assert len(feed.loader.dataset) == infeed.EPOCH_BATCHES * 4
     finally:
         feed.close()
-    assert feed.it is None
+    assert feed.it is None and feed.loader._iterator is None
 
 
 def test_a_pipeline_with_a_worker_passes_its_loader_settings(monkeypatch):
@@ -573,6 +573,7 @@ def test_a_pipeline_with_a_worker_passes_its_loader_settings(monkeypatch):
         assert feed.queued() == 3
     finally:
         feed.close()
+    assert feed.it is None and feed.loader._iterator is None  # a persistent loader's too
     off = _opts(data_source="pipeline", loader_workers=1, persistent_workers=False)
     feed = infeed.PipelineFeed(step, torch.device("cpu"), 4, 4, off)
     try:
@@ -602,3 +603,50 @@ def test_an_entry_another_run_finished_first_is_taken_and_ours_removed(tmp_path,
     assert (path, got, hit) == (root / theirs.name, meta, False)
     assert sorted(p.name for p in root.iterdir()) == [theirs.name]  # ours is gone
     assert (path / "marker").read_text() == "theirs"
+
+
+def test_a_pipeline_s_loader_shuffles_by_its_seed_and_collates_to_the_step_s_dtypes():
+    def feed():
+        step = _step(torch.rand(4, 1, 4, 4, dtype=torch.float64), torch.arange(4))
+        opts = _opts(data_source="pipeline", loader_workers=0, seed=11)
+        return infeed.PipelineFeed(step, torch.device("cpu"), 4, 4, opts)
+
+    a, b = feed(), feed()
+    try:
+        assert isinstance(a.loader.sampler, torch.utils.data.RandomSampler)
+        assert isinstance(a.loader.collate_fn, infeed.Collate) and a.loader.num_workers == 0
+        assert a.loader.pin_memory is False
+        xa, ya = a.fetch()
+        xb, yb = b.fetch()
+        assert xa.equal(xb) and ya.equal(yb)  # the same seed: the same order
+        assert (xa.dtype, ya.dtype) == (torch.float64, torch.int64)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_new_feed_has_spent_nothing_and_the_cores_are_this_process_s(monkeypatch):
+    feed = _host_feed(examples=3)
+    assert (feed.wait_s, feed.copy_s, feed.calls, feed.window, feed.workers) == (0.0, 0.0, 0, {}, 0)
+    assert feed.examples == 3 and feed.device == torch.device("cpu") and len(feed.buffers) == 2
+    monkeypatch.setattr(infeed.os, "sched_getaffinity", lambda pid: {0, 1, 2} if pid == 0 else {0})
+    assert infeed.allowed_cores() == 3
+
+
+def test_the_pictures_are_quality_90_jpegs_made_from_the_seed_and_tokens_name_the_entry(tmp_path):
+    from PIL import Image
+
+    tensors = [torch.rand(4, 3, 8, 8), torch.arange(4)]
+    specs = infeed.plan(tensors, 4)
+    a, _, _ = infeed.write_dataset(tensors, specs, 4, 5, tmp_path / "a")
+    b, _, _ = infeed.write_dataset(tensors, specs, 4, 5, tmp_path / "b")
+    assert a.name == b.name
+    assert (a / "0" / "00007.jpg").read_bytes() == (b / "0" / "00007.jpg").read_bytes()
+    ref = tmp_path / "ref.jpg"
+    Image.new("RGB", (8, 8)).save(ref, "JPEG", quality=infeed.JPEG_QUALITY)
+    with Image.open(a / "0" / "00000.jpg") as img, Image.open(ref) as want:
+        assert img.format == "JPEG" and img.mode == "RGB" and img.size == (8, 8)
+        assert img.quantization == want.quantization
+    other = [tensors[0], torch.arange(4) + 1]  # other token ids: another entry
+    c, _, _ = infeed.write_dataset(other, specs, 4, 5, tmp_path / "a")
+    assert c.name != a.name

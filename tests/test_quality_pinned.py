@@ -527,3 +527,11 @@ def test_the_causes_are_counted_most_first_then_by_name():
     out = Q.noisy_summary(rows)
     assert "why: other processes on its CPUs (2), CI wider than its target (1), CPU time " in out
     assert "stolen (1)." in out
+
+
+def test_a_run_s_label_is_family_precision_and_its_config_in_order():
+    assert Q._label({"family": "fc", "precision": "bf16", "config": {"b": 2, "a": 1}}) == (
+        "fc bf16 b=2 a=1"
+    )
+    assert Q._label({"family": "cnn", "precision": "fp32", "config": None}) == "cnn fp32"
+    assert Q._label({}) == "None None"
