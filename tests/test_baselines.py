@@ -222,8 +222,8 @@ def test_history_of_one_configuration_across_time_and_baselines(two, capsys, tmp
 
 
 def test_history_fits_a_narrow_terminal(two, monkeypatch):
-    """`history` at 80 columns: the start, the step time and its interval whole on one line, the host,
-    versions and baselines left out first and named under the table."""
+    """`history` at 80 columns: the start, the step time and its interval whole on one line,
+    the host, versions and baselines left out first and named under the table."""
     from rich.console import Console
 
     from paradnn.cli import baselines as cli_baselines
