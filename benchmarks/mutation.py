@@ -21,8 +21,8 @@ Clopper-Pearson interval, so a group too large to check whole on a small machine
 sim: thousands of mutants, hours each on 2 cores) still gets a measured distance to its target
 (on a fresh clone the mutants are generated first). Several groups' samples are checked in
 one mutmut run (it runs the clean tests first, minutes with the whole selection). `--only
-survivors` re-tests the mutants a run left alive (after adding tests; a sample's unchecked rest stays unchecked); `--only
-unchecked` resumes a run a timeout stopped.
+survivors` re-tests the mutants a run left alive (after adding tests; a sample's unchecked
+rest stays unchecked); `--only unchecked` resumes a run a timeout stopped.
 Score = (killed + timeout + killed at set-up) / (mutants - equivalent - unchecked); survived,
 suspicious and "no tests" count against.
 """
