@@ -127,16 +127,22 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         for n, line in ((13, "np.arange(n - 1)"), (14, "np.arange(n + 2)"))
     },
     **{
-        f"paradnn.measure.timer.x_measure__mutmut_{n}": (
-            "the first report goes out anyway: the speaker has never spoken, so it is due",
+        f"paradnn.measure.timer.x__first_step__mutmut_{n}": (
+            "the first report goes out anyway: _first_step speaks first in measure(), and a "
+            "speaker that has never spoken is due",
             line,
         )
         for n, line in (
-            (7, 'say({"phase": "first step"}, force=None)'),
-            (9, 'say({"phase": "first step"}, )'),
-            (14, 'say({"phase": "first step"}, force=False)'),
+            (2, 'say({"phase": "first step"}, force=None)'),
+            (4, 'say({"phase": "first step"}, )'),
+            (9, 'say({"phase": "first step"}, force=False)'),
         )
     },
+    "paradnn.measure.timer.x__agreed__mutmut_5": (
+        "Agreement.gather returns each rank's list of len(values) (all_gather of one shape), "
+        "so zip pairs the same columns with or without strict=True",
+        "agree.gather(values), )",
+    ),
     **{
         f"paradnn.measure.timer.x_progress_words__mutmut_{n}": (
             "a missing phase as None instead of '': both are falsy, equal to no phase name, and "
