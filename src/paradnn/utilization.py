@@ -38,6 +38,11 @@ BEATEN_LEGEND = (
 )
 
 
+# The stored rows a compute ceiling is the best of (its status the one parameter): ok matmul
+# rows whose value is a number (a damaged file's text would sort above every number in MAX).
+COMPUTE_CEILINGS = "kind = 'matmul' AND status = ? AND typeof(value) IN ('integer', 'real')"
+
+
 def beaten(utilization: Any) -> bool | None:
     """Whether a measured utilization says its ceiling was beaten (strictly above 1); None
     when there is no utilization to say it."""
@@ -74,8 +79,8 @@ def datasheet_peak(device_name: str | None, precision: str) -> tuple[float | Non
 def measured_ceiling(store: Store, device_name: str | None, precision: str) -> float | None:
     """The best calibrated matmul throughput for this device and precision, if any."""
     rows = store.conn.execute(
-        "SELECT MAX(value) FROM ceilings WHERE kind = 'matmul' AND status = ? "
-        "AND device_name = ? AND precision = ? AND typeof(value) IN ('integer', 'real')",
+        f"SELECT MAX(value) FROM ceilings WHERE {COMPUTE_CEILINGS} "
+        "AND device_name = ? AND precision = ?",
         (Status.OK, device_name, precision),
     ).fetchone()
     return rows[0] if rows and rows[0] else None
@@ -172,8 +177,7 @@ def beaten_ceilings(store: Store, device_name: str | None = None) -> list[Beaten
 
     best: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
     for name, precision, value, detail in store.conn.execute(
-        "SELECT device_name, precision, value, detail FROM ceilings WHERE kind = 'matmul' "
-        "AND status = ? AND typeof(value) IN ('integer', 'real')",
+        f"SELECT device_name, precision, value, detail FROM ceilings WHERE {COMPUTE_CEILINGS}",
         (Status.OK,),
     ):
         if device_name is not None and name != device_name:
@@ -239,8 +243,8 @@ def restate(store: Store) -> list[Restated]:
     measured again higher clears the † of the runs that beat the old one. One transaction;
     per device and precision (sorted), what changed (none: nothing was out of date)."""
     best = store.conn.execute(
-        "SELECT device_name, precision, MAX(value) FROM ceilings WHERE kind = 'matmul' "
-        "AND status = ? AND typeof(value) IN ('integer', 'real') AND value > 0 "
+        f"SELECT device_name, precision, MAX(value) FROM ceilings WHERE {COMPUTE_CEILINGS} "
+        "AND value > 0 "
         "GROUP BY device_name, precision "
         "ORDER BY device_name, precision",
         (Status.OK,),

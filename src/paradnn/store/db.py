@@ -182,14 +182,8 @@ class Store:
         )
         # One IMMEDIATE transaction per result: the attempt number and the row land together,
         # even with another writer (a `paradnn bench` beside a sweep) on the same file.
-        with self.writing(f"the result of {rec.family} {rec.precision} {_short(rec.config, 80)}"):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = self.conn.execute(sql, [*(row[c] for c in cols), rec.run_key])
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
+        with self.immediate(f"the result of {rec.family} {rec.precision} {_short(rec.config, 80)}"):
+            cur = self.conn.execute(sql, [*(row[c] for c in cols), rec.run_key])
         rid = int(cur.lastrowid)
         attempt = self.conn.execute("SELECT attempt FROM runs WHERE id = ?", (rid,)).fetchone()[0]
         if rec.op_profile:
@@ -274,23 +268,14 @@ class Store:
         if table not in SIDE_TABLES:
             raise ValueError(f"table = {table!r}: must be {', '.join(SIDE_TABLES)}")
         ids = []
-        with self.writing(f"{len(rows)} {table} row{'s' if len(rows) != 1 else ''}"):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                for row in rows:
-                    cols = list(row)
-                    vals = [
-                        json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()
-                    ]
-                    sql = (
-                        f"INSERT INTO {table} ({', '.join(cols)}) "
-                        f"VALUES ({', '.join('?' * len(cols))})"
-                    )
-                    ids.append(int(self.conn.execute(sql, vals).lastrowid))
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
+        with self.immediate(f"{len(rows)} {table} row{'s' if len(rows) != 1 else ''}"):
+            for row in rows:
+                cols = list(row)
+                vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()]
+                sql = (
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+                )
+                ids.append(int(self.conn.execute(sql, vals).lastrowid))
         return ids
 
     def _rollback(self) -> None:
@@ -299,6 +284,21 @@ class Store:
         if self._conn is not None and self._conn.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def immediate(self, what: str) -> Iterator[None]:
+        """One IMMEDIATE transaction around the block: committed when it ends (unless the
+        block ended the transaction itself), rolled back on any exception; a write failure in
+        the user's words (`writing`)."""
+        with self.writing(what):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                if self.conn.in_transaction:
+                    self.conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
 
     @contextlib.contextmanager
     def writing(self, what: str) -> Iterator[None]:
@@ -415,17 +415,8 @@ class Store:
     def update(self, statements: Sequence[tuple[str, Sequence[Any]]], what: str) -> list[int]:
         """Run `statements` (SQL, parameters) in one IMMEDIATE transaction: all of them or
         none. The number of rows each changed."""
-        changed = []
-        with self.writing(what):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, params in statements:
-                    changed.append(self.conn.execute(sql, tuple(params)).rowcount)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-        return changed
+        with self.immediate(what):
+            return [self.conn.execute(sql, tuple(params)).rowcount for sql, params in statements]
 
     # -- baselines (docs/baselines.md) ----------------------------------------------------
     def save_baseline(
@@ -434,22 +425,16 @@ class Store:
         """Name the runs `run_ids` (row ids of this database) `name` in one transaction, so
         two savers of one name cannot both find it free; False (nothing written) when the name
         is saved already and not `replace`."""
-        with self.writing(f"baseline {name!r}"):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                held = "SELECT 1 FROM baselines WHERE name = ? LIMIT 1"
-                if not replace and self.conn.execute(held, (name,)).fetchone():
-                    self.conn.execute("ROLLBACK")
-                    return False
-                self.conn.execute("DELETE FROM baselines WHERE name = ?", (name,))
-                self.conn.executemany(
-                    "INSERT INTO baselines (name, run_id, saved_at) VALUES (?, ?, ?)",
-                    [(name, int(i), saved_at) for i in run_ids],
-                )
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
+        with self.immediate(f"baseline {name!r}"):
+            held = "SELECT 1 FROM baselines WHERE name = ? LIMIT 1"
+            if not replace and self.conn.execute(held, (name,)).fetchone():
+                self.conn.execute("ROLLBACK")  # taken: nothing written
+                return False
+            self.conn.execute("DELETE FROM baselines WHERE name = ?", (name,))
+            self.conn.executemany(
+                "INSERT INTO baselines (name, run_id, saved_at) VALUES (?, ?, ?)",
+                [(name, int(i), saved_at) for i in run_ids],
+            )
         return True
 
     def delete_baseline(self, name: str) -> int:
