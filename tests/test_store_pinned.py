@@ -587,6 +587,18 @@ class _Connects:
         monkeypatch.setattr(db.sqlite3, "connect", connect)
 
 
+@pytest.fixture(autouse=True)
+def _live_loggers(monkeypatch):
+    """What other tests on the same worker did to the loggers is undone for each test here:
+    importing the CLI stops "paradnn" propagating (it prints its own warning lines), and a
+    library configuring logging (`dictConfig`'s disable_existing_loggers) disables loggers made
+    before it; either hid the records from caplog's root handler in a full run."""
+    for name in ("paradnn", "paradnn.store", "paradnn.store.db"):
+        logger = logging.getLogger(name)
+        monkeypatch.setattr(logger, "propagate", True)
+        monkeypatch.setattr(logger, "disabled", False)
+
+
 @pytest.fixture
 def warned(monkeypatch, caplog):
     """A fresh once-per-process memory of warned databases; the warnings logged."""
