@@ -448,3 +448,99 @@ def test_dry_mode_end_to_end_on_this_cpu(tmp_path):
     costs = json.loads((tmp_path / "step_seconds.json").read_text())
     assert costs["devices"]["cpu-dry"]["steps"]["doctor"]["seconds"] > 0
     assert gc.COSTS.read_text() == before  # the repository's file is the GPU runs' only
+
+
+def test_a_step_is_never_summarised_from_an_earlier_runs_file(tmp_path):
+    """The first gpu-check after issue 43 timed its overhead step out and headlined the
+    previous loan's overhead.json (committed under work/): a step's outputs are removed before
+    the run, so a step that leaves nothing is n/a, and one stopped after some configs says
+    partial."""
+    ctx = gc.Ctx(out=tmp_path, dry=True, sizes=gc.DRY_SIZES)
+    ctx.work.mkdir(parents=True)
+    stale = {"configs": [{"family": "fc", "config": {}, "ratio": 1.06}], "median_ratio": 1.06}
+    (ctx.work / "overhead.json").write_text(json.dumps(stale))
+    (ctx.work / "runs.db").write_text("an earlier loan's rows")
+    (ctx.work / "jax.db").write_text("kept: jax is not run")
+    plan = gc.make_plan(["overhead", "ops"], {}, "x")
+    plan = replace(plan, steps=tuple(p for p in plan.steps if p.step.name == "overhead"))
+    timeout = {"status": "timeout", "returncode": -15, "seconds": 25.0, "stdout": "",
+               "stderr": "", "error": "stopped at its 25 s cap"}  # fmt: skip
+    runner, _ = _fake_runner([timeout])
+    summary = gc.run(ctx, plan, gc.Budget(100.0), "Test CPU", {}, runner, lambda m: None)
+    h = json.loads((tmp_path / "summary.json").read_text())["headline"]
+    assert h["harness_overhead_ratio"] is None
+    assert h["nulls"]["harness_overhead_ratio"] == "overhead: stopped at its 25 s cap"
+    assert not (ctx.work / "overhead.json").exists()
+    assert (ctx.work / "runs.db").exists()  # ops was not in the plan: its database stays
+    assert (ctx.work / "jax.db").read_text() == "kept: jax is not run"
+    assert summary["steps"][0]["status"] == "timeout"
+    assert gc.clear_outputs(ctx, ["ops", "energy"]) == [str(ctx.work / "runs.db")]
+
+    def partial(argv, timeout_s, env, cwd, log):
+        got = {**stale, "complete": False, "configs_planned": 5, "median_ratio": 1.014,
+               "configs": [{"family": "fc", "config": {"b": b}, "ratio": r}
+                           for b, r in ((128, 1.014), (64, 0.905), (512, 1.094))]}  # fmt: skip
+        (ctx.work / "overhead.json").write_text(json.dumps(got))
+        return timeout
+
+    gc.run(ctx, plan, gc.Budget(100.0), "Test CPU", {}, partial, lambda m: None)
+    h = json.loads((tmp_path / "summary.json").read_text())["headline"]
+    assert h["harness_overhead_ratio"] == 1.014 and h["harness_overhead_max_ratio"] == 1.094
+    assert h["harness_overhead_partial"] == "3 of 5 configs"
+    md = (tmp_path / "summary.md").read_text()
+    assert "median 1.014×, max 1.094× (target ≤ 1.02× on every config); partial: 3 of 5" in md
+
+
+def test_a_sample_stopped_at_its_cap_with_ok_runs_is_partial_not_a_failure():
+    data = {"runs": 115, "drawn": 164, "statuses": {"ok": 114, "failed": 1}}
+    got = gc.sample_stopped(data, 180.0)
+    assert got["status"] == "partial"
+    assert got["reason"].startswith("stopped at its 180 s cap after 115 of 164 drawn runs (114 ok)")
+    assert "random sample" in got["reason"]
+    assert gc.sample_stopped({"runs": 3, "drawn": None, "statuses": {"ok": 3}}, 60.0)[
+        "reason"
+    ].startswith("stopped at its 60 s cap after 3 runs (3 ok)")
+    assert gc.sample_stopped({"runs": 2, "statuses": {"timeout": 2}}, 180.0) == {}
+    assert gc.sample_stopped(None, 180.0) == {}
+    # the measured seconds keep a partial step (the plan sizes the sample, not this entry)
+    costs = gc.record_costs({}, "dev", {"sample": {"status": "partial", "seconds": 180.2}},
+                            None, None, "2026-11-27")  # fmt: skip
+    assert costs["devices"]["dev"]["steps"]["sample"] == {
+        "seconds": 180.2, "status": "partial", "date": "2026-11-27"}
+    h = gc.headline({"sample": {"status": "partial", "database": "s.sqlite", "data": {
+        **data, "per_run_overhead_s": 0.06, "first_step_s": {}}}})  # fmt: skip
+    md = gc.markdown({"headline": h, "dry": False, "device_name": "GPU", "wall_s": 1.0,
+                      "budget_s": 360.0, "started_at": "t", "git": "abc", "versions": {},
+                      "steps": []})  # fmt: skip
+    assert "| sample of Table 2 | 115 of 164 drawn runs {'ok': 114, 'failed': 1} in s.sqlite" in md
+
+
+def test_a_second_call_on_the_same_loan_keeps_the_earlier_steps_in_its_summary(tmp_path):
+    """`--steps` on the same day: the summary's headline and table keep the earlier run's
+    records of the other steps, each said to be an earlier run's; older or skipped records and
+    the earlier run's failures do not count against this one."""
+    ctx = gc.Ctx(out=tmp_path, dry=True, sizes=gc.DRY_SIZES)
+    today = gc.datetime.now(gc.UTC).isoformat(timespec="seconds")
+    ceilings = {"ceilings": [{"kind": "copy", "precision": None, "value": 3e12, "unit": "B/s",
+                              "best_size": None, "too_small": None, "datasheet": None,
+                              "fraction_of_datasheet": None}]}  # fmt: skip
+    base = {"schema_version": gc.SCHEMA_VERSION, "reason": None, "seconds": 1.0, "cap_s": 9.0,
+            "data_error": None}  # fmt: skip
+    for name, rec in {
+        "calibrate": {"status": "ok", "started_at": today, "data": ceilings},
+        "sample": {"status": "timeout", "started_at": today, "data": None},
+        "energy": {"status": "skipped", "started_at": today, "data": None},
+        "jax": {"status": "ok", "started_at": "2026-11-26T19:00:00+00:00", "data": None},
+    }.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({**base, "step": name, **rec}))
+    (tmp_path / "ops.json").write_text("{not json")
+    plan = gc.make_plan(["doctor"], {}, "x")
+    runner, _ = _fake_runner([_ok(1.0, "{}")])
+    summary = gc.run(ctx, plan, gc.Budget(100.0), "Test CPU", {}, runner, lambda m: None)
+    steps = {s["step"]: s for s in summary["steps"]}
+    assert set(steps) == {"doctor", "calibrate", "sample"}
+    assert steps["calibrate"]["earlier"] == today and "earlier" not in steps["doctor"]
+    assert summary["headline"]["copy_bytes_per_s"] == 3e12
+    md = (tmp_path / "summary.md").read_text()
+    assert f"| calibrate | ok | 1.0 | 9 | an earlier run's (started {today}) |" in md
+    assert "3000 GB/s" in md

@@ -171,3 +171,48 @@ def test_flops_are_counted_once_per_config_in_a_process():
             str(m.get("phase")))))  # fmt: skip
     assert "counting FLOPs" in phases[0] and "counting FLOPs" not in phases[1]
     assert recs[0].flops_per_step == recs[1].flops_per_step == recs[0].flops_analytic
+
+
+def test_harness_overhead_keeps_each_config_it_finished(tmp_path, monkeypatch):
+    """benchmarks/harness_overhead.py writes its JSON after every config (complete: false, how
+    many were planned), so gpu_check's cap stopping it keeps what it measured; the last write
+    says complete."""
+    import importlib.util
+
+    path = SRC.parent / "benchmarks" / "harness_overhead.py"
+    spec = importlib.util.spec_from_file_location("harness_overhead_t", path)
+    ho = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ho)
+    timing = "".join(f"{k} = {json.dumps(v)}\n" for k, v in vars(TINY_POLICY).items())
+    runs = "".join(
+        f'[[runs]]\nfamily = "fc"\nconfig = {{ layers = 1, nodes = {n}, input = 4, output = 2, '
+        "batch = 2 }\n"
+        for n in (4, 8)
+    )
+    sweep = tmp_path / "two.toml"
+    sweep.write_text(f'precisions = ["fp32"]\n{runs}[timing]\n{timing}')
+    out = tmp_path / "o.json"
+    monkeypatch.setattr(ho, "hand_step_time", lambda *a, **k: 1e-3)
+    seen = []
+    real = ho.execute
+
+    def stop_on_the_second(spec):
+        seen.append(spec)
+        if len(seen) > 1:  # the cap: the second config is never finished
+            raise KeyboardInterrupt
+        return real(spec)
+
+    monkeypatch.setattr(ho, "execute", stop_on_the_second)
+    args = ["--device", "cpu", "--threads", "1", "--rounds", "1", "--preset", str(sweep),
+            "--out", str(out)]  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        ho.main(args)
+    got = json.loads(out.read_text())
+    assert got["complete"] is False and got["configs_planned"] == 2
+    assert [c["config"]["nodes"] for c in got["configs"]] == [4]
+    assert got["max_ratio"] == got["configs"][0]["ratio"] > 0
+    monkeypatch.setattr(ho, "execute", real)
+    final = ho.main(args)
+    got = json.loads(out.read_text())
+    assert got == final and got["complete"] is True and len(got["configs"]) == 2
+    assert not out.with_name(out.name + ".tmp").exists()
