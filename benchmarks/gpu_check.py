@@ -1274,8 +1274,9 @@ def headline(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     # a run stopped at its cap leaves the configs it finished (harness_overhead.py writes after
     # each): said as partial, with how many of how many
     h["harness_overhead_partial"] = (
-        ov and ov.get("complete") is False and f"{len(ov.get('configs', []))} of "
-        f"{ov.get('configs_planned', '?')} configs"
+        ov
+        and ov.get("complete") is False
+        and f"{len(ov.get('configs', []))} of {ov.get('configs_planned', '?')} configs"
     ) or None
     if not ov:
         nulls["harness_overhead_ratio"] = why or "overhead.json missing"
@@ -1374,8 +1375,11 @@ def markdown(summary: dict[str, Any]) -> str:
         f"| harness overhead (paradnn / plain loop) | median {r:.3f}×, max "
         f"{h['harness_overhead_max_ratio']:.3f}× (target ≤ {OVERHEAD_TARGET}× on every "
         f"config)"
-        + (f"; partial: {h['harness_overhead_partial']}" if h.get("harness_overhead_partial")
-           else "")
+        + (
+            f"; partial: {h['harness_overhead_partial']}"
+            if h.get("harness_overhead_partial")
+            else ""
+        )
         + " |"
         if r is not None
         else f"| harness overhead | n/a ({nulls.get('harness_overhead_ratio')}) |"
@@ -1635,8 +1639,11 @@ def run(
             for n in order
             if n in results and not planned[n].included
         ]
-        + [{**{k: earlier[n].get(k) for k in SUMMARY_KEYS}, "earlier": earlier[n]["started_at"]}
-           for n in order if n in earlier],  # fmt: skip
+        + [
+            {**{k: earlier[n].get(k) for k in SUMMARY_KEYS}, "earlier": earlier[n]["started_at"]}
+            for n in order
+            if n in earlier
+        ],
         "headline": None,
     }
     try:

@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         tmp = args.out.with_name(args.out.name + ".tmp")
         tmp.write_text(json.dumps(got, indent=2) + "\n")
         tmp.replace(args.out)
+
     for precision in args.precision:
         opts = RunOptions(
             precision=precision, device=str(device), threads=args.threads, timing=policy

@@ -506,7 +506,10 @@ def test_a_sample_stopped_at_its_cap_with_ok_runs_is_partial_not_a_failure():
     costs = gc.record_costs({}, "dev", {"sample": {"status": "partial", "seconds": 180.2}},
                             None, None, "2026-11-27")  # fmt: skip
     assert costs["devices"]["dev"]["steps"]["sample"] == {
-        "seconds": 180.2, "status": "partial", "date": "2026-11-27"}
+        "seconds": 180.2,
+        "status": "partial",
+        "date": "2026-11-27",
+    }
     h = gc.headline({"sample": {"status": "partial", "database": "s.sqlite", "data": {
         **data, "per_run_overhead_s": 0.06, "first_step_s": {}}}})  # fmt: skip
     md = gc.markdown({"headline": h, "dry": False, "device_name": "GPU", "wall_s": 1.0,
