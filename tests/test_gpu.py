@@ -1,6 +1,8 @@
 """Checks that need a real GPU (skipped elsewhere). Run them on a CUDA machine with
 `pytest -m gpu`; benchmarks/results/ records what they measured there."""
 
+import statistics
+
 import pytest
 import torch
 
@@ -33,11 +35,14 @@ def test_event_timing_agrees_with_synchronised_wall_clock(name, cfg):
         step = TrainStep(fam.build(fam.config(cfg), dev), "rmsprop", "fp32", dev)
     policy = TimingPolicy(min_time_s=0.3, max_time_s=1.0)
     events, wall = [], []
-    for _ in range(3):  # alternate so drift hits both; another process only ever adds time
+    for _ in range(3):  # alternate so drift hits both
         events.append(measure(step, CudaEventClock(dev), policy).summary.median)
         k = max(1, round(0.2 / events[-1]))
         wall.append(_wall_per_step(step, dev, k, blocks=3))
-    ev, wl = min(events), min(wall)
+    # medians, not minima: the GPU's clock moves both ways (2026-11-27, right after the energy
+    # runs at ~680 W, the CNN's events read 11.7, 10.5, 11.3 ms and the wall clock 11.4, 11.6,
+    # 13.9 ms: one low event block failed a comparison of minima by 8 %; the medians agree to 2.5 %)
+    ev, wl = statistics.median(events), statistics.median(wall)
     assert abs(ev - wl) / wl <= 0.03, {"events": events, "wall": wall}
 
 

@@ -547,3 +547,33 @@ def test_a_second_call_on_the_same_loan_keeps_the_earlier_steps_in_its_summary(t
     md = (tmp_path / "summary.md").read_text()
     assert f"| calibrate | ok | 1.0 | 9 | an earlier run's (started {today}) |" in md
     assert "3000 GB/s" in md
+
+
+def test_fc_bf16_utilization_falls_back_to_the_ceiling_calibrate_measured():
+    """The energy runs' database holds no ceiling (calibrate stores its own in the sample's):
+    the headline sets the largest FC bf16 run's achieved rate against calibrate's bf16 ceiling
+    and says which ceiling; with no ceiling either, it stays null with the run's reason."""
+    cal = {"data": {"ceilings": [
+        {"kind": "matmul", "precision": "bf16", "value": 727.4e12, "unit": "FLOP/s",
+         "best_size": 8192, "too_small": None, "datasheet": 989.4e12,
+         "fraction_of_datasheet": 727.4 / 989.4}]}}  # fmt: skip
+    why = "no measured ceiling for NVIDIA H100 80GB HBM3 at bf16: run `paradnn calibrate`"
+    run = _run("fc", "bf16", flops_per_step=99, utilization_measured=None, config={"n": 2},
+               achieved_flops=490.2e12, nulls={"utilization_measured": why})  # fmt: skip
+    energy = {"data": {"runs": [run]}}
+    h = gc.headline({"calibrate": cal, "energy": energy})
+    assert h["fc_bf16_utilization_measured"] == pytest.approx(490.2 / 727.4, rel=1e-12)
+    assert h["fc_bf16_utilization_of"] == "the bf16 ceiling calibrate measured on this loan"
+    assert "fc_bf16_utilization_measured" not in h["nulls"]
+    md = gc.markdown({"headline": h, "dry": False, "device_name": "GPU", "wall_s": 1.0,
+                      "budget_s": 360.0, "started_at": "t", "git": "abc", "versions": {},
+                      "steps": []})  # fmt: skip
+    assert "67.4% (target ≥ 80%; of the bf16 ceiling calibrate measured on this loan) |" in md
+    h = gc.headline({"energy": energy})
+    assert h["fc_bf16_utilization_measured"] is None
+    assert h["nulls"]["fc_bf16_utilization_measured"] == why
+    own = {**run, "utilization_measured": 0.7}
+    h = gc.headline({"calibrate": cal, "energy": {"data": {"runs": [own]}}})
+    assert (
+        h["fc_bf16_utilization_measured"] == 0.7 and h["fc_bf16_utilization_of"] == "its database"
+    )
