@@ -510,6 +510,19 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
             ("paradnn.sim.opfit.x_op_plan__mutmut_74", "fbytes.append(None)"),
         )
     },
+    "paradnn.memory.x_copies__mutmut_9": (
+        "procs is an int: at procs = 1 both return procs (= 1), below 1 both return 1",
+        "procs >= 1",
+    ),
+    "paradnn.store.db.xǁStoreǁbaselines__mutmut_15": (
+        "the SELECT names three columns, so every row has three values: strict never differs",
+        '("name", "runs", "saved_at"), r, )',
+    ),
+    "paradnn.store.db.x__without_shm__mutmut_59": (
+        "the folder was made by mkdtemp a moment before, owned by this process: removing it "
+        "raises only if another process removed it first",
+        "shutil.rmtree(folder, )",
+    ),
 }
 
 # A mutant that only changes the letter case of SQL text (keywords, pragma names, table and

@@ -2038,6 +2038,33 @@ def test_the_settings_each_key_was_measured_with(store):
     }
     store.conn.execute("UPDATE runs SET env = NULL WHERE run_key = 'c'")
     assert store.measured_with()["c"] == ("s", None)
+    # a damaged sweep column (a blob where a name belongs) names no sweep
+    store.conn.execute("UPDATE runs SET sweep = x'00ff' WHERE run_key = 'c'")
+    assert store.measured_with()["c"] == (None, None)
+
+
+def test_a_damaged_page_of_an_existing_file_is_refused_naming_the_file(tmp_path):
+    """Page 1 and the schema read well, later pages do not: quick_check refuses it before any
+    work, naming the file (from the seed-12 sample: the path in that message was untested)."""
+    path = tmp_path / "r.db"
+    open_store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("CREATE TABLE filler (x)")
+    conn.executemany("INSERT INTO filler VALUES (?)", [("x" * 500,) for _ in range(200)])
+    conn.commit()
+    conn.close()
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.seek(size - 4096 * 5)
+        f.write(b"\xff" * 4096 * 3)
+    damaged = path.read_bytes()
+    for readonly in (False, True):
+        with pytest.raises(StoreError) as e:
+            open_store(path, readonly=readonly)
+        assert str(e.value).startswith(f"{path}: a damaged database (")
+        assert str(e.value).endswith("); use another --db")
+    assert path.read_bytes() == damaged
 
 
 def _threads(store, threads, choice, sweep="s", host="box") -> None:
