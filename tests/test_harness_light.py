@@ -203,8 +203,12 @@ def test_harness_overhead_keeps_each_config_it_finished(tmp_path, monkeypatch):
         return real(spec)
 
     monkeypatch.setattr(ho, "execute", stop_on_the_second)
+    # --denormals keep: the script sets the flag for the whole process (flushing subnormals
+    # would break every later hypothesis test on this worker), and keep is torch's default
     args = ["--device", "cpu", "--threads", "1", "--rounds", "1", "--preset", str(sweep),
-            "--out", str(out)]  # fmt: skip
+            "--out", str(out), "--denormals", "keep"]  # fmt: skip
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the worker's own stays
     with pytest.raises(KeyboardInterrupt):
         ho.main(args)
     got = json.loads(out.read_text())
@@ -216,3 +220,10 @@ def test_harness_overhead_keeps_each_config_it_finished(tmp_path, monkeypatch):
     got = json.loads(out.read_text())
     assert got == final and got["complete"] is True and len(got["configs"]) == 2
     assert not out.with_name(out.name + ".tmp").exists()
+    assert torch.get_num_threads() == threads
+    assert not _subnormals_flushed()
+
+
+def _subnormals_flushed() -> bool:
+    tiny = torch.tensor(1e-310, dtype=torch.float64)
+    return (tiny * 1.0).item() == 0.0
