@@ -1280,6 +1280,9 @@ def headline(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for c in ov.get("configs", [])
     ]
     h["harness_overhead_target"] = OVERHEAD_TARGET
+    # each config's rounds give a range of ratios: met, not met, or inconclusive where the
+    # range straddles the target (harness_overhead.verdict); older files carry no verdict
+    h["harness_overhead_verdict"] = (ov and ov.get("verdict")) or None
     # a run stopped at its cap leaves the configs it finished (harness_overhead.py writes after
     # each): said as partial, with how many of how many
     h["harness_overhead_partial"] = (
@@ -1383,7 +1386,9 @@ def markdown(summary: dict[str, Any]) -> str:
     lines.append(
         f"| harness overhead (paradnn / plain loop) | median {r:.3f}×, max "
         f"{h['harness_overhead_max_ratio']:.3f}× (target ≤ {OVERHEAD_TARGET}× on every "
-        f"config)"
+        f"config"
+        + (f": {h['harness_overhead_verdict']}" if h.get("harness_overhead_verdict") else "")
+        + ")"
         + (
             f"; partial: {h['harness_overhead_partial']}"
             if h.get("harness_overhead_partial")

@@ -478,6 +478,7 @@ def test_a_step_is_never_summarised_from_an_earlier_runs_file(tmp_path):
 
     def partial(argv, timeout_s, env, cwd, log):
         got = {**stale, "complete": False, "configs_planned": 5, "median_ratio": 1.014,
+               "verdict": "inconclusive",
                "configs": [{"family": "fc", "config": {"b": b}, "ratio": r}
                            for b, r in ((128, 1.014), (64, 0.905), (512, 1.094))]}  # fmt: skip
         (ctx.work / "overhead.json").write_text(json.dumps(got))
@@ -488,7 +489,11 @@ def test_a_step_is_never_summarised_from_an_earlier_runs_file(tmp_path):
     assert h["harness_overhead_ratio"] == 1.014 and h["harness_overhead_max_ratio"] == 1.094
     assert h["harness_overhead_partial"] == "3 of 5 configs"
     md = (tmp_path / "summary.md").read_text()
-    assert "median 1.014×, max 1.094× (target ≤ 1.02× on every config); partial: 3 of 5" in md
+    assert h["harness_overhead_verdict"] == "inconclusive"
+    assert (
+        "median 1.014×, max 1.094× (target ≤ 1.02× on every config: inconclusive); partial: 3 of 5"
+        in md
+    )
 
 
 def test_a_sample_stopped_at_its_cap_with_ok_runs_is_partial_not_a_failure():
