@@ -1100,11 +1100,16 @@ def _ceilings(db: str) -> dict[str, Any]:
     return {"device_name": name, "datasheet_platform": sheet and sheet["platform"], "ceilings": out}
 
 
-def sample_figures(db: str) -> dict[str, Any]:
-    """The sample's runs by status, and what its runs cost beyond their measured phases: the
-    median per-run overhead (from one run's end to the next one's, less its first step,
-    warm-up and timed blocks) and each family's median first step: the next loan's sizing."""
+def sample_figures(db: str, timing: Any = None) -> dict[str, Any]:
+    """The sample's runs by status, and what its runs cost beyond their predicted steps: the
+    mean per-run overhead (from one run's end to the next one's, less its first step, warm-up
+    and timed blocks), each family's mean first step, and the mean stretch of a run's warm-up
+    and timed seconds over the least `timing` allows (api.sample.SAMPLE_TIMING by default):
+    the next loan's sizing. Means, not medians: the budget is a sum of runs."""
+    from paradnn.api.sample import SAMPLE_TIMING
     from paradnn.store import open_store
+
+    timing = timing or SAMPLE_TIMING
 
     with open_store(db, readonly=True) as store:
         rows = [r for r in store.runs() if str(r.get("sweep") or "").startswith("table2-sample")]
@@ -1115,6 +1120,12 @@ def sample_figures(db: str) -> dict[str, Any]:
     firsts: dict[str, list[float]] = {}
     for r in ok:
         firsts.setdefault(r["family"], []).append(r["first_step_s"] or 0.0)
+    stretches = []
+    for r in ok:
+        least = timing.least_seconds(r["step_time_s"]) if r["step_time_s"] else 0.0
+        spent = (r["warmup_s"] or 0) + sum(r["samples"] or []) * (r["steps_per_sample"] or 1)
+        if least > 0:
+            stretches.append(spent / least)
     overheads = []
     for prev, r in itertools.pairwise(ok):
         try:
@@ -1137,9 +1148,11 @@ def sample_figures(db: str) -> dict[str, Any]:
         "drawn": drawn,
         "statuses": statuses,
         "noisy": sum(1 for r in ok if r.get("quality") == "noisy"),
-        "per_run_overhead_s": round(statistics.median(overheads), 4) if overheads else None,
+        "per_run_overhead_s": round(statistics.fmean(overheads), 4) if overheads else None,
+        "per_run_overhead_median_s": round(statistics.median(overheads), 4) if overheads else None,
         "per_run_overhead_target_s": RUN_OVERHEAD_TARGET_S,
-        "first_step_s": {f: round(statistics.median(v), 4) for f, v in sorted(firsts.items())},
+        "first_step_s": {f: round(statistics.fmean(v), 4) for f, v in sorted(firsts.items())},
+        "stretch": round(statistics.fmean(stretches), 3) if stretches else None,
     }
 
 
@@ -1156,7 +1169,9 @@ def extract(step: str, ctx: Ctx, stdout: str) -> dict[str, Any] | None:
     if step == "calibrate":
         return _ceilings(str(ctx.dataset))
     if step == "sample":
-        return sample_figures(str(ctx.dataset)) if ctx.dataset and ctx.dataset.exists() else None
+        if not (ctx.dataset and ctx.dataset.exists()):
+            return None
+        return sample_figures(str(ctx.dataset), _timing(ctx) if ctx.dry else None)
     if step == "hostprofile":
         from paradnn.store import open_store
 
@@ -1227,7 +1242,10 @@ def headline(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     h["sample_drawn"] = sample and sample.get("drawn")
     h["sample_statuses"] = sample and sample["statuses"]
     h["sample_database"] = (results.get("sample") or {}).get("database")
-    h["per_run_overhead_s"] = sample and sample["per_run_overhead_s"]
+    # the target is issue 43's median; the mean (beside it) sizes the next sample
+    h["per_run_overhead_s"] = sample and sample.get(
+        "per_run_overhead_median_s", sample["per_run_overhead_s"]
+    )
     h["per_run_overhead_target_s"] = RUN_OVERHEAD_TARGET_S
     if not sample:
         nulls["sample_runs"] = why or "the sample stored no run"
@@ -1520,7 +1538,12 @@ def _sample_costs(costs: dict[str, Any], device: str) -> Any:
     default = SampleCosts()
     first = {**default.first_step_s, **(got.get("first_step_s") or {})}
     over = got.get("per_run_overhead_s")
-    return SampleCosts(overhead_s=default.overhead_s if over is None else over, first_step_s=first)
+    stretch = got.get("stretch")
+    return SampleCosts(
+        overhead_s=default.overhead_s if over is None else over,
+        first_step_s=first,
+        stretch=default.stretch if stretch is None else stretch,
+    )
 
 
 @contextlib.contextmanager
@@ -1816,6 +1839,7 @@ def main(argv: list[str] | None = None) -> int:
         sample_costs = {
             "per_run_overhead_s": sample["per_run_overhead_s"],
             "first_step_s": sample["first_step_s"],
+            "stretch": sample.get("stretch"),
         }
     costs_path.write_text(
         json.dumps(

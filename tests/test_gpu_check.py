@@ -79,21 +79,48 @@ def test_the_plan_fits_six_minutes_by_its_own_accounting(device):
     assert d["total_s"] <= d["budget_s"] and len(d["steps"]) == len(gc.STEPS)
 
 
-def test_the_sample_holds_at_least_150_runs_on_an_h100():
-    """Sized from the committed H100 per-run costs: the plan's sample budget, priced on the
-    H100's datasheet entry, draws at least 150 runs for any seed tried."""
+def test_the_sample_is_sized_by_what_the_h100_runs_cost():
+    """Sized from the committed H100 per-run costs (means of the 2026-11-27 sample): the plan's
+    sample budget, priced on the H100's datasheet entry, fits its budget and draws 95-130 runs
+    for the seeds tried. Issue 43 asked for 150 in ~3 minutes: that was priced with a median
+    CNN first step and the timer's least seconds, and the loan ran 115 (docs/gpu.md)."""
     from paradnn.api.sample import table2_sample
 
     costs = gc.load_costs()
     device = "nvidia-h100-80gb-hbm3"
     plan = gc.make_plan(None, costs, device)
     per_run = gc._sample_costs(costs, device)
+    assert per_run.stretch > 1 and per_run.first("cnn") > 5.0  # measured, not the defaults
     for seed in (1, 20261127, 20270101120000):
         s = table2_sample(seed, budget_s=plan.sample_budget_s, platform="h100-sxm",
                           device="cpu", capacity_bytes=80 * 2**30, costs=per_run,
                           native=["fp32", "tf32", "bf16", "fp16"])  # fmt: skip
-        assert len(s.plan.specs) >= 150, (seed, s.as_dict())
+        assert 95 <= len(s.plan.specs) <= 130, (seed, s.as_dict())
         assert s.estimated_s <= plan.sample_budget_s
+
+
+def test_the_measured_costs_price_the_loans_own_runs_as_long_as_they_took():
+    """The 2026-11-27 sample's first 115 draws (all it ran before its 180 s cap: 176.1 s from
+    the first run's start to the last one's end, in its database) priced with the costs
+    measured from them: within 5 % (the medians and least seconds it was drawn with priced
+    them at ~121 s). In-sample: a check of the sum, not a forecast."""
+    from paradnn.api.sample import table2_sample
+
+    dataset = ROOT / "benchmarks" / "data" / "gpu" / "nvidia-h100-80gb-hbm3-2026-11-27.sqlite"
+    meta = json.loads(dataset.with_suffix(".json").read_text())
+    figures = gc.sample_figures(str(dataset))
+    assert figures["runs"] == 115 and figures["drawn"] == meta["runs"] == 161
+    costs = gc._sample_costs({"devices": {"d": {"sample_costs": figures}}}, "d")
+    kw = {"platform": "h100-sxm", "device": "cpu", "max_step_s": meta["max_step_s"],
+          "native": meta["precisions"], "capacity_bytes": meta["capacity_bytes"]}  # fmt: skip
+    low, high = 100.0, 400.0
+    for _ in range(30):  # the budget at which the draw takes its 115th run
+        mid = (low + high) / 2
+        n = len(table2_sample(meta["seed"], budget_s=mid, costs=costs, **kw).plan.specs)
+        low, high = (low, mid) if n >= 115 else (mid, high)
+    first = table2_sample(meta["seed"], budget_s=high, costs=costs, **kw)
+    assert len(first.plan.specs) == 115
+    assert first.estimated_s == pytest.approx(176.1, rel=0.05)
 
 
 def test_caps_follow_what_was_measured():
