@@ -523,6 +523,48 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "raises only if another process removed it first",
         "shutil.rmtree(folder, )",
     ),
+    # the seed-13 sample's (2026-11-27)
+    "paradnn.store.db.x__without_shm__mutmut_60": (
+        "the folder was made by mkdtemp a moment before, owned by this process: removing it "
+        "raises only if another process removed it first",
+        "shutil.rmtree(folder, ignore_errors=False)",
+    ),
+    "paradnn.store.db.xǁStoreǁbaselines__mutmut_22": (
+        "the SELECT names three columns, so every row has three values: strict never differs",
+        "r, strict=False))",
+    ),
+    **{
+        f"paradnn.store.db.x__sqlite_error__mutmut_{n}": (
+            "the default is read only when write_failure gave words, which it gives only for an "
+            "error carrying sqlite_errorcode (8, 10, 13 or 14): the attribute is always there",
+            line,
+        )
+        for n, line in (
+            (12, '"sqlite_errorcode", None) & 0xFF'),
+            (15, '"sqlite_errorcode", ) & 0xFF'),
+        )
+    },
+    "paradnn.store.db.x_write_failure__mutmut_11": (
+        "an error without a code reads as 1 instead of 0: neither is 8, 10, 13 or 14, so both "
+        "give None",
+        "None) or 1) & 0xFF",
+    ),
+    "paradnn.memory.x_predict__mutmut_79": (
+        "pure 16-bit's forward transient of 1 byte instead of 0 never makes forward the peak: "
+        "backward's first moment holds the activations, a gradient share and the classifier's "
+        "two fp32 logit gradients (every family ends in a GEMM classifier), more than 1 byte",
+        "f32.floor // 2, 1, f32.buffers // 2",
+    ),
+    "paradnn.memory.xǁMemoryCheckǁwords__mutmut_14": (
+        "lower_bytes and predicted_bytes are both None (no estimate) or both numbers: `and` "
+        "and `or` agree",
+        "self.lower_bytes is None and self.predicted_bytes is None",
+    ),
+    "paradnn.measure.stats.x__scipy_ranks__mutmut_13": (
+        "one more point of the binomial cdf, at n + 1, where it is 1.0: never ≤ α/2, so the "
+        "largest j below is the same",
+        "np.arange(n + 2)",
+    ),
 }
 
 # A mutant that only changes the letter case of SQL text (keywords, pragma names, table and
