@@ -1324,7 +1324,13 @@ def headline(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     h["simulator_mdape"] = {
         s["family"]: s.get("mdape") for s in summary if s.get("family") is not None
     } or None
-    if not h["simulator_mdape"]:
+    if not h["simulator_mdape"] and val is not None and val.get("runs") == 0:
+        got = sample or {}
+        nulls["simulator_mdape"] = (
+            f"simulate validate compared no run: the sample stored {got.get('statuses')}, "
+            f"{got.get('noisy')} of them noisy (left out, as compare does)"
+        )
+    elif not h["simulator_mdape"]:
         nulls["simulator_mdape"] = why or "simulate validate printed no summary"
     mem, why = data("memory")
     h["memory_total_vs_peak"] = mem and (mem.get("summary") or {}).get("total_vs_peak")

@@ -110,9 +110,12 @@ def ratio_range(ours: list[float], hand: list[float]) -> tuple[float, float]:
     return min(ours) / max(hand), max(ours) / min(hand)
 
 
-def verdict(low: float, high: float, target: float) -> str:
+def verdict(low: float, high: float, target: float, rounds: int = 2) -> str:
     """met when the whole range is within the target, not met when all of it is above,
-    inconclusive when it straddles the target."""
+    inconclusive when it straddles the target or rests on one round a side (a range of one
+    value says nothing of the noise)."""
+    if rounds < 2:
+        return "inconclusive"
     if high <= target:
         return "met"
     return "not met" if low > target else "inconclusive"
@@ -226,6 +229,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 continue
             ratio = statistics.median(ours) / statistics.median(hand)
             low, high = ratio_range(ours, hand)
+            rounds = min(len(ours), len(hand))
             rows.append(
                 {
                     "family": name,
@@ -235,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "hand_s": hand,
                     "ratio": ratio,
                     "ratio_range": [low, high],
-                    "verdict": verdict(low, high, TARGET),
+                    "verdict": verdict(low, high, TARGET, rounds),
                 }
             )
             label = " ".join(f"{k}={v}" for k, v in values.items())

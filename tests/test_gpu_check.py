@@ -609,3 +609,20 @@ def test_fc_bf16_utilization_falls_back_to_the_ceiling_calibrate_measured():
     assert (
         h["fc_bf16_utilization_measured"] == 0.7 and h["fc_bf16_utilization_of"] == "its database"
     )
+
+
+def test_a_validate_that_compared_no_run_says_why():
+    """The dry rehearsal on a busy CPU: every sample run flagged noisy, validate compares none;
+    the headline says so instead of "printed no summary"."""
+    h = gc.headline({
+        "sample": {"data": {"runs": 8, "statuses": {"ok": 8}, "noisy": 8,
+                            "per_run_overhead_s": 1.0, "first_step_s": {}}},
+        "validate": {"status": "ok", "data": {"summary": [], "runs": 0}},
+    })  # fmt: skip
+    assert h["simulator_mdape"] is None
+    assert h["nulls"]["simulator_mdape"] == (
+        "simulate validate compared no run: the sample stored {'ok': 8}, 8 of them noisy "
+        "(left out, as compare does)"
+    )
+    h = gc.headline({"validate": {"status": "failed", "reason": "boom", "data": None}})
+    assert h["nulls"]["simulator_mdape"] == "validate: boom"

@@ -221,8 +221,8 @@ def test_harness_overhead_keeps_each_config_it_finished(tmp_path, monkeypatch):
     assert got == final and got["complete"] is True and len(got["configs"]) == 2
     for c in got["configs"]:  # one round against a plain loop of 1 ms: a point range
         assert c["ratio_range"] == [c["ratio"], c["ratio"]]
-        assert c["verdict"] == ho.verdict(c["ratio"], c["ratio"], ho.TARGET)
-    assert got["verdict"] in ("met", "not met")
+        assert c["verdict"] == "inconclusive"  # one round a side says nothing of the noise
+    assert got["verdict"] == "inconclusive"
     assert not out.with_name(out.name + ".tmp").exists()
     assert torch.get_num_threads() == threads
     assert not _subnormals_flushed()
@@ -248,3 +248,6 @@ def test_harness_overhead_judges_each_config_by_the_range_its_rounds_allow():
     assert ho.verdict(0.95, 1.0201, 1.02) == "inconclusive"
     assert ho.verdict(1.02, 1.3, 1.02) == "inconclusive"  # the low end at the target
     assert ho.verdict(1.0201, 1.3, 1.02) == "not met"
+    assert ho.verdict(1.5, 1.5, 1.02, rounds=1) == "inconclusive"
+    assert ho.verdict(0.9, 0.9, 1.02, rounds=1) == "inconclusive"
+    assert ho.verdict(1.5, 1.5, 1.02, rounds=2) == "not met"
