@@ -1120,12 +1120,12 @@ def sample_figures(db: str, timing: Any = None) -> dict[str, Any]:
     firsts: dict[str, list[float]] = {}
     for r in ok:
         firsts.setdefault(r["family"], []).append(r["first_step_s"] or 0.0)
-    stretches = []
-    for r in ok:
-        least = timing.least_seconds(r["step_time_s"]) if r["step_time_s"] else 0.0
-        spent = (r["warmup_s"] or 0) + sum(r["samples"] or []) * (r["steps_per_sample"] or 1)
-        if least > 0:
-            stretches.append(spent / least)
+
+    def timed(r: dict[str, Any]) -> float:  # its warm-up and timed blocks
+        return (r["warmup_s"] or 0) + sum(r["samples"] or []) * (r["steps_per_sample"] or 1)
+
+    stretches = [timed(r) / timing.least_seconds(r["step_time_s"]) for r in ok
+                 if r["step_time_s"] and timing.least_seconds(r["step_time_s"]) > 0]  # fmt: skip
     overheads = []
     for prev, r in itertools.pairwise(ok):
         try:
@@ -1135,9 +1135,7 @@ def sample_figures(db: str, timing: Any = None) -> dict[str, Any]:
             ).total_seconds()
         except (TypeError, ValueError):
             continue
-        measured = (r["first_step_s"] or 0) + (r["warmup_s"] or 0)
-        measured += sum(r["samples"] or []) * (r["steps_per_sample"] or 1)
-        overheads.append(gap - measured)
+        overheads.append(gap - (r["first_step_s"] or 0) - timed(r))
     meta = Path(db).with_suffix(".json")  # how it was drawn (sample_meta), beside it
     try:
         drawn = json.loads(meta.read_text()).get("runs") if meta.exists() else None

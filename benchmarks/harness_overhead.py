@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from paradnn import families, presets
+from paradnn.analysis import findings
 from paradnn.config import RunOptions, RunSpec
 from paradnn.measure.device import resolve
 from paradnn.measure.timer import TimingPolicy
@@ -111,14 +112,14 @@ def ratio_range(ours: list[float], hand: list[float]) -> tuple[float, float]:
 
 
 def verdict(low: float, high: float, target: float, rounds: int = 2) -> str:
-    """met when the whole range is within the target, not met when all of it is above,
-    inconclusive when it straddles the target or rests on one round a side (a range of one
-    value says nothing of the noise)."""
+    """The findings' three-way rule (`analysis.findings.judge`, ratio ≤ target): met when the
+    whole range is within the target, not met when all of it is above, inconclusive when it
+    straddles the target or rests on one round a side (a range of one value says nothing of
+    the noise)."""
     if rounds < 2:
         return "inconclusive"
-    if high <= target:
-        return "met"
-    return "not met" if low > target else "inconclusive"
+    got = findings.judge(low, high, target, "<=")
+    return {findings.HOLDS: "met", findings.FAILS: "not met"}.get(got, "inconclusive")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

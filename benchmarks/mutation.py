@@ -514,25 +514,25 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "procs is an int: at procs = 1 both return procs (= 1), below 1 both return 1",
         "procs >= 1",
     ),
-    "paradnn.store.db.xǁStoreǁbaselines__mutmut_15": (
-        "the SELECT names three columns, so every row has three values: strict never differs",
-        '("name", "runs", "saved_at"), r, )',
-    ),
-    "paradnn.store.db.x__without_shm__mutmut_59": (
-        "the folder was made by mkdtemp a moment before, owned by this process: removing it "
-        "raises only if another process removed it first",
-        "shutil.rmtree(folder, )",
-    ),
+    **{
+        f"paradnn.store.db.xǁStoreǁbaselines__mutmut_{n}": (
+            "the SELECT names three columns, so every row has three values: strict never differs",
+            line,
+        )
+        for n, line in ((15, '("name", "runs", "saved_at"), r, )'), (22, "r, strict=False))"))
+    },
+    **{
+        f"paradnn.store.db.x__without_shm__mutmut_{n}": (
+            "the folder was made by mkdtemp a moment before, owned by this process: removing it "
+            "raises only if another process removed it first",
+            line,
+        )
+        for n, line in (
+            (59, "shutil.rmtree(folder, )"),
+            (60, "shutil.rmtree(folder, ignore_errors=False)"),
+        )
+    },
     # the seed-13 sample's (2026-11-27)
-    "paradnn.store.db.x__without_shm__mutmut_60": (
-        "the folder was made by mkdtemp a moment before, owned by this process: removing it "
-        "raises only if another process removed it first",
-        "shutil.rmtree(folder, ignore_errors=False)",
-    ),
-    "paradnn.store.db.xǁStoreǁbaselines__mutmut_22": (
-        "the SELECT names three columns, so every row has three values: strict never differs",
-        "r, strict=False))",
-    ),
     **{
         f"paradnn.store.db.x__sqlite_error__mutmut_{n}": (
             "the default is read only when write_failure gave words, which it gives only for an "
